@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { ErrorCode, KernelError } from './errors.js';
+
+const digestPattern = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * A canonical SHA-256 content identity: `sha256:` followed by 64 lowercase hex digits.
+ * Digests identify exact bytes, not semantic JSON equality.
+ */
+export class Digest {
+  readonly #text: string;
+
+  private constructor(text: string) {
+    this.#text = text;
+    Object.freeze(this);
+  }
+
+  /** Validates a canonical `sha256:<lowercase hex>` identity; uppercase hex is rejected. */
+  static parse(text: unknown): Digest {
+    if (typeof text !== 'string' || !digestPattern.test(text)) {
+      throw new KernelError(ErrorCode.invalidDigest, `invalid digest: ${describe(text)}`);
+    }
+    return new Digest(text);
+  }
+
+  /** The digest of exact bytes (a string is hashed as its UTF-8 encoding). */
+  static of(data: Uint8Array | string): Digest {
+    return new Digest(`sha256:${sha256Hex(data)}`);
+  }
+
+  /** The 64 lowercase hex digits without the `sha256:` prefix. */
+  get hex(): string {
+    return this.#text.slice(7);
+  }
+
+  equals(other: Digest | undefined): boolean {
+    return other !== undefined && other.#text === this.#text;
+  }
+
+  toString(): string {
+    return this.#text;
+  }
+
+  toJSON(): string {
+    return this.#text;
+  }
+}
+
+/** The canonical SHA-256 identity of `data` (strings hash as UTF-8). */
+export function computeDigest(data: Uint8Array | string): Digest {
+  return Digest.of(data);
+}
+
+export function sha256Hex(data: Uint8Array | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** A short, safe rendering of rejected input for error messages. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') {
+    const shown = value.length > 80 ? `${value.slice(0, 80)}…` : value;
+    return JSON.stringify(shown);
+  }
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value;
+}

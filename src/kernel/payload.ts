@@ -1,0 +1,148 @@
+import {
+  canonicalize,
+  maxPayloadBytes,
+  nodeFromValue,
+  parseJson,
+  toJsonNode,
+  utf8Length,
+  writeCanonical,
+  type JsonNode,
+  type JsonNodeSource,
+} from './canonical-json.js';
+import { Digest } from './digest.js';
+import { ErrorCode, KernelError } from './errors.js';
+
+/**
+ * Payload: the immutable canonical JSON value carried as Process input and output, Effect and
+ * Signal content and settlement data.
+ */
+
+const utf8Encoder = new TextEncoder();
+
+/**
+ * An immutable canonical JSON value. Every factory copies and normalises its input to the canonical
+ * form (sorted members, verbatim numbers, `<>&` and U+2028/9 escaped, at most
+ * {@link maxPayloadBytes} bytes), so two payloads with the same meaning-preserving text have the
+ * same bytes and the same digest wherever they are produced.
+ *
+ * Determinism: {@link Payload.json}, {@link Payload.bytes} and {@link Payload.digest} depend only on
+ * the canonical text, never on input whitespace, member order or escape spelling.
+ *
+ * @example
+ * ```ts
+ * const input = Payload.encode({ topic: 'agent runtimes' });
+ * input.json(); // '{"topic":"agent runtimes"}'
+ * input.decode<{ topic: string }>().topic; // 'agent runtimes'
+ * ```
+ */
+export class Payload implements JsonNodeSource {
+  /** The canonical empty object `{}`, a common "no arguments" payload. */
+  static readonly emptyObject: Payload = Payload.parse('{}');
+
+  readonly #json: string;
+  readonly #size: number;
+  #node: JsonNode | undefined;
+  #digest: Digest | undefined;
+
+  private constructor(json: string, size: number) {
+    this.#json = json;
+    this.#size = size;
+    Object.freeze(this);
+  }
+
+  /**
+   * Validates one I-JSON text (string or UTF-8 bytes) and returns its canonical payload. Throws
+   * `invalid_payload` for anything `parseJson` rejects or when the input or its canonical form
+   * exceeds {@link maxPayloadBytes}.
+   */
+  static parse(input: string | Uint8Array): Payload {
+    const json = canonicalize(input, { maxBytes: maxPayloadBytes, what: 'payload', code: ErrorCode.invalidPayload });
+    return new Payload(json, utf8Length(json));
+  }
+
+  /**
+   * Encodes a JS value strictly (see `nodeFromValue`: no functions, symbols, non-finite numbers,
+   * cycles, lone surrogates or non-plain objects without `toJSON`). A nested Payload keeps its
+   * exact canonical text, number literals included.
+   */
+  static encode(value: unknown): Payload {
+    if (value instanceof Payload) return value;
+    return Payload.fromNode(nodeFromValue(value));
+  }
+
+  /** The payload of a parsed or hand-built node; throws `invalid_payload` for an invalid node or one over the bound. */
+  static fromNode(node: JsonNode): Payload {
+    const json = writeCanonical(node);
+    const size = utf8Length(json);
+    if (size > maxPayloadBytes) {
+      throw new KernelError(
+        ErrorCode.invalidPayload,
+        `invalid payload: canonical encoding of ${size} bytes exceeds the ${maxPayloadBytes}-byte bound`,
+      );
+    }
+    return new Payload(json, size);
+  }
+
+  /** The canonical JSON text. */
+  json(): string {
+    return this.#json;
+  }
+
+  /** A fresh copy of the canonical UTF-8 bytes; the caller owns it. */
+  bytes(): Uint8Array {
+    return utf8Encoder.encode(this.#json);
+  }
+
+  /** The parsed value as a {@link JsonNode} (parsed on first use and cached; treat it as read-only). */
+  node(): JsonNode {
+    this.#node ??= parseJson(this.#json);
+    return this.#node;
+  }
+
+  /**
+   * The value as plain JS data (objects, arrays, strings, numbers, booleans, null), typed as `T`
+   * without runtime checking. Numbers pass through JS numbers, so literals beyond double precision
+   * (big integers, long fractions) lose precision here; read `node()` to see the exact literal.
+   */
+  decode<T = unknown>(): T {
+    return JSON.parse(this.#json) as T;
+  }
+
+  /** The SHA-256 digest of the canonical UTF-8 bytes (computed once). */
+  digest(): Digest {
+    this.#digest ??= Digest.of(this.#json);
+    return this.#digest;
+  }
+
+  /** The canonical encoding's length in UTF-8 bytes. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** True when both payloads have the same canonical text (hence the same bytes and digest). */
+  equals(other: Payload | undefined | null): boolean {
+    return other instanceof Payload && other.#json === this.#json;
+  }
+
+  toString(): string {
+    return this.#json;
+  }
+
+  /** The decoded value, so `JSON.stringify` of a record holding a Payload embeds the value itself. */
+  toJSON(): unknown {
+    return this.decode();
+  }
+
+  /** The exact node, so encoding a record that holds this payload keeps its number literals. */
+  [toJsonNode](): JsonNode {
+    return this.node();
+  }
+}
+
+/**
+ * True when an optional payload is absent. The seed's "zero value is invalid" maps to absence in
+ * TypeScript; an explicit JSON `null` is a present payload and is not zero.
+ */
+export function isZero(payload: Payload | undefined | null): boolean {
+  return payload === undefined || payload === null;
+}

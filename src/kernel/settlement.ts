@@ -1,0 +1,107 @@
+import { parseJson, type JsonNode } from './canonical-json.js';
+import { describe } from './digest.js';
+import { ErrorCode, KernelError } from './errors.js';
+import { Payload } from './payload.js';
+import { encodeWire, RawJson, WireRecord, type WireValue } from './wire.js';
+
+/**
+ * Whether an Effect definitely succeeded, definitely failed, or has an unknown external result.
+ *
+ * `unknown` records that the operation may or may not have happened. It is never a licence to
+ * retry: replaying an Unknown Effect is an explicit, separately authorised decision, never an
+ * inference from this status.
+ */
+export type SettlementStatus = 'succeeded' | 'failed' | 'unknown';
+
+export const settlementStatusValues: readonly SettlementStatus[] = Object.freeze(['succeeded', 'failed', 'unknown']);
+
+export function isSettlementStatus(value: unknown): value is SettlementStatus {
+  return typeof value === 'string' && (settlementStatusValues as readonly string[]).includes(value);
+}
+
+export function parseSettlementStatus(value: unknown): SettlementStatus {
+  if (!isSettlementStatus(value)) {
+    throw new KernelError(ErrorCode.invalidSettlement, `invalid settlement status: ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * The immutable final fact for one Effect. The payload is owned by the Effect's target and
+ * becomes opaque Signal data for the next Step; it carries the result or diagnostic only, never a
+ * second success flag. The Engine reads the status only to keep definite and unknown facts apart;
+ * an `unknown` status is never a licence to retry.
+ *
+ * Wire: `{"status","payload"}` with the payload embedded as canonical JSON. The EffectId a
+ * settlement belongs to is held by the enclosing record (the prepared effect or Signal).
+ */
+export class Settlement {
+  readonly #status: SettlementStatus;
+  readonly #payload: Payload;
+
+  private constructor(status: SettlementStatus, payload: Payload) {
+    this.#status = status;
+    this.#payload = payload;
+    Object.freeze(this);
+  }
+
+  static of(status: SettlementStatus, payload: Payload): Settlement {
+    const checked = parseSettlementStatus(status);
+    if (!(payload instanceof Payload)) {
+      throw new KernelError(ErrorCode.invalidSettlement, 'a settlement needs a Payload');
+    }
+    return new Settlement(checked, payload);
+  }
+
+  /** Strict decode of `{"status","payload"}`; rejections throw `code` (a parent passes its own). */
+  static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidSettlement): Settlement {
+    const record: WireRecord = new WireRecord(node, path, code);
+    const status = record.string('status');
+    const payload = readPayload(record, 'payload');
+    record.finish();
+    if (!isSettlementStatus(status)) record.fail(`must be one of ${settlementStatusValues.join(', ')}`, 'status');
+    return new Settlement(status, payload);
+  }
+
+  static parse(input: string | Uint8Array): Settlement {
+    return Settlement.fromWire(parseJson(input, { code: ErrorCode.invalidSettlement }));
+  }
+
+  get status(): SettlementStatus {
+    return this.#status;
+  }
+
+  get payload(): Payload {
+    return this.#payload;
+  }
+
+  /** True for `succeeded` and `failed`: the outcome of the operation is known. */
+  get definite(): boolean {
+    return this.#status !== 'unknown';
+  }
+
+  toWire(): WireValue {
+    return { status: this.#status, payload: new RawJson(this.#payload.json()) };
+  }
+
+  json(): string {
+    return encodeWire(this.toWire());
+  }
+
+  equals(other: Settlement | undefined): boolean {
+    return other !== undefined && other.#status === this.#status && other.#payload.equals(this.#payload);
+  }
+}
+
+/** Reads a required canonical payload member; a payload rejection is re-thrown with the record's code and path. */
+function readPayload(record: WireRecord, name: string): Payload {
+  const node = record.required(name);
+  try {
+    return Payload.fromNode(node);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new KernelError(record.code, `${record.childPath(name)} is not a valid payload: ${reason}`, {
+      cause: error,
+    });
+  }
+}

@@ -1,0 +1,162 @@
+import { quoteString, type JsonNode } from './canonical-json.js';
+import { KernelError } from './errors.js';
+
+/**
+ * Wire records: every typed record the kernel persists or hashes is written as canonical JSON
+ * (members sorted by UTF-16 code units, the same rule as Payload), so one record has exactly one
+ * byte form and re-encoding a parsed record reproduces its digest.
+ */
+
+/** Already-canonical JSON text spliced verbatim into a record (payloads, nested records). */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
+export type WireValue =
+  | string
+  | number
+  | bigint
+  | boolean
+  | null
+  | RawJson
+  | readonly WireValue[]
+  | { readonly [name: string]: WireValue | undefined };
+
+/** Encodes a record canonically; `undefined` members are omitted (the wire's "optional"). */
+export function encodeWire(value: WireValue): string {
+  if (typeof value === 'string') return quoteString(value);
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new Error(`wire numbers must be safe integers, got ${value}`);
+    return String(value);
+  }
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (value === null) return 'null';
+  if (value instanceof RawJson) return value.text;
+  if (Array.isArray(value)) return `[${value.map((item: WireValue) => encodeWire(item)).join(',')}]`;
+  const record = value as { readonly [name: string]: WireValue | undefined };
+  const names = Object.keys(record)
+    .filter((name) => record[name] !== undefined)
+    .sort();
+  return `{${names.map((name) => `${quoteString(name)}:${encodeWire(record[name] as WireValue)}`).join(',')}}`;
+}
+
+const uint64Max = (1n << 64n) - 1n;
+
+/**
+ * A strict reader over one parsed JSON object: every member must be read exactly once, so
+ * `finish()` rejects unknown members; every type error names the JSON path and throws `code`.
+ */
+export class WireRecord {
+  readonly #members: Map<string, JsonNode>;
+  readonly #read = new Set<string>();
+
+  constructor(
+    node: JsonNode,
+    readonly path: string,
+    readonly code: string,
+  ) {
+    if (node.kind !== 'object') throw wireError(code, path, 'must be an object');
+    this.#members = new Map(node.members);
+  }
+
+  fail(message: string, member?: string): never {
+    throw wireError(this.code, member === undefined ? this.path : `${this.path}/${member}`, message);
+  }
+
+  has(name: string): boolean {
+    return this.#members.has(name);
+  }
+
+  optional(name: string): JsonNode | undefined {
+    this.#read.add(name);
+    return this.#members.get(name);
+  }
+
+  required(name: string): JsonNode {
+    const node = this.optional(name);
+    if (node === undefined) this.fail('is required', name);
+    return node;
+  }
+
+  /** `required` that also rejects JSON null. */
+  present(name: string): JsonNode {
+    const node = this.required(name);
+    if (node.kind === 'null') this.fail('must not be null', name);
+    return node;
+  }
+
+  string(name: string): string {
+    return readString(this.required(name), this.childPath(name), this.code);
+  }
+
+  optionalString(name: string): string | undefined {
+    const node = this.optional(name);
+    return node === undefined ? undefined : readString(node, this.childPath(name), this.code);
+  }
+
+  uint64(name: string): bigint {
+    return readUint64(this.required(name), this.childPath(name), this.code);
+  }
+
+  uint32(name: string): number {
+    return readUint32(this.required(name), this.childPath(name), this.code);
+  }
+
+  boolean(name: string): boolean {
+    const node = this.required(name);
+    if (node.kind !== 'boolean') this.fail('must be a boolean', name);
+    return node.value;
+  }
+
+  array(name: string): readonly JsonNode[] {
+    const node = this.required(name);
+    if (node.kind !== 'array') this.fail('must be an array', name);
+    return node.items;
+  }
+
+  optionalArray(name: string): readonly JsonNode[] | undefined {
+    const node = this.optional(name);
+    if (node === undefined) return undefined;
+    if (node.kind !== 'array') this.fail('must be an array', name);
+    return node.items;
+  }
+
+  childPath(name: string): string {
+    return `${this.path}/${name}`;
+  }
+
+  /** Rejects members that no reader asked for. */
+  finish(): void {
+    for (const name of this.#members.keys()) {
+      if (!this.#read.has(name)) this.fail(`has an unknown member ${JSON.stringify(name)}`);
+    }
+  }
+}
+
+export function wireError(code: string, path: string, message: string): KernelError {
+  return new KernelError(code, `${path || '/'} ${message}`);
+}
+
+export function readString(node: JsonNode, path: string, code: string): string {
+  if (node.kind !== 'string') throw wireError(code, path, 'must be a string');
+  return node.value;
+}
+
+/** Reads an unsigned 64-bit integer from its literal text exactly (no float round trip). */
+export function readUint64(node: JsonNode, path: string, code: string): bigint {
+  if (node.kind !== 'number' || !/^(0|[1-9][0-9]*)$/.test(node.text)) {
+    throw wireError(code, path, 'must be an unsigned integer');
+  }
+  const value = BigInt(node.text);
+  if (value > uint64Max) throw wireError(code, path, 'exceeds the uint64 range');
+  return value;
+}
+
+export function readUint32(node: JsonNode, path: string, code: string): number {
+  const value = readUint64(node, path, code);
+  if (value > 0xffff_ffffn) throw wireError(code, path, 'exceeds the uint32 range');
+  return Number(value);
+}
+
+export const maxUint64 = uint64Max;
