@@ -1,0 +1,28 @@
+import type { EffectBoundary, TreeActivation, TreeCheckpoint } from './commit.js';
+import type { ProcessId } from './identity.js';
+import type { TreeSnapshot } from './tree-snapshot.js';
+
+/**
+ * The one port through which recoverable state changes: every call atomically compares and advances
+ * a tree's authoritative head. A resolved promise is an acknowledgment: the commit is installed
+ * under this protocol (an identical retry is acknowledged only while its sequence is still current).
+ * Rejections carry `commit_conflict` or `tree_incarnation_conflict`; any other rejection — a
+ * timeout included — proves nothing about the head and must be reconciled by loading it.
+ *
+ * The Engine never cancels a commit; implementations impose their own bounded storage deadline and
+ * a host-owned shutdown signal.
+ */
+export interface TreeCommitter {
+  /** Fences the previous writer before restored work can run (installs sequence 0). */
+  activateTree(activation: TreeActivation): Promise<void>;
+  /** Keeps the Effect fact and the tree head atomic. */
+  commitEffect(boundary: EffectBoundary): Promise<void>;
+  /** Compares an absent head (start) or the current head, then installs the checkpoint. */
+  commitCheckpoint(checkpoint: TreeCheckpoint): Promise<void>;
+}
+
+/** A committer that can also read the authoritative head, as recovery and conformance need. */
+export interface TreeStore extends TreeCommitter {
+  /** The stored head, or undefined when the tree has none. Never activates anything. */
+  loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined>;
+}

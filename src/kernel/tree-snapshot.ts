@@ -1,0 +1,579 @@
+import { parseJson, utf8Length, type JsonNode } from './canonical-json.js';
+import { describe, Digest } from './digest.js';
+import { ChildSpec, Effect, EffectRequest, type ChildWaitSpec } from './effect.js';
+import { ErrorCode, KernelError } from './errors.js';
+import { EffectId, ProcessId, TreeIncarnationId } from './identity.js';
+import { childWaitSatisfiedPayload, type ChildOutcomeFacts, type UnresolvedEffect } from './mailbox.js';
+import type { Payload } from './payload.js';
+import { maxSnapshotInputBytes, ProcessSnapshot, readParentLink, type ParentLink } from './process-snapshot.js';
+import { ProcessRelation } from './relation.js';
+import { TreeLimits } from './tree-limits.js';
+import { encodeWire, WireRecord, wireError } from './wire.js';
+
+/**
+ * TreeSnapshot: the only recovery unit — an immutable, portable capture of one complete Process
+ * tree under one writer incarnation and one TreeLimits.
+ *
+ * Wire: `{"incarnation_id","process_snapshots":[ProcessSnapshot…],"tree_limits"}`. Exactly one
+ * record has no parent link (the root); every other record descends from it; records are in
+ * canonical order — depth ascending, then ProcessId string ascending — whatever the input order,
+ * so the canonical bytes (the header with each Process's cached canonical JSON spliced in) and the
+ * digest depend only on content.
+ *
+ * Domain rules checked by every factory: unique ProcessIds, a single root, `max_tree_processes`,
+ * child depth = parent depth + 1 (`max_depth` per record), child capabilities ⊆ parent's,
+ * parent-scoped ChildKeys unique, `max_children` (lifetime) and `max_active_children`
+ * (non-terminal) per parent, parent `allocated_resources` = Σ of the children's finite budget
+ * debits (a finite parent never grants an unlimited dimension), every child-wait opening observes
+ * direct children of its opener, every pending child-wait answer renders from the captured
+ * terminal results, every retained successful child start identifies a captured direct child whose
+ * record matches the full request (`child_request_digest`), no retained failed child start has a
+ * captured child, and `max_snapshot_bytes` on both the
+ * input and the canonical length. Rejections are `invalid_tree_snapshot`.
+ */
+
+/** The members of {@link TreeSnapshot.create}. */
+export interface TreeSnapshotConfig {
+  readonly incarnationId: TreeIncarnationId;
+  readonly treeLimits: TreeLimits;
+  /** Any order; the snapshot keeps canonical order. */
+  readonly processes: Iterable<ProcessSnapshot>;
+}
+
+const code = ErrorCode.invalidTreeSnapshot;
+const utf8Encoder = new TextEncoder();
+
+export class TreeSnapshot {
+  readonly #incarnationId: TreeIncarnationId;
+  readonly #treeLimits: TreeLimits;
+  readonly #processes: readonly ProcessSnapshot[];
+  readonly #index: TreeIndex;
+  readonly #json: string;
+  readonly #size: number;
+  #digest: Digest | undefined;
+
+  private constructor(
+    incarnationId: TreeIncarnationId,
+    treeLimits: TreeLimits,
+    processes: readonly ProcessSnapshot[],
+    index: TreeIndex,
+  ) {
+    this.#incarnationId = incarnationId;
+    this.#treeLimits = treeLimits;
+    this.#processes = Object.freeze([...processes]);
+    this.#index = index;
+    this.#json = encodeWire({
+      incarnation_id: incarnationId.toString(),
+      tree_limits: treeLimits.toWire(),
+      process_snapshots: this.#processes.map((process) => process.toWire()),
+    });
+    this.#size = utf8Length(this.#json);
+    Object.freeze(this);
+  }
+
+  /** Validates a tree of already validated Process snapshots (any order). */
+  static create(config: TreeSnapshotConfig): TreeSnapshot {
+    const fail: (message: string) => never = (message) => {
+      throw new KernelError(code, `invalid tree snapshot: ${message}`);
+    };
+    if (typeof config !== 'object' || config === null) fail(`expected tree members, got ${describe(config)}`);
+    const { incarnationId, treeLimits } = config;
+    if (!(incarnationId instanceof TreeIncarnationId)) fail('incarnationId must be a TreeIncarnationId');
+    if (!(treeLimits instanceof TreeLimits)) fail('treeLimits must be TreeLimits');
+    if (config.processes === null || typeof config.processes?.[Symbol.iterator] !== 'function') {
+      fail('processes must be an iterable of ProcessSnapshot');
+    }
+    const processes = [...config.processes];
+    processes.forEach((process, index) => {
+      if (!(process instanceof ProcessSnapshot)) fail(`processes[${index}] must be a ProcessSnapshot`);
+    });
+    const index = TreeIndex.of(processes, fail);
+    for (const process of processes) {
+      const { relation } = process;
+      const where = `process ${process.processId.toString()}`;
+      if (!relation.rootId.equals(index.root.processId)) fail(`${where} belongs to root ${relation.rootId.toString()}`);
+      if (relation.parentId !== undefined) {
+        const parent = index.get(relation.parentId);
+        if (parent === undefined) fail(`${where} has parent ${relation.parentId.toString()}, which is not in the tree`);
+        if (relation.depth !== parent.relation.depth + 1) {
+          fail(`${where} has depth ${relation.depth}, but its parent is at depth ${parent.relation.depth}`);
+        }
+      }
+      process.checkCapacity(treeLimits, (message) => fail(`${where}: ${message}`));
+    }
+    checkRenderedFacts(index, fail);
+    return TreeSnapshot.#validated(incarnationId, treeLimits, index, fail);
+  }
+
+  static #validated(
+    incarnationId: TreeIncarnationId,
+    treeLimits: TreeLimits,
+    index: TreeIndex,
+    fail: (message: string) => never,
+  ): TreeSnapshot {
+    checkTreeRules(index, treeLimits, fail);
+    const snapshot = new TreeSnapshot(incarnationId, treeLimits, index.ordered, index);
+    if (!treeLimits.maxSnapshotBytes.admits(BigInt(snapshot.#size))) {
+      fail(`encoded size ${snapshot.#size} exceeds max_snapshot_bytes ${treeLimits.maxSnapshotBytes.toString()}`);
+    }
+    return snapshot;
+  }
+
+  /** Strict decode. `inputBytes` (the supplied length) is checked against `max_snapshot_bytes` too. */
+  static fromWire(node: JsonNode, path = '', inputBytes?: number): TreeSnapshot {
+    try {
+      return TreeSnapshot.#decode(node, path, inputBytes);
+    } catch (error) {
+      if (error instanceof KernelError && error.code === code) throw error;
+      throw new KernelError(code, error instanceof Error ? error.message : String(error), { cause: error });
+    }
+  }
+
+  static #decode(node: JsonNode, path: string, inputBytes: number | undefined): TreeSnapshot {
+    const record: WireRecord = new WireRecord(node, path, code);
+    const incarnationText = record.string('incarnation_id');
+    let incarnationId: TreeIncarnationId;
+    try {
+      incarnationId = TreeIncarnationId.parse(incarnationText);
+    } catch {
+      record.fail(`is not a tree incarnation id: ${describe(incarnationText)}`, 'incarnation_id');
+    }
+    const treeLimits = TreeLimits.fromWire(record.required('tree_limits'), record.childPath('tree_limits'), code);
+    const items = record.array('process_snapshots');
+    record.finish();
+    const fail: (message: string) => never = (message) => {
+      throw wireError(code, record.path, message);
+    };
+    if (inputBytes !== undefined && !treeLimits.maxSnapshotBytes.admits(BigInt(inputBytes))) {
+      fail(`input of ${inputBytes} bytes exceeds max_snapshot_bytes ${treeLimits.maxSnapshotBytes.toString()}`);
+    }
+    if (!treeLimits.maxTreeProcesses.admits(BigInt(items.length))) {
+      fail(`${items.length} processes exceed max_tree_processes ${treeLimits.maxTreeProcesses.toString()}`);
+    }
+    const entries = discoverStructure(items, record.childPath('process_snapshots'), fail);
+    // Deepest first: a parent's started children and child-wait answers render from decoded children.
+    const decoded = new Map<string, ProcessSnapshot>();
+    const lookup: TreeLookup = {
+      get: (id) => decoded.get(id.toString()),
+      childrenOf: (id) => entries.childrenOf.get(id.toString()) ?? [],
+    };
+    for (const entry of [...entries.list].sort((a, b) => b.relation.depth - a.relation.depth)) {
+      const opener = entry.relation.processId;
+      const process = ProcessSnapshot.fromWire(entry.node, entry.path, {
+        code,
+        relation: entry.relation,
+        treeLimits,
+        renderStartedChild: (effectId, input) => renderStartedChild(lookup, opener, effectId, input),
+        renderChildWaitAnswer: (_waitId, spec, answered) => renderChildWaitAnswer(lookup, opener, spec, answered),
+      });
+      decoded.set(opener.toString(), process);
+    }
+    const index = TreeIndex.of([...decoded.values()], fail);
+    return TreeSnapshot.#validated(incarnationId, treeLimits, index, fail);
+  }
+
+  /** Strict parse of canonical or non-canonical JSON text (any member and record order). */
+  static parse(input: string | Uint8Array): TreeSnapshot {
+    const node = parseJson(input, { code, what: 'tree snapshot', maxBytes: maxSnapshotInputBytes });
+    const inputBytes = typeof input === 'string' ? utf8Length(input) : input.byteLength;
+    return TreeSnapshot.fromWire(node, '', inputBytes);
+  }
+
+  /** sha256 of the canonical bytes (computed once); stores must use it as the head digest. */
+  get digest(): Digest {
+    this.#digest ??= Digest.of(this.#json);
+    return this.#digest;
+  }
+
+  /** The canonical JSON text. */
+  json(): string {
+    return this.#json;
+  }
+
+  /** A fresh copy of the canonical UTF-8 bytes. */
+  bytes(): Uint8Array {
+    return utf8Encoder.encode(this.#json);
+  }
+
+  /** The canonical length in UTF-8 bytes. */
+  get encodedSize(): number {
+    return this.#size;
+  }
+
+  get incarnationId(): TreeIncarnationId {
+    return this.#incarnationId;
+  }
+
+  get treeLimits(): TreeLimits {
+    return this.#treeLimits;
+  }
+
+  get rootId(): ProcessId {
+    return this.#index.root.processId;
+  }
+
+  get root(): ProcessSnapshot {
+    return this.#index.root;
+  }
+
+  /** Every Process in canonical order (depth, then ProcessId); a copy. */
+  processSnapshots(): ProcessSnapshot[] {
+    return [...this.#processes];
+  }
+
+  get size(): number {
+    return this.#processes.length;
+  }
+
+  process(id: ProcessId): ProcessSnapshot | undefined {
+    return this.#index.get(id);
+  }
+
+  /** Direct children of `id` in canonical order. */
+  children(id: ProcessId): ProcessSnapshot[] {
+    return this.#index.childrenOf(id).map((child) => this.#index.get(child) as ProcessSnapshot);
+  }
+
+  /** The same processes under a new writer (activation). */
+  withIncarnation(id: TreeIncarnationId): TreeSnapshot {
+    if (!(id instanceof TreeIncarnationId)) {
+      throw new KernelError(code, 'invalid tree snapshot: incarnation must be a TreeIncarnationId');
+    }
+    return new TreeSnapshot(id, this.#treeLimits, this.#processes, this.#index);
+  }
+
+  /**
+   * The frozen request of a retained prepared Effect, carrying this capture's writer identity and
+   * no attempt id; it authorises neither dispatch nor replay. Adopted Steps are not retained.
+   */
+  effectRequest(processId: ProcessId, effectId: EffectId): EffectRequest | undefined {
+    const process = this.process(processId);
+    const prepared = process?.prepared;
+    const effect = prepared?.effect(effectId);
+    if (process === undefined || prepared === undefined || effect === undefined) return undefined;
+    return EffectRequest.create({
+      processId,
+      relation: process.relation,
+      deploymentRef: process.deploymentRef,
+      stepSequence: prepared.stepSequence,
+      batchIndex: effect.index,
+      effect: effect.effect,
+      incarnationId: this.#incarnationId,
+    });
+  }
+
+  equals(other: TreeSnapshot | undefined): boolean {
+    return other instanceof TreeSnapshot && other.#json === this.#json;
+  }
+
+  toString(): string {
+    return `TreeSnapshot(${this.rootId.toString()}, ${this.#processes.length} processes, ${this.digest.toString()})`;
+  }
+}
+
+/* ================================================================================================
+ * Structure
+ * ============================================================================================== */
+
+interface TreeLookup {
+  get(id: ProcessId): ProcessSnapshot | undefined;
+  childrenOf(id: ProcessId): readonly ProcessId[];
+}
+
+/** The processes of a tree by id, in canonical order, with their direct children. */
+class TreeIndex implements TreeLookup {
+  readonly root: ProcessSnapshot;
+  readonly ordered: readonly ProcessSnapshot[];
+  readonly #byId: ReadonlyMap<string, ProcessSnapshot>;
+  readonly #children: ReadonlyMap<string, readonly ProcessId[]>;
+
+  private constructor(
+    root: ProcessSnapshot,
+    ordered: readonly ProcessSnapshot[],
+    byId: ReadonlyMap<string, ProcessSnapshot>,
+    children: ReadonlyMap<string, readonly ProcessId[]>,
+  ) {
+    this.root = root;
+    this.ordered = ordered;
+    this.#byId = byId;
+    this.#children = children;
+    Object.freeze(this);
+  }
+
+  static of(processes: readonly ProcessSnapshot[], fail: (message: string) => never): TreeIndex {
+    const byId = new Map<string, ProcessSnapshot>();
+    for (const process of processes) {
+      const id = process.processId.toString();
+      if (byId.has(id)) fail(`process ${id} appears twice`);
+      byId.set(id, process);
+    }
+    const roots = processes.filter((process) => process.relation.isRoot);
+    if (roots.length !== 1) fail(`needs exactly one root (a record without a parent link), found ${roots.length}`);
+    const ordered = [...processes].sort(canonicalOrder);
+    const children = new Map<string, ProcessId[]>();
+    for (const process of ordered) {
+      const parent = process.relation.parentId;
+      if (parent === undefined) continue;
+      const list = children.get(parent.toString());
+      if (list === undefined) children.set(parent.toString(), [process.processId]);
+      else list.push(process.processId);
+    }
+    return new TreeIndex(roots[0] as ProcessSnapshot, ordered, byId, children);
+  }
+
+  get(id: ProcessId): ProcessSnapshot | undefined {
+    return this.#byId.get(id.toString());
+  }
+
+  childrenOf(id: ProcessId): readonly ProcessId[] {
+    return this.#children.get(id.toString()) ?? [];
+  }
+}
+
+function canonicalOrder(a: ProcessSnapshot, b: ProcessSnapshot): number {
+  return a.relation.depth - b.relation.depth || a.processId.compare(b.processId);
+}
+
+interface Entry {
+  readonly node: JsonNode;
+  readonly path: string;
+  readonly relation: ProcessRelation;
+}
+
+/**
+ * Reads each record's id and parent link, then places every record under the single root:
+ * duplicates, missing parents, several or no roots and cycles are rejected before any record is
+ * decoded (a record needs its full relation to decode).
+ */
+function discoverStructure(
+  items: readonly JsonNode[],
+  basePath: string,
+  fail: (message: string) => never,
+): { list: Entry[]; childrenOf: Map<string, ProcessId[]> } {
+  const found = items.map((node, index) => {
+    const path = `${basePath}/${index}`;
+    if (node.kind !== 'object') throw wireError(code, path, 'must be an object');
+    const idNode = memberOf(node, 'process_id');
+    if (idNode === undefined) throw wireError(code, `${path}/process_id`, 'is required');
+    if (idNode.kind !== 'string') throw wireError(code, `${path}/process_id`, 'must be a string');
+    let id: ProcessId;
+    try {
+      id = ProcessId.parse(idNode.value);
+    } catch {
+      throw wireError(code, `${path}/process_id`, `is not valid: ${describe(idNode.value)}`);
+    }
+    const relationNode = memberOf(node, 'relation');
+    if (relationNode === undefined) throw wireError(code, `${path}/relation`, 'is required');
+    const link = readParentLink(relationNode, `${path}/relation`, code);
+    return { node, path, id, link };
+  });
+  const byId = new Map<string, (typeof found)[number]>();
+  for (const item of found) {
+    const key = item.id.toString();
+    const earlier = byId.get(key);
+    if (earlier !== undefined) throw wireError(code, item.path, `repeats process id ${key} (first at ${earlier.path})`);
+    byId.set(key, item);
+  }
+  const roots = found.filter((item) => item.link === undefined);
+  if (roots.length !== 1) fail(`needs exactly one root (a record without a parent link), found ${roots.length}`);
+  const childrenOf = new Map<string, ProcessId[]>();
+  const pendingChildren = new Map<string, Array<(typeof found)[number]>>();
+  for (const item of found) {
+    const link = item.link as ParentLink | undefined;
+    if (link === undefined) continue;
+    if (!byId.has(link.parentId.toString())) {
+      throw wireError(code, `${item.path}/relation/parent_id`, `names ${link.parentId.toString()}, which is not in the tree`);
+    }
+    const key = link.parentId.toString();
+    const list = pendingChildren.get(key);
+    if (list === undefined) pendingChildren.set(key, [item]);
+    else list.push(item);
+  }
+  const root = roots[0] as (typeof found)[number];
+  const list: Entry[] = [];
+  const queue: Array<{ item: (typeof found)[number]; relation: ProcessRelation }> = [
+    { item: root, relation: ProcessRelation.root(root.id) },
+  ];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    list.push({ node: next.item.node, path: next.item.path, relation: next.relation });
+    const children = pendingChildren.get(next.item.id.toString()) ?? [];
+    const ids: ProcessId[] = [];
+    for (const child of children) {
+      let relation: ProcessRelation;
+      try {
+        relation = ProcessRelation.child(child.id, next.relation, (child.link as ParentLink).childKey);
+      } catch (error) {
+        throw wireError(code, `${child.path}/relation`, messageOf(error));
+      }
+      ids.push(child.id);
+      queue.push({ item: child, relation });
+    }
+    childrenOf.set(next.item.id.toString(), ids.sort((a, b) => a.compare(b)));
+  }
+  if (list.length !== found.length) {
+    const placed = new Set(list.map((entry) => entry.path));
+    const orphan = found.find((item) => !placed.has(item.path));
+    throw wireError(code, orphan?.path ?? basePath, 'does not descend from the root (its parent links form a cycle)');
+  }
+  return { list, childrenOf };
+}
+
+function memberOf(node: JsonNode & { kind: 'object' }, name: string): JsonNode | undefined {
+  for (const [member, value] of node.members) if (member === name) return value;
+  return undefined;
+}
+
+/* ================================================================================================
+ * Tree rules
+ * ============================================================================================== */
+
+function checkTreeRules(index: TreeIndex, limits: TreeLimits, fail: (message: string) => never): void {
+  const processes = index.ordered;
+  if (!limits.maxTreeProcesses.admits(BigInt(processes.length))) {
+    fail(`${processes.length} processes exceed max_tree_processes ${limits.maxTreeProcesses.toString()}`);
+  }
+  for (const parent of processes) {
+    const where = `process ${parent.processId.toString()}`;
+    const children = index.childrenOf(parent.processId).map((id) => index.get(id) as ProcessSnapshot);
+    if (!limits.maxChildren.admits(BigInt(children.length))) {
+      fail(`${where} has ${children.length} children, more than max_children ${limits.maxChildren.toString()}`);
+    }
+    const active = children.filter((child) => !child.isTerminal).length;
+    if (active > limits.maxActiveChildren) {
+      fail(`${where} has ${active} non-terminal children, more than max_active_children ${limits.maxActiveChildren}`);
+    }
+    const keys = new Set<string>();
+    for (const child of children) {
+      const key = (child.relation.childKey as NonNullable<typeof child.relation.childKey>).toString();
+      if (keys.has(key)) fail(`${where} has two children with child key ${key}`);
+      keys.add(key);
+      if (!parent.capabilities.allows(child.capabilities)) {
+        fail(`child ${child.processId.toString()} holds capabilities its parent ${parent.processId.toString()} lacks`);
+      }
+    }
+    for (const dimension of ['steps', 'effects', 'signals'] as const) {
+      const quota = parent.budget[dimension];
+      if (quota.unlimited) continue; // an unlimited parent grants without a debit (allocation is 0)
+      let debit = 0n;
+      for (const child of children) {
+        const granted = child.budget[dimension].maximum;
+        if (granted === undefined) {
+          fail(`child ${child.processId.toString()} has an unlimited ${dimension} budget from finite parent ${parent.processId.toString()}`);
+        }
+        debit += granted;
+      }
+      const allocated = parent.allocatedResources[dimension];
+      if (allocated !== debit) {
+        fail(`${where} allocated_resources.${dimension} is ${allocated}, but its children's ${dimension} grants sum to ${debit}`);
+      }
+    }
+    for (const effect of parent.prepared?.effects() ?? []) {
+      if (effect.failure === undefined || effect.effect.frameworkOperation().operation !== 'start_child') continue;
+      const childId = ProcessId.child(effect.id);
+      if (index.get(childId) !== undefined) {
+        fail(`${where} effect ${effect.index} failed to start child ${childId.toString()}, yet the tree captures it`);
+      }
+    }
+    for (const wait of parent.mailbox.waits()) {
+      if (wait.spec === undefined) continue;
+      for (const child of wait.spec.children) {
+        if (!index.get(child)?.relation.parentId?.equals(parent.processId)) {
+          fail(`${where} child wait ${wait.waitId.toString()} awaits ${child.toString()}, which is not its direct child`);
+        }
+      }
+    }
+  }
+}
+
+/** For created trees: started children and pending child-wait answers agree with the captured children. */
+function checkRenderedFacts(index: TreeIndex, fail: (message: string) => never): void {
+  for (const process of index.ordered) {
+    const where = `process ${process.processId.toString()}`;
+    for (const effect of process.prepared?.effects() ?? []) {
+      if (effect.startedChildId === undefined) continue;
+      const spec = (effect.effect.frameworkOperation() as { readonly spec: ChildSpec }).spec;
+      let rendered: Effect;
+      try {
+        rendered = renderStartedChild(index, process.processId, effect.id, spec.input);
+      } catch (error) {
+        fail(`${where} effect ${effect.index} started a child that does not match: ${messageOf(error)}`);
+      }
+      if (!rendered.equals(effect.effect)) {
+        fail(`${where} effect ${effect.index} request differs from the captured child ${effect.startedChildId.toString()}`);
+      }
+    }
+    const mailbox = process.mailbox;
+    for (let position = mailbox.cursor; position < mailbox.length; position += 1) {
+      const record = mailbox.record(position);
+      if (record?.kind !== 'child_wait_answer' || record.waitId === undefined) continue;
+      const spec = mailbox.wait(record.waitId)?.spec as ChildWaitSpec;
+      let payload: Payload;
+      try {
+        payload = renderChildWaitAnswer(index, process.processId, spec, record.answered ?? []);
+      } catch (error) {
+        fail(`${where} mailbox record ${position} cannot be rendered from the tree: ${messageOf(error)}`);
+      }
+      if (!payload.equals(record.payload)) {
+        fail(`${where} mailbox record ${position} disagrees with the captured terminal results of its children`);
+      }
+    }
+  }
+}
+
+/**
+ * The `start_child` Effect of a retained successful start, rebuilt from the captured child
+ * (key, Deployment, budget, capabilities) and the retained input; the child must be a direct
+ * child derived from the Effect, and its `child_request_digest` must cover exactly that request.
+ */
+function renderStartedChild(lookup: TreeLookup, parentId: ProcessId, effectId: EffectId, input: Payload): Effect {
+  const childId = ProcessId.child(effectId);
+  const child = lookup.get(childId);
+  if (child === undefined || !child.relation.parentId?.equals(parentId)) {
+    throw new KernelError(code, `child ${childId.toString()} is not a captured direct child of ${parentId.toString()}`);
+  }
+  const spec = ChildSpec.create({
+    key: child.relation.childKey as NonNullable<typeof child.relation.childKey>,
+    deploymentRef: child.deploymentRef,
+    input,
+    budget: child.budget,
+    capabilities: child.capabilities,
+  });
+  if (!spec.digest().equals(child.childRequestDigest)) {
+    throw new KernelError(code, `child ${childId.toString()} was started by a different request (child_request_digest mismatch)`);
+  }
+  return Effect.startChild(spec);
+}
+
+/** Renders a child-wait answer from the captured terminal results of `answered` (request order). */
+function renderChildWaitAnswer(
+  lookup: TreeLookup,
+  openerId: ProcessId,
+  spec: ChildWaitSpec,
+  answered: readonly ProcessId[],
+): Payload {
+  const outcomes = answered.map((childId): ChildOutcomeFacts => {
+    const child = lookup.get(childId);
+    if (child === undefined || !child.relation.parentId?.equals(openerId)) {
+      throw new KernelError(code, `answered child ${childId.toString()} is not a captured direct child of ${openerId.toString()}`);
+    }
+    const result = child.result();
+    if (result === undefined) throw new KernelError(code, `answered child ${childId.toString()} is not terminal`);
+    if (spec.boundary === 'terminal_result') return { result };
+    const unresolved: UnresolvedEffect[] = [];
+    const stack: ProcessId[] = [childId];
+    for (let id = stack.pop(); id !== undefined; id = stack.pop()) {
+      const member = lookup.get(id);
+      if (member === undefined || !member.isTerminal) {
+        throw new KernelError(code, `answered child ${childId.toString()} has a live descendant ${id.toString()}, so its subtree is not drained`);
+      }
+      for (const effectId of member.termination?.unresolvedEffectIds ?? []) unresolved.push({ processId: id, effectId });
+      stack.push(...lookup.childrenOf(id));
+    }
+    return { result, subtreeUnresolved: unresolved };
+  });
+  return childWaitSatisfiedPayload(spec, outcomes);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
