@@ -54,6 +54,28 @@ export const ErrorCode = {
   signalConflict: 'signal_conflict',
   resourceLimitExceeded: 'resource_limit_exceeded',
   counterExhausted: 'counter_exhausted',
+  invalidEvent: 'invalid_event',
+  invalidDelta: 'invalid_delta',
+  invalidEngineConfig: 'invalid_engine_config',
+  listenerReentrancy: 'listener_reentrancy',
+  callbackPanic: 'callback_panic',
+  /** A storage call timed out, lost its connection or was shut down: the tree head is unknown. */
+  committerUnavailable: 'committer_unavailable',
+  /** A store refused to purge a tree whose head still has a non-terminal Process. */
+  treeLive: 'tree_live',
+  runtimeStopped: 'runtime_stopped',
+  processFinished: 'process_finished',
+  effectNotPending: 'effect_not_pending',
+  effectReplayForbidden: 'effect_replay_forbidden',
+  effectOutcomeUnknown: 'effect_outcome_unknown',
+  invalidProcessControl: 'invalid_process_control',
+  engineClosed: 'engine_closed',
+  engineHasActiveProcesses: 'engine_has_active_processes',
+  processAlreadyExists: 'process_already_exists',
+  treeNotFound: 'tree_not_found',
+  signalRejected: 'signal_rejected',
+  processAdmissionRejected: 'process_admission_rejected',
+  processStartFailed: 'process_start_failed',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

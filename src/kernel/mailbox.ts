@@ -230,7 +230,7 @@ export class MailboxRecord {
     return this.#answered === undefined ? undefined : [...this.#answered];
   }
 
-  /** The wait this record opens or answers and whether it is Host input. */
+  /** True for every record the Engine minted (all but Host input). */
   get engineOwned(): boolean {
     return this.kind !== 'external';
   }

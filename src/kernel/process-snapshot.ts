@@ -165,6 +165,19 @@ export class PendingControl {
     });
   }
 
+  /** This intent with the named members cleared (e.g. `without('pauseReason')` once the pause applied). */
+  without(...members: ReadonlyArray<keyof PendingControlConfig>): PendingControl {
+    const config: { -readonly [K in keyof PendingControlConfig]: PendingControlConfig[K] } = {
+      failure: this.failure,
+      killReason: this.killReason,
+      deadline: this.deadline,
+      cancellation: this.cancellation,
+      pauseReason: this.pauseReason,
+    };
+    for (const member of members) delete config[member];
+    return PendingControl.create(config);
+  }
+
   toWire(): WireValue {
     return {
       failure: this.failure?.toWire(),
@@ -717,7 +730,7 @@ function checkRules(f: NormalizedFields, fail: (message: string) => never): void
 
   // Relation and request digest.
   if (relation.isRoot && f.childRequestDigest !== undefined) fail('child_request_digest is present only on a child');
-  if (false) fail('a child needs its child_request_digest');
+  if (!relation.isRoot && f.childRequestDigest === undefined) fail('a child needs its child_request_digest');
 
   // Times.
   if (!isUtcTimestamp(f.startedAt)) fail(`started_at ${describe(f.startedAt)} is not a canonical UTC RFC 3339 timestamp`);

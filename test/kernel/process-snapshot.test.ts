@@ -383,6 +383,11 @@ describe('PendingControl', () => {
     assert.ok(PendingControl.create({}).isEmpty);
     assert.equal(PendingControl.empty().json(), '{}');
     assert.equal(PendingControl.empty().with({ killReason: 'k' }).killReason, 'k');
+    const cleared = control.without('pauseReason', 'failure');
+    assert.equal(cleared.pauseReason, undefined);
+    assert.equal(cleared.failure, undefined);
+    assert.equal(cleared.killReason, 'kill');
+    assert.ok(PendingControl.create({ killReason: 'k' }).without('killReason').isEmpty);
   });
 
   test('owners and reasons appear together and are valid', () => {
