@@ -1,4 +1,4 @@
-import { Buffer } from 'node:buffer';
+import { Buffer, isUtf8 } from 'node:buffer';
 import { describe } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';
 
@@ -44,8 +44,9 @@ export interface ParseJsonOptions {
 }
 
 /**
- * A method key through which a value hands {@link nodeFromValue} its exact JSON node instead of a
- * plain value, so that a record embedding a Payload keeps the payload's verbatim number literals.
+ * A method key through which a value hands {@link encodeCanonical} (and {@link nodeFromValue}) its
+ * exact JSON node instead of a plain value, so that a record embedding a Payload keeps the
+ * payload's verbatim number literals.
  */
 export const toJsonNode: unique symbol = Symbol.for('scope.kernel.toJsonNode');
 
@@ -59,6 +60,9 @@ const falseNode: JsonNode = Object.freeze({ kind: 'boolean', value: false });
 const nullNode: JsonNode = Object.freeze({ kind: 'null' });
 
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+/** Decodes bytes this module produced (already valid UTF-8). */
+const utf8Output = new TextDecoder('utf-8', { ignoreBOM: true });
+const utf8Encoder = new TextEncoder();
 
 /**
  * Parses strict I-JSON text into a {@link JsonNode}. The input is rejected when it is empty, starts
@@ -86,16 +90,20 @@ export function writeCanonical(node: JsonNode): string {
  * and the output (escaping `<`, `>` and `&` can make the output longer than the input).
  */
 export function canonicalize(input: string | Uint8Array, options?: ParseJsonOptions): string {
-  const context = prepare(input, options);
-  const text = canonicalText(context);
-  const size = utf8Length(text);
-  if (size > context.maxBytes) {
-    throw new KernelError(
-      context.code,
-      `invalid ${context.what}: canonical encoding of ${size} bytes exceeds the ${context.maxBytes}-byte bound`,
-    );
+  try {
+    const source = prepareBytes(input, options);
+    const bytes = canonicalBytes(source);
+    if (bytes.length > source.maxBytes) {
+      throw new KernelError(
+        source.code,
+        `invalid ${source.what}: canonical encoding of ${bytes.length} bytes exceeds the ${source.maxBytes}-byte bound`,
+      );
+    }
+    if (bytes === source.bytes && source.text !== undefined) return source.text;
+    return utf8Output.decode(bytes);
+  } finally {
+    releaseScratch();
   }
-  return text;
 }
 
 /**
@@ -114,31 +122,57 @@ export function quoteString(value: string): string {
 }
 
 /**
- * Converts a JS value to a node the way `JSON.stringify` would, but strictly: plain objects (own
- * enumerable string keys; `undefined` members skipped), arrays (`undefined` items become null),
- * strings, finite numbers (literal `String(n)`, so `-0` becomes `0`), bigints, booleans and null.
- * `toJSON()` is honoured (so a Date becomes its ISO string) and {@link toJsonNode} is preferred to
- * it. Functions, symbols, non-finite numbers, cycles, lone surrogates, class instances without
- * `toJSON` (Map, Set, ...) and a top-level `undefined` throw `invalid_payload` instead of being
- * silently dropped or mangled.
+ * Converts a JS value to a node by the rules of {@link encodeCanonical}: the node of
+ * `encodeCanonical(value)`, so both always agree.
  */
 export function nodeFromValue(value: unknown): JsonNode {
+  return parseJson(encodeCanonical(value), { maxBytes: Number.MAX_SAFE_INTEGER });
+}
+
+/**
+ * The canonical JSON text of a JS value, encoded the way `JSON.stringify` would but strictly:
+ * plain objects (own enumerable string keys; `undefined` members skipped), arrays (`undefined`
+ * items become null), strings, finite numbers (literal `String(n)`, so `-0` becomes `0`), bigints
+ * (decimal literal), booleans and null. `toJSON()` is honoured (so a Date becomes its ISO string)
+ * and {@link toJsonNode} is preferred to it. Functions, symbols, non-finite numbers, cycles, lone
+ * surrogates, class instances without `toJSON` (Map, Set, ...), nesting beyond
+ * {@link maxJsonDepth} and a top-level `undefined` throw `invalid_payload` instead of being
+ * silently dropped or mangled. No size bound is applied here.
+ */
+export function encodeCanonical(value: unknown): string {
   const ancestors = new Set<object>();
-  const work: Array<ConversionTask | ExitTask> = [];
-  const root = convert(value, '', ancestors, work);
-  if (root === undefined) {
-    throw new KernelError(ErrorCode.invalidPayload, `invalid payload: cannot encode ${describe(value)}`);
-  }
-  for (let task = work.pop(); task !== undefined; task = work.pop()) {
-    if (task instanceof ExitTask) {
-      ancestors.delete(task.source);
-      continue;
+  const frames: EncodeFrame[] = [];
+  let current = resolveValue(value, '');
+  if (current === undefined) throw cannotEncode(`cannot encode ${describe(value)}`);
+  let out = '';
+  for (;;) {
+    if (typeof current === 'object' && current !== null) {
+      if (current instanceof NodeText) {
+        out += current.text;
+      } else {
+        const frame = openFrame(current, ancestors, frames.length);
+        frames.push(frame);
+        out += frame.keys === undefined ? '[' : '{';
+      }
+    } else {
+      out += scalarText(current);
     }
-    const node = convert(task.value, task.key, ancestors, work);
-    if (task.items !== undefined) task.items.push(node ?? nullNode);
-    else if (node !== undefined) task.members?.push([task.key, node]);
+
+    // The value is written: find the next one, closing every container that ends here.
+    for (;;) {
+      const frame = frames[frames.length - 1];
+      if (frame === undefined) return out;
+      const next = nextChild(frame);
+      if (next !== undefined) {
+        out += next;
+        current = frame.value;
+        break;
+      }
+      out += frame.keys === undefined ? ']' : '}';
+      frames.pop();
+      ancestors.delete(frame.source);
+    }
   }
-  return root;
 }
 
 /**
@@ -547,7 +581,8 @@ function readEscapedString(context: ParseContext, s: string, start: number, j: n
           break;
         }
         default:
-          fail(context, j + 1 >= n ? 'unterminated string' : `invalid escape '\\${s[j + 1]}'`, j);
+          if (j + 1 >= n) fail(context, 'unterminated string', start);
+          fail(context, `invalid escape: found ${charAt(s, j + 1)} after a backslash`, j);
       }
       j += 2;
       run = j;
@@ -618,12 +653,30 @@ function finishObject(context: ParseContext, frame: Frame): JsonNode {
   const members = frame.members;
   for (let k = 1; k < members.length; k++) {
     if (members[k - 1]![0] < members[k]![0]) continue;
-    members.sort(compareMembers);
+    sortMembers(members);
     const duplicate = findDuplicate(members);
     if (duplicate !== undefined) fail(context, `duplicate member name ${describe(duplicate)} in the object`, frame.start);
     break;
   }
   return { kind: 'object', members };
+}
+
+/** Sorts members in place by UTF-16 code units; stable, and an insertion sort for small objects. */
+function sortMembers(members: Array<readonly [string, JsonNode]>): void {
+  if (members.length > 16) {
+    members.sort(compareMembers);
+    return;
+  }
+  for (let k = 1; k < members.length; k++) {
+    const member = members[k]!;
+    const name = member[0];
+    let j = k - 1;
+    while (j >= 0 && members[j]![0] > name) {
+      members[j + 1] = members[j]!;
+      j--;
+    }
+    members[j + 1] = member;
+  }
 }
 
 /** The first repeated name in sorted members, if any. */
@@ -635,77 +688,393 @@ function findDuplicate(members: ReadonlyArray<readonly [string, JsonNode]>): str
 }
 
 /* ------------------------------------------------------------------------------------------------
- * The canonicalize fast path. It validates exactly like parseText (same checks, same messages) but
- * builds no JsonNode: each value becomes an entry (a source span, a replacement text or a container
- * record); a container whose source is already canonical collapses to one span, and the output is
- * assembled from slices of the input. Canonical input costs one validating pass and no copy.
+ * The canonicalize fast path, over UTF-8 bytes. It validates exactly like parseText (same checks,
+ * same messages) but builds no JsonNode: each value becomes a tape entry (a source span, a span of
+ * rewritten bytes, or a container); a container whose source is already canonical collapses to
+ * one span, and the output is assembled by copying bytes, then decoded once. Canonical input costs
+ * one validating pass and no copy.
  * ---------------------------------------------------------------------------------------------- */
 
-/** Classes of ASCII code units inside a string literal. */
-const plainUnit = 0;
-const quoteUnit = 1;
-const backslashUnit = 2;
-const controlUnit = 3;
-const rewrittenUnit = 4;
+/** A validated UTF-8 source for the fast path. */
+interface ByteSource {
+  readonly bytes: Uint8Array;
+  /** The original text when the input was a string (offsets in messages are then UTF-16 units). */
+  readonly text: string | undefined;
+  readonly what: string;
+  readonly code: string;
+  readonly maxBytes: number;
+}
 
-const stringUnitClass = new Uint8Array(0x80).fill(plainUnit);
-stringUnitClass.fill(controlUnit, 0, 0x20);
-stringUnitClass[0x22] = quoteUnit;
-stringUnitClass[0x5c] = backslashUnit;
-stringUnitClass[0x26] = rewrittenUnit;
-stringUnitClass[0x3c] = rewrittenUnit;
-stringUnitClass[0x3e] = rewrittenUnit;
-
-/** scanString outcome: no escapes and canonical; the value is the source between the quotes. */
-const rawCanonical = 0;
-/** scanString outcome: canonical text with escapes; the value is in scanValue. */
-const escapedCanonical = 1;
-/** scanString outcome: not canonical; the value is in scanValue and the canonical literal in scanText. */
-const rewrittenString = 2;
-
-let scanValue = '';
-let scanText = '';
-
-/** Validates the string literal at `start` and classifies its source text; sets scanEnd. */
-function scanString(context: ParseContext, s: string, start: number): number {
-  const n = s.length;
-  let j = start + 1;
-  for (;;) {
-    const c = s.charCodeAt(j);
-    if (c < 0x80) {
-      const unit = stringUnitClass[c]!;
-      if (unit !== plainUnit) {
-        if (unit === quoteUnit) {
-          scanEnd = j + 1;
-          return rawCanonical;
-        }
-        if (unit === controlUnit) fail(context, 'raw control character in string', j);
-        return scanSpecialString(context, s, start, j);
-      }
-    } else if (c === 0x2028 || c === 0x2029) {
-      return scanSpecialString(context, s, start, j);
-    } else if (j >= n) {
-      fail(context, 'unterminated string', start);
+function prepareBytes(input: string | Uint8Array, options: ParseJsonOptions | undefined): ByteSource {
+  const what = options?.what ?? 'payload';
+  const code = options?.code ?? ErrorCode.invalidPayload;
+  const maxBytes = options?.maxBytes ?? maxPayloadBytes;
+  let bytes: Uint8Array;
+  let text: string | undefined;
+  if (typeof input === 'string') {
+    if (input.length > maxBytes) throw tooLarge(code, what, input.length, maxBytes, true);
+    bytes = encodeUtf8(input);
+    if (bytes.length > maxBytes) throw tooLarge(code, what, bytes.length, maxBytes, false);
+    text = input;
+  } else if (input instanceof Uint8Array) {
+    if (input.byteLength > maxBytes) throw tooLarge(code, what, input.byteLength, maxBytes, false);
+    if (!isUtf8(input)) {
+      throw new KernelError(code, `invalid ${what}: invalid UTF-8 at byte offset ${Math.max(firstInvalidUtf8(input), 0)}`);
     }
-    j++;
+    bytes = input;
+  } else {
+    throw new KernelError(code, `invalid ${what}: expected JSON text as a string or bytes, got ${describe(input)}`);
+  }
+  const source: ByteSource = { bytes, text, what, code, maxBytes };
+  if (bytes.length === 0) failAt(source, 'empty input', 0);
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) failAt(source, 'a byte order mark is not allowed', 0);
+  return source;
+}
+
+/**
+ * UTF-8 bytes of a string, with lone surrogates replaced by U+FFFD (EF BF BD): the fast path
+ * checks well-formedness only when it meets that sequence or fails, not on every input.
+ */
+function encodeUtf8(text: string): Uint8Array {
+  // One pass into a buffer that fits most text; text of mostly three-byte characters re-encodes.
+  scratchText = sized(scratchText, text.length + (text.length >> 1) + 8);
+  const { read, written } = utf8Encoder.encodeInto(text, scratchText);
+  return read === text.length ? scratchText.subarray(0, written) : utf8Encoder.encode(text);
+}
+
+/*
+ * Scratch memory reused across canonicalize calls. The work is synchronous and its result is
+ * decoded into a string before canonicalize returns, so one set of buffers serves every call and
+ * payloads do not each allocate and fault in fresh memory. Buffers grown beyond
+ * `retainedScratchBytes` are dropped after the call that needed them.
+ */
+const retainedScratchBytes = 4 * 1024 * 1024;
+let scratchText: Uint8Array = new Uint8Array(4096);
+let scratchWork: Uint8Array = new Uint8Array(4096);
+
+/** `buffer` if it holds `size` bytes, else a larger one (contents are not kept). */
+function sized(buffer: Uint8Array, size: number): Uint8Array {
+  return buffer.length >= size ? buffer : new Uint8Array(Math.max(size, 2 * buffer.length));
+}
+
+function releaseScratch(): void {
+  if (scratchText.length > retainedScratchBytes) scratchText = new Uint8Array(4096);
+  if (scratchWork.length > retainedScratchBytes) scratchWork = new Uint8Array(4096);
+  sharedTape.release();
+}
+
+/** Throws, for string input holding a lone surrogate, the error parseText throws for it. */
+function checkWellFormed(source: ByteSource): void {
+  const text = source.text;
+  if (text !== undefined && !isWellFormed(text)) {
+    throw new KernelError(
+      source.code,
+      `invalid ${source.what}: lone surrogate at offset ${firstLoneSurrogate(text)} (text must be valid Unicode)`,
+    );
   }
 }
 
-/** Finishes a string literal that has an escape or a unit canonical form escapes, from `j` on. */
-function scanSpecialString(context: ParseContext, s: string, start: number, j: number): number {
-  const value = readEscapedString(context, s, start, j);
-  const text = quote(value);
-  scanValue = value;
-  if (text.length === scanEnd - start && s.startsWith(text, start)) return escapedCanonical;
-  scanText = text;
-  return rewrittenString;
+/** Throws for a problem at byte `position`, worded exactly as parseText words it. */
+function failAt(source: ByteSource, problem: string, position: number): never {
+  checkWellFormed(source);
+  const where =
+    source.text === undefined
+      ? `byte offset ${position}`
+      : `offset ${utf8Output.decode(source.bytes.subarray(0, position)).length}`;
+  throw new KernelError(source.code, `invalid ${source.what}: ${problem} at ${where}`);
 }
 
-/** Entry reference: the canonical text is the entry's source span. */
-const spanRef = 0;
-/** Entry references for `{}` and `[]` written with whitespace inside (texts 0 and 1). */
-const emptyObjectRef = 1;
-const emptyArrayRef = 2;
+/** Describes the byte at `i` the way charAt describes a UTF-16 unit. */
+function byteAt(b: Uint8Array, i: number): string {
+  if (i >= b.length) return 'end of input';
+  const c = b[i]!;
+  if (c >= 0x20 && c < 0x7f) return `'${String.fromCharCode(c)}'`;
+  const length = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+  const point = utf8Output.decode(b.subarray(i, i + length)).codePointAt(0) ?? c;
+  return `U+${(point > 0xffff ? 0xd800 + ((point - 0x10000) >> 10) : point).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** Classes of bytes inside a string literal. */
+const plainByte = 0;
+const quoteByte = 1;
+const backslashByte = 2;
+const controlByte = 3;
+/** `<`, `>`, `&`: canonical text escapes them. */
+const escapedByte = 4;
+/** 0xE2 leads U+2028 and U+2029 (E2 80 A8/A9), which canonical text escapes. */
+const lineSeparatorLead = 5;
+
+const stringByteClass = new Uint8Array(0x100).fill(plainByte);
+stringByteClass.fill(controlByte, 0, 0x20);
+stringByteClass[0x22] = quoteByte;
+stringByteClass[0x5c] = backslashByte;
+stringByteClass[0x26] = escapedByte;
+stringByteClass[0x3c] = escapedByte;
+stringByteClass[0x3e] = escapedByte;
+stringByteClass[0xe2] = lineSeparatorLead;
+/** 0xEF leads U+FFFD (EF BF BD), which also stands for a lone surrogate of string input. */
+const replacementLead = 6;
+stringByteClass[0xef] = replacementLead;
+
+/** Set when a string literal held U+FFFD, so string input must be checked for lone surrogates. */
+let sawReplacement = false;
+
+/**
+ * The rank of each byte such that comparing ranks byte by byte orders UTF-8 strings by UTF-16
+ * code units: supplementary characters (lead bytes F0-F4, surrogate pairs in UTF-16) sort after
+ * U+D7FF and before U+E000 (lead bytes EE, EF). Every other byte keeps its value.
+ */
+const utf16Rank = new Uint8Array(0x100).map((_, b) => (b >= 0xf0 && b <= 0xf4 ? b - 2 : b === 0xee || b === 0xef ? b + 5 : b));
+
+/** scanBytesString outcome: the source literal is canonical and has no escapes. */
+const rawCanonical = 0;
+/** scanBytesString outcome: the source literal is canonical and has escapes. */
+const escapedCanonical = 1;
+/** scanBytesString outcome: the source literal is not canonical and has no escapes. */
+const rawRewritten = 2;
+/** scanBytesString outcome: the source literal is not canonical and has escapes. */
+const escapedRewritten = 3;
+
+/** Whether a `\u` escape of `unit` is the canonical spelling of that unit (lowercase hex assumed). */
+function isCanonicalUnicodeEscape(unit: number): boolean {
+  if (unit < 0x20) return unit !== 0x08 && unit !== 0x09 && unit !== 0x0a && unit !== 0x0c && unit !== 0x0d;
+  return unit === 0x26 || unit === 0x3c || unit === 0x3e || unit === 0x2028 || unit === 0x2029;
+}
+
+/** Reads four hex digits at `k`: the value, -1 if invalid, or -2 - value when any digit is uppercase. */
+function readHexBytes(b: Uint8Array, k: number): number {
+  if (k + 4 > b.length) return -1;
+  let value = 0;
+  let upper = false;
+  for (let m = 0; m < 4; m++) {
+    const c = b[k + m]!;
+    let digit: number;
+    if (c >= 0x30 && c <= 0x39) digit = c - 0x30;
+    else if (c >= 0x61 && c <= 0x66) digit = c - 0x57;
+    else if (c >= 0x41 && c <= 0x46) {
+      digit = c - 0x37;
+      upper = true;
+    } else return -1;
+    value = value * 16 + digit;
+  }
+  return upper ? -2 - value : value;
+}
+
+/** Validates the string literal whose quote is at `start`, classifies it, and sets scanEnd past it. */
+function scanBytesString(source: ByteSource, b: Uint8Array, start: number): number {
+  const n = b.length;
+  let canonical = true;
+  let escaped = false;
+  let j = start + 1;
+  while (j < n) {
+    const unit = stringByteClass[b[j]!]!;
+    if (unit === plainByte) {
+      j++;
+    } else if (unit === quoteByte) {
+      scanEnd = j + 1;
+      return escaped ? (canonical ? escapedCanonical : escapedRewritten) : canonical ? rawCanonical : rawRewritten;
+    } else if (unit === backslashByte) {
+      escaped = true;
+      const e = b[j + 1];
+      if (e === 0x75) {
+        let value = readHexBytes(b, j + 2);
+        if (value === -1) failAt(source, 'invalid \\u escape (expected four hex digits)', j);
+        const upper = value < -1;
+        if (upper) value = -2 - value;
+        if (value >= 0xd800 && value <= 0xdfff) {
+          if (value >= 0xdc00) failAt(source, 'lone low surrogate escape', j);
+          let low = b[j + 6] === 0x5c && b[j + 7] === 0x75 ? readHexBytes(b, j + 8) : -1;
+          if (low < -1) low = -2 - low;
+          if (low < 0xdc00 || low > 0xdfff) failAt(source, 'high surrogate escape without a low surrogate escape', j);
+          canonical = false;
+          j += 12;
+        } else {
+          if (upper || !isCanonicalUnicodeEscape(value)) canonical = false;
+          j += 6;
+        }
+      } else if (e === 0x22 || e === 0x5c || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+        j += 2;
+      } else if (e === 0x2f) {
+        canonical = false;
+        j += 2;
+      } else {
+        if (e === undefined) failAt(source, 'unterminated string', start);
+        failAt(source, `invalid escape: found ${byteAt(b, j + 1)} after a backslash`, j);
+      }
+    } else if (unit === controlByte) {
+      failAt(source, 'raw control character in string', j);
+    } else if (unit === escapedByte) {
+      canonical = false;
+      j++;
+    } else if (unit === lineSeparatorLead) {
+      if (b[j + 1] === 0x80 && (b[j + 2] === 0xa8 || b[j + 2] === 0xa9)) canonical = false;
+      j++;
+    } else {
+      if (b[j + 1] === 0xbf && b[j + 2] === 0xbd) sawReplacement = true;
+      j++;
+    }
+  }
+  return failAt(source, 'unterminated string', start);
+}
+
+/** Validates the number literal at `start`; returns its end. */
+function scanBytesNumber(source: ByteSource, b: Uint8Array, start: number): number {
+  let j = start;
+  let c = b[j];
+  if (c === 0x2d) c = b[++j];
+  if (c === 0x30) {
+    c = b[++j];
+    if (c !== undefined && c >= 0x30 && c <= 0x39) failAt(source, 'leading zeros are not allowed in numbers', start);
+  } else if (c !== undefined && c >= 0x31 && c <= 0x39) {
+    do c = b[++j];
+    while (c !== undefined && c >= 0x30 && c <= 0x39);
+  } else {
+    failAt(source, `expected a digit in number, found ${byteAt(b, j)}`, j);
+  }
+  if (c === 0x2e) {
+    c = b[++j];
+    if (c === undefined || c < 0x30 || c > 0x39) {
+      failAt(source, `expected a digit after the decimal point, found ${byteAt(b, j)}`, j);
+    }
+    do c = b[++j];
+    while (c !== undefined && c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    c = b[++j];
+    if (c === 0x2b || c === 0x2d) c = b[++j];
+    if (c === undefined || c < 0x30 || c > 0x39) failAt(source, `expected a digit in the exponent, found ${byteAt(b, j)}`, j);
+    do c = b[++j];
+    while (c !== undefined && c >= 0x30 && c <= 0x39);
+  }
+  return j;
+}
+
+function skipBytesWhitespace(b: Uint8Array, i: number): number {
+  for (;;) {
+    const c = b[i];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
+    i++;
+  }
+}
+
+/** Growable byte buffer for rewritten string literals and other replacement text. */
+class ByteBuffer {
+  bytes: Uint8Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.bytes = new Uint8Array(capacity);
+  }
+
+  reserve(extra: number): void {
+    if (this.length + extra <= this.bytes.length) return;
+    const larger = new Uint8Array(Math.max(2 * this.bytes.length, this.length + extra));
+    larger.set(this.bytes.subarray(0, this.length));
+    this.bytes = larger;
+  }
+
+  /** Appends a code point as UTF-8 (capacity reserved by the caller). */
+  pushCodePoint(point: number): void {
+    const out = this.bytes;
+    let k = this.length;
+    if (point < 0x80) {
+      out[k++] = point;
+    } else if (point < 0x800) {
+      out[k++] = 0xc0 | (point >> 6);
+      out[k++] = 0x80 | (point & 0x3f);
+    } else if (point < 0x10000) {
+      out[k++] = 0xe0 | (point >> 12);
+      out[k++] = 0x80 | ((point >> 6) & 0x3f);
+      out[k++] = 0x80 | (point & 0x3f);
+    } else {
+      out[k++] = 0xf0 | (point >> 18);
+      out[k++] = 0x80 | ((point >> 12) & 0x3f);
+      out[k++] = 0x80 | ((point >> 6) & 0x3f);
+      out[k++] = 0x80 | (point & 0x3f);
+    }
+    this.length = k;
+  }
+
+  /** Appends an ASCII string (capacity reserved by the caller). */
+  pushAscii(text: string): void {
+    for (let k = 0; k < text.length; k++) this.bytes[this.length++] = text.charCodeAt(k);
+  }
+}
+
+/** The canonical escape of a code point, as ASCII text, or undefined when it is written raw. */
+function canonicalEscapeOf(point: number): string | undefined {
+  if (point < 0x80) return asciiEscapes[point];
+  if (point === 0x2028) return '\\u2028';
+  if (point === 0x2029) return '\\u2029';
+  return undefined;
+}
+
+/**
+ * Appends the canonical literal of the validated string literal `[start, end)` to `out`; returns
+ * its unescaped value when `wantValue` (names with escapes are compared by value).
+ */
+function rewriteString(b: Uint8Array, start: number, end: number, out: ByteBuffer, wantValue: boolean): string | undefined {
+  out.reserve(6 * (end - start) + 2);
+  let value = wantValue ? '' : undefined;
+  let run = start + 1;
+  out.bytes[out.length++] = 0x22;
+  let j = start + 1;
+  const last = end - 1;
+  const point = (p: number): void => {
+    const escape = canonicalEscapeOf(p);
+    if (escape !== undefined) out.pushAscii(escape);
+    else out.pushCodePoint(p);
+    if (value !== undefined) value += String.fromCodePoint(p);
+  };
+  const flush = (to: number): void => {
+    for (let k = run; k < to; k++) out.bytes[out.length++] = b[k]!;
+    if (value !== undefined && to > run) value += utf8Decoder.decode(b.subarray(run, to));
+  };
+  while (j < last) {
+    const c = b[j]!;
+    if (c === 0x5c) {
+      flush(j);
+      const e = b[j + 1]!;
+      if (e === 0x75) {
+        let unit = readHexBytes(b, j + 2);
+        if (unit < -1) unit = -2 - unit;
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          let low = readHexBytes(b, j + 8);
+          if (low < -1) low = -2 - low;
+          point(0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00));
+          j += 12;
+        } else {
+          point(unit);
+          j += 6;
+        }
+      } else {
+        point(e === 0x62 ? 0x08 : e === 0x66 ? 0x0c : e === 0x6e ? 0x0a : e === 0x72 ? 0x0d : e === 0x74 ? 0x09 : e);
+        j += 2;
+      }
+      run = j;
+    } else if (c === 0x26 || c === 0x3c || c === 0x3e) {
+      flush(j);
+      point(c);
+      j++;
+      run = j;
+    } else if (c === 0xe2 && b[j + 1] === 0x80 && (b[j + 2] === 0xa8 || b[j + 2] === 0xa9)) {
+      flush(j);
+      point(b[j + 2] === 0xa8 ? 0x2028 : 0x2029);
+      j += 3;
+      run = j;
+    } else {
+      j++;
+    }
+  }
+  flush(last);
+  out.bytes[out.length++] = 0x22;
+  return value;
+}
+
+/** Entry reference: the canonical bytes are the entry's source span. */
+const sourceRef = 0;
+/** Entry reference: the canonical bytes are the entry's span of the rewritten-bytes buffer. */
+const rewrittenRef = 1;
 /** Entry reference of an array, or an object already in order, whose source is not canonical. */
 const arrayRef = -1;
 const objectRef = -2;
@@ -715,7 +1084,7 @@ const orderRefBase = -3;
 /**
  * The entries of one canonicalize run, in document order (a container's entry precedes its
  * children). An entry is (start, end, ref): ref 0 means the source span `[start, end)` is canonical;
- * ref > 0 names `texts[ref - 1]`; ref < 0 marks a container whose source is not canonical, whose
+ * ref 1 names a span of `rewritten`; ref < 0 marks a container whose source is not canonical, whose
  * children follow it and whose `end` is the index just past its last descendant. A container that
  * turns out canonical when it closes drops its children and becomes a span. Nothing is copied.
  */
@@ -723,16 +1092,60 @@ class Tape {
   /** Entries as (start, end, ref) triples. */
   entries: Int32Array;
   top = 0;
-  /** Member names of the open objects and the entry index of each, for ordering and duplicates. */
-  readonly names: string[] = [];
-  readonly nameEntries: number[] = [];
+  /**
+   * Member names of the open objects, four ints each: byte span of the contents, entry index, and
+   * a prefix ordering names by their first three bytes (-1 for a name with escapes, whose value
+   * is kept in `nameValues`).
+   */
+  names: Int32Array = new Int32Array(64);
+  readonly nameValues: Array<string | undefined> = [];
   nameTop = 0;
   /** Member orders of reordered objects: name entry indices by UTF-16 code units. */
   readonly orders: number[][] = [];
-  readonly texts: string[] = ['{}', '[]'];
+  /** Per member count (below 32), the names and order of the last reordered object of that size. */
+  readonly shapes: Array<{ readonly names: Int32Array; readonly order: number[] } | undefined> = new Array(32).fill(undefined);
+  /** Canonical bytes of rewritten string literals and of `{}` / `[]` written with whitespace. */
+  rewritten = new ByteBuffer(4096);
 
-  constructor(sourceLength: number) {
-    this.entries = new Int32Array(3 * Math.min(Math.max(sourceLength >>> 3, 16), 1 << 20));
+  constructor() {
+    this.entries = new Int32Array(3 * 4096);
+    this.rewritten.pushAscii('{}[]');
+  }
+
+  /** Empties the tape for a new source. */
+  reset(): void {
+    this.top = 0;
+    this.nameTop = 0;
+    this.nameValues.length = 0;
+    this.orders.length = 0;
+    this.shapes.fill(undefined);
+    this.rewritten.length = 4;
+  }
+
+  /** Drops what the last source referenced, and buffers grown beyond the retained size. */
+  release(): void {
+    this.reset();
+    if (this.entries.byteLength > retainedScratchBytes) this.entries = new Int32Array(3 * 4096);
+    if (this.names.byteLength > retainedScratchBytes) this.names = new Int32Array(64);
+    if (this.rewritten.bytes.length > retainedScratchBytes) {
+      this.rewritten = new ByteBuffer(4096);
+      this.rewritten.pushAscii('{}[]');
+    }
+  }
+
+  pushName(start: number, end: number, entry: number, prefix: number): void {
+    const k = 4 * this.nameTop;
+    if (k === this.names.length) {
+      const larger = new Int32Array(2 * this.names.length);
+      larger.set(this.names);
+      this.names = larger;
+    }
+    const names = this.names;
+    names[k] = start;
+    names[k + 1] = end;
+    names[k + 2] = entry;
+    names[k + 3] = prefix;
+    this.nameTop++;
   }
 
   push(start: number, end: number, ref: number): void {
@@ -745,16 +1158,15 @@ class Tape {
     this.top++;
   }
 
-  text(text: string): number {
-    return this.texts.push(text);
-  }
-
   private grow(): void {
     const larger = new Int32Array(2 * this.entries.length);
     larger.set(this.entries);
     this.entries = larger;
   }
 }
+
+/** The tape every canonicalize call uses (see the scratch memory above). */
+const sharedTape = new Tape();
 
 /** An open container of the fast path; instances are reused per depth. */
 class OpenContainer {
@@ -777,52 +1189,59 @@ class OpenContainer {
   }
 }
 
-function canonicalText(context: ParseContext): string {
-  const s = context.text;
-  const n = s.length;
-  const tape = new Tape(n);
+/** Canonical UTF-8 bytes of the source (the source itself, or a subarray of it, when already canonical). */
+function canonicalBytes(source: ByteSource): Uint8Array {
+  const b = source.bytes;
+  const n = b.length;
+  const tape = sharedTape;
+  tape.reset();
+  sawReplacement = false;
   const open: OpenContainer[] = [];
   let depth = 0;
   let frame: OpenContainer | undefined;
   let i = 0;
-  let c: number;
+  let c: number | undefined;
   for (;;) {
-    c = s.charCodeAt(i);
-    if (c <= 0x20) {
-      i = skipWhitespace(s, i);
-      c = s.charCodeAt(i);
+    c = b[i];
+    if (c !== undefined && c <= 0x20) {
+      i = skipBytesWhitespace(b, i);
+      c = b[i];
       if (frame !== undefined) frame.verbatim = false;
     }
     if (c === 0x22) {
-      if (scanString(context, s, i) === rewrittenString) {
-        tape.push(i, scanEnd, tape.text(scanText));
+      const outcome = scanBytesString(source, b, i);
+      const end = scanEnd;
+      if (outcome >= rawRewritten) {
+        const first = tape.rewritten.length;
+        rewriteString(b, i, end, tape.rewritten, false);
+        tape.push(first, tape.rewritten.length, rewrittenRef);
         if (frame !== undefined) frame.verbatim = false;
       } else {
-        tape.push(i, scanEnd, spanRef);
+        tape.push(i, end, sourceRef);
       }
-      i = scanEnd;
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      const end = scanNumber(context, s, i);
-      tape.push(i, end, spanRef);
+      i = end;
+    } else if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
+      const end = scanBytesNumber(source, b, i);
+      tape.push(i, end, sourceRef);
       i = end;
     } else if (c === 0x7b || c === 0x5b) {
       const start = i;
       const isObject = c === 0x7b;
-      if (depth >= maxJsonDepth) fail(context, `nesting deeper than ${maxJsonDepth} levels`, start);
+      if (depth >= maxJsonDepth) failAt(source, `nesting deeper than ${maxJsonDepth} levels`, start);
       let verbatim = true;
       i++;
-      c = s.charCodeAt(i);
-      if (c <= 0x20) {
-        i = skipWhitespace(s, i);
-        c = s.charCodeAt(i);
+      c = b[i];
+      if (c !== undefined && c <= 0x20) {
+        i = skipBytesWhitespace(b, i);
+        c = b[i];
         verbatim = false;
       }
       if (c === (isObject ? 0x7d : 0x5d)) {
         i++;
         if (verbatim) {
-          tape.push(start, i, spanRef);
+          tape.push(start, i, sourceRef);
         } else {
-          tape.push(start, i, isObject ? emptyObjectRef : emptyArrayRef);
+          tape.push(isObject ? 0 : 2, isObject ? 2 : 4, rewrittenRef);
           if (frame !== undefined) frame.verbatim = false;
         }
       } else {
@@ -835,54 +1254,56 @@ function canonicalText(context: ParseContext): string {
         tape.push(start, 0, isObject ? objectRef : arrayRef);
         depth++;
         frame = next;
-        if (isObject) i = scanMember(context, s, i, frame, tape);
+        if (isObject) i = scanBytesMember(source, b, i, frame, tape);
         continue;
       }
-    } else if (c === 0x74 && s.startsWith('true', i)) {
-      tape.push(i, i + 4, spanRef);
+    } else if (c === 0x74 && b[i + 1] === 0x72 && b[i + 2] === 0x75 && b[i + 3] === 0x65) {
+      tape.push(i, i + 4, sourceRef);
       i += 4;
-    } else if (c === 0x66 && s.startsWith('false', i)) {
-      tape.push(i, i + 5, spanRef);
+    } else if (c === 0x66 && b[i + 1] === 0x61 && b[i + 2] === 0x6c && b[i + 3] === 0x73 && b[i + 4] === 0x65) {
+      tape.push(i, i + 5, sourceRef);
       i += 5;
-    } else if (c === 0x6e && s.startsWith('null', i)) {
-      tape.push(i, i + 4, spanRef);
+    } else if (c === 0x6e && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c) {
+      tape.push(i, i + 4, sourceRef);
       i += 4;
     } else {
-      fail(context, i >= n ? 'unexpected end of input, expected a value' : `expected a value, found ${charAt(s, i)}`, i);
+      failAt(source, i >= n ? 'unexpected end of input, expected a value' : `expected a value, found ${byteAt(b, i)}`, i);
     }
 
     // A value is complete: continue its container, closing as many as end here.
     for (;;) {
-      c = s.charCodeAt(i);
-      if (c <= 0x20) {
-        i = skipWhitespace(s, i);
-        c = s.charCodeAt(i);
+      c = b[i];
+      if (c !== undefined && c <= 0x20) {
+        i = skipBytesWhitespace(b, i);
+        c = b[i];
         if (frame !== undefined) frame.verbatim = false;
       }
       if (frame === undefined) {
-        if (i < n) fail(context, `unexpected ${charAt(s, i)} after the JSON value`, i);
-        return render(s, tape);
+        if (i < n) failAt(source, `unexpected ${byteAt(b, i)} after the JSON value`, i);
+        if (sawReplacement) checkWellFormed(source);
+        return renderBytes(b, tape);
       }
       if (frame.isObject) {
         if (c === 0x2c) {
-          i = scanMember(context, s, i + 1, frame, tape);
+          i = scanBytesMember(source, b, i + 1, frame, tape);
           break;
         }
-        if (c !== 0x7d) fail(context, `expected ',' or '}', found ${charAt(s, i)}`, i);
+        if (c !== 0x7d) failAt(source, `expected ',' or '}', found ${byteAt(b, i)}`, i);
       } else {
         if (c === 0x2c) {
           i++;
-          if (s.charCodeAt(i) <= 0x20) {
-            i = skipWhitespace(s, i);
+          c = b[i];
+          if (c !== undefined && c <= 0x20) {
+            i = skipBytesWhitespace(b, i);
             frame.verbatim = false;
           }
-          if (s.charCodeAt(i) === 0x5d) fail(context, 'trailing comma in array', i);
+          if (b[i] === 0x5d) failAt(source, 'trailing comma in array', i);
           break;
         }
-        if (c !== 0x5d) fail(context, `expected ',' or ']', found ${charAt(s, i)}`, i);
+        if (c !== 0x5d) failAt(source, `expected ',' or ']', found ${byteAt(b, i)}`, i);
       }
       i++;
-      const verbatim = closeContainer(context, frame, tape, i);
+      const verbatim = closeBytesContainer(source, b, frame, tape, i);
       depth--;
       frame = depth > 0 ? open[depth - 1] : undefined;
       if (!verbatim && frame !== undefined) frame.verbatim = false;
@@ -891,49 +1312,87 @@ function canonicalText(context: ParseContext): string {
 }
 
 /** Reads a member name (after optional whitespace) and its colon into the tape; returns the offset after the colon. */
-function scanMember(context: ParseContext, s: string, i: number, frame: OpenContainer, tape: Tape): number {
-  let c = s.charCodeAt(i);
-  if (c <= 0x20) {
-    i = skipWhitespace(s, i);
-    c = s.charCodeAt(i);
+function scanBytesMember(source: ByteSource, b: Uint8Array, i: number, frame: OpenContainer, tape: Tape): number {
+  let c = b[i];
+  if (c !== undefined && c <= 0x20) {
+    i = skipBytesWhitespace(b, i);
+    c = b[i];
     frame.verbatim = false;
   }
   if (c !== 0x22) {
-    fail(context, c === 0x7d ? 'trailing comma in object' : `expected a member name, found ${charAt(s, i)}`, i);
+    failAt(source, c === 0x7d ? 'trailing comma in object' : `expected a member name, found ${byteAt(b, i)}`, i);
   }
-  const outcome = scanString(context, s, i);
+  const outcome = scanBytesString(source, b, i);
   const end = scanEnd;
   const k = tape.nameTop;
-  tape.nameEntries[k] = tape.top;
-  let name: string;
-  if (outcome === rawCanonical) {
-    name = s.slice(i + 1, end - 1);
-    tape.push(i, end, spanRef);
-  } else {
-    name = scanValue;
-    if (outcome === rewrittenString) {
-      tape.push(i, end, tape.text(scanText));
-      frame.verbatim = false;
-    } else {
-      tape.push(i, end, spanRef);
+  const entry = tape.top;
+  let value: string | undefined;
+  if (outcome === rawCanonical || outcome === escapedCanonical) {
+    tape.push(i, end, sourceRef);
+    if (outcome === escapedCanonical) {
+      const mark = tape.rewritten.length;
+      value = rewriteString(b, i, end, tape.rewritten, true);
+      tape.rewritten.length = mark;
     }
+  } else {
+    const first = tape.rewritten.length;
+    value = rewriteString(b, i, end, tape.rewritten, outcome === escapedRewritten);
+    tape.push(first, tape.rewritten.length, rewrittenRef);
+    frame.verbatim = false;
   }
-  const names = tape.names;
-  if (k > frame.nameBase && !(names[k - 1]! < name)) {
+  if (value !== undefined) tape.nameValues[k] = value;
+  tape.pushName(i + 1, end - 1, entry, value === undefined ? namePrefix(b, i + 1, end - 1) : -1);
+  if (k > frame.nameBase && compareNames(b, tape, k - 1, k) >= 0) {
     frame.sorted = false;
     frame.verbatim = false;
   }
-  names[k] = name;
-  tape.nameTop = k + 1;
   i = end;
-  c = s.charCodeAt(i);
-  if (c <= 0x20) {
-    i = skipWhitespace(s, i);
-    c = s.charCodeAt(i);
+  c = b[i];
+  if (c !== undefined && c <= 0x20) {
+    i = skipBytesWhitespace(b, i);
+    c = b[i];
     frame.verbatim = false;
   }
-  if (c !== 0x3a) fail(context, `expected ':' after a member name, found ${charAt(s, i)}`, i);
+  if (c !== 0x3a) failAt(source, `expected ':' after a member name, found ${byteAt(b, i)}`, i);
   return i + 1;
+}
+
+/** A number ordering names by their first three bytes' UTF-16 ranks (a missing byte ranks lowest). */
+function namePrefix(b: Uint8Array, start: number, end: number): number {
+  const r0 = start < end ? utf16Rank[b[start]!]! + 1 : 0;
+  const r1 = start + 1 < end ? utf16Rank[b[start + 1]!]! + 1 : 0;
+  const r2 = start + 2 < end ? utf16Rank[b[start + 2]!]! + 1 : 0;
+  return r0 * 0x40000 + r1 * 0x200 + r2;
+}
+
+/** Compares two names on the name stack by UTF-16 code units. */
+function compareNames(b: Uint8Array, tape: Tape, x: number, y: number): number {
+  const names = tape.names;
+  const px = names[4 * x + 3]!;
+  const py = names[4 * y + 3]!;
+  if (px >= 0 && py >= 0) {
+    if (px !== py) return px < py ? -1 : 1;
+    const xs = names[4 * x]!;
+    const ys = names[4 * y]!;
+    const xl = names[4 * x + 1]! - xs;
+    const yl = names[4 * y + 1]! - ys;
+    const length = xl < yl ? xl : yl;
+    for (let k = 3; k < length; k++) {
+      const bx = b[xs + k]!;
+      const by = b[ys + k]!;
+      if (bx !== by) return utf16Rank[bx]! < utf16Rank[by]! ? -1 : 1;
+    }
+    return xl - yl;
+  }
+  const vx = nameValue(b, tape, x);
+  const vy = nameValue(b, tape, y);
+  return vx < vy ? -1 : vx > vy ? 1 : 0;
+}
+
+function nameValue(b: Uint8Array, tape: Tape, k: number): string {
+  const names = tape.names;
+  if (names[4 * k + 3]! < 0) return tape.nameValues[k]!;
+  return utf8Decoder.decode(b.subarray(names[4 * k]!, names[4 * k + 1]!));
 }
 
 /**
@@ -941,27 +1400,17 @@ function scanMember(context: ParseContext, s: string, i: number, frame: OpenCont
  * records where its descendants end and, for an out-of-order object, its member order. Returns
  * whether the container was canonical as written.
  */
-function closeContainer(context: ParseContext, frame: OpenContainer, tape: Tape, end: number): boolean {
+function closeBytesContainer(source: ByteSource, b: Uint8Array, frame: OpenContainer, tape: Tape, end: number): boolean {
   const entry = frame.entry;
   const entries = tape.entries;
   if (frame.verbatim) {
     tape.top = entry + 1;
     entries[3 * entry + 1] = end;
-    entries[3 * entry + 2] = spanRef;
+    entries[3 * entry + 2] = sourceRef;
   } else {
     entries[3 * entry + 1] = tape.top;
     if (!frame.sorted) {
-      const { names, nameEntries } = tape;
-      const base = frame.nameBase;
-      const order = memberOrder(names, base, tape.nameTop - base);
-      let previous: string | undefined;
-      for (let k = 0; k < order.length; k++) {
-        const member = order[k]!;
-        const name = names[base + member]!;
-        if (name === previous) fail(context, `duplicate member name ${describe(name)} in the object`, entries[3 * entry]!);
-        previous = name;
-        order[k] = nameEntries[base + member]!;
-      }
+      const order = memberOrder(source, b, tape, frame.nameBase, entries[3 * entry]!);
       entries[3 * entry + 2] = orderRefBase - (tape.orders.push(order) - 1);
     }
   }
@@ -969,141 +1418,193 @@ function closeContainer(context: ParseContext, frame: OpenContainer, tape: Tape,
   return frame.verbatim;
 }
 
-/** The member indices of `names[base .. base + count)` ordered by UTF-16 code units (stable). */
-function memberOrder(names: readonly string[], base: number, count: number): number[] {
-  const order: number[] = [];
-  for (let k = 0; k < count; k++) order.push(k);
-  if (count <= 16) {
-    for (let k = 1; k < count; k++) {
-      const member = order[k]!;
-      const name = names[base + member]!;
-      let j = k - 1;
-      while (j >= 0 && names[base + order[j]!]! > name) {
-        order[j + 1] = order[j]!;
-        j--;
+/**
+ * The entry indices of the member names `[base, nameTop)` in UTF-16 code unit order; throws for a
+ * duplicate name. Objects of one shape (the same names in the same order, as in arrays of
+ * records) reuse the order computed for the previous such object.
+ */
+function memberOrder(source: ByteSource, b: Uint8Array, tape: Tape, base: number, objectStart: number): number[] {
+  const count = tape.nameTop - base;
+  const names = tape.names;
+  const cached = count < tape.shapes.length ? tape.shapes[count] : undefined;
+  let relative: number[] | undefined;
+  if (cached !== undefined && sameShape(b, names, base, count, cached.names)) relative = cached.order;
+  if (relative === undefined) {
+    relative = [];
+    for (let k = 0; k < count; k++) relative.push(k);
+    if (count <= 16) {
+      for (let k = 1; k < count; k++) {
+        const member = relative[k]!;
+        let j = k - 1;
+        while (j >= 0 && compareNames(b, tape, base + relative[j]!, base + member) > 0) {
+          relative[j + 1] = relative[j]!;
+          j--;
+        }
+        relative[j + 1] = member;
       }
-      order[j + 1] = member;
+    } else {
+      relative.sort((x, y) => compareNames(b, tape, base + x, base + y));
     }
-    return order;
+    for (let k = 1; k < count; k++) {
+      const member = base + relative[k]!;
+      if (compareNames(b, tape, base + relative[k - 1]!, member) === 0) {
+        failAt(source, `duplicate member name ${describe(nameValue(b, tape, member))} in the object`, objectStart);
+      }
+    }
+    if (count < tape.shapes.length) {
+      const shape = names.slice(4 * base, 4 * (base + count));
+      let raw = true;
+      for (let k = 3; k < shape.length; k += 4) if (shape[k]! < 0) raw = false;
+      if (raw) tape.shapes[count] = { names: shape, order: relative };
+    }
   }
-  return order.sort((a, b) => {
-    const x = names[base + a]!;
-    const y = names[base + b]!;
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
+  const order: number[] = [];
+  for (let k = 0; k < count; k++) order.push(names[4 * (base + relative[k]!) + 2]!);
+  return order;
+}
+
+/** Whether the names `[base, base + count)` equal, in order, the cached names of a shape. */
+function sameShape(b: Uint8Array, names: Int32Array, base: number, count: number, shape: Int32Array): boolean {
+  for (let k = 0; k < count; k++) {
+    const x = 4 * (base + k);
+    const y = 4 * k;
+    if (names[x + 3] !== shape[y + 3]) return false;
+    const xs = names[x]!;
+    const ys = shape[y]!;
+    const length = names[x + 1]! - xs;
+    if (length !== shape[y + 1]! - ys) return false;
+    if (xs === ys) continue;
+    for (let m = 3; m < length; m++) if (b[xs + m] !== b[ys + m]) return false;
+  }
+  return true;
+}
+
+/** Copies `work[start, end)` to `work[at ...)`; returns the new write offset. */
+function copyWithin(work: Uint8Array, start: number, end: number, at: number): number {
+  if (end - start > 8) {
+    work.copyWithin(at, start, end);
+    return at + end - start;
+  }
+  for (let k = start; k < end; k++) work[at++] = work[k]!;
+  return at;
 }
 
 /**
- * Writes the canonical text of the tape's root entry from source slices and replacement texts. A
- * piece that continues the current source slice extends it instead (a separator or bracket
- * extends it when the next source unit is that same character), so canonical stretches of the
- * input become one slice each.
+ * Writes the canonical bytes of the tape's root entry. Source bytes are copied in runs: a span
+ * that continues the pending run extends it, and so does a separator or bracket when the next
+ * source byte is that same byte, so stretches of the input that stay in place cost one copy.
  */
-function render(s: string, tape: Tape): string {
-  const { entries, texts, orders } = tape;
+function renderBytes(b: Uint8Array, tape: Tape): Uint8Array {
+  const { entries, orders } = tape;
+  const extra = tape.rewritten.bytes;
   const rootRef = entries[2]!;
-  if (rootRef === spanRef) {
-    const start = entries[0]!;
-    const end = entries[1]!;
-    return start === 0 && end === s.length ? s : s.slice(start, end);
-  }
-  if (rootRef > 0) return texts[rootRef - 1]!;
+  if (rootRef === sourceRef) return entries[0] === 0 && entries[1] === b.length ? b : b.subarray(entries[0]!, entries[1]!);
+  if (rootRef === rewrittenRef) return extra.subarray(entries[0]!, entries[1]!);
 
-  let out = '';
-  // The current source slice [runStart, runEnd), or none when runStart < 0.
+  // One buffer holds the source, the rewritten bytes and the output, so every copy is a
+  // copyWithin. Every source byte is written at most once, plus rewritten bytes; separators move.
+  const n = b.length;
+  const r = tape.rewritten.length;
+  scratchWork = sized(scratchWork, 2 * (n + r));
+  const work = scratchWork;
+  work.set(b);
+  work.set(extra.subarray(0, r), n);
+  const first = n + r;
+  let at = first;
+  // The pending source run [runStart, runEnd), not yet copied to the output.
   let runStart = entries[0]!;
   let runEnd = runStart + 1;
-  // Open containers: entry index and cursor (next child entry, or next position in the order).
   const openEntries: number[] = [];
   const openCursors: number[] = [];
   let depth = 0;
   let container = 0;
-  let cursor = rootRef <= orderRefBase ? 0 : 1;
   let ref = rootRef;
+  let order: number[] | undefined = ref <= orderRefBase ? orders[orderRefBase - ref] : undefined;
+  let cursor = order !== undefined ? 0 : 1;
   for (;;) {
-    const ordered = ref <= orderRefBase;
-    const order = ordered ? orders[orderRefBase - ref]! : undefined;
     if (order !== undefined ? cursor === order.length : cursor === entries[3 * container + 1]!) {
       const close = ref === arrayRef ? 0x5d : 0x7d;
-      if (runStart >= 0 && s.charCodeAt(runEnd) === close) {
+      if (b[runEnd] === close) {
         runEnd++;
       } else {
-        if (runStart >= 0) out += s.slice(runStart, runEnd);
-        out += close === 0x5d ? ']' : '}';
-        runStart = -1;
+        at = copyWithin(work, runStart, runEnd, at);
+        work[at++] = close;
+        runStart = runEnd;
       }
       if (depth === 0) break;
       depth--;
       container = openEntries[depth]!;
       cursor = openCursors[depth]!;
       ref = entries[3 * container + 2]!;
+      order = ref <= orderRefBase ? orders[orderRefBase - ref] : undefined;
       continue;
     }
-    const first = order !== undefined ? cursor === 0 : cursor === container + 1;
-    if (!first) {
-      if (runStart >= 0 && s.charCodeAt(runEnd) === 0x2c) {
+    if (order !== undefined ? cursor > 0 : cursor > container + 1) {
+      if (b[runEnd] === 0x2c) {
         runEnd++;
       } else {
-        if (runStart >= 0) out += s.slice(runStart, runEnd);
-        out += ',';
-        runStart = -1;
+        at = copyWithin(work, runStart, runEnd, at);
+        work[at++] = 0x2c;
+        runStart = runEnd;
       }
     }
     let entry = order !== undefined ? order[cursor]! : cursor;
     if (ref !== arrayRef) {
-      // The member name, then the colon; `entry` moves on to the member value.
-      const nameRef = entries[3 * entry + 2]!;
-      if (nameRef === spanRef) {
-        const start = entries[3 * entry]!;
-        if (runStart >= 0 && start === runEnd) {
-          runEnd = entries[3 * entry + 1]!;
-        } else {
-          if (runStart >= 0) out += s.slice(runStart, runEnd);
-          runStart = start;
-          runEnd = entries[3 * entry + 1]!;
-        }
+      const t = 3 * entry;
+      const start = entries[t]!;
+      if (entries[t + 2] !== sourceRef) {
+        at = copyWithin(work, runStart, runEnd, at);
+        at = copyWithin(work, n + start, n + entries[t + 1]!, at);
+        runStart = runEnd;
+      } else if (start === runEnd) {
+        runEnd = entries[t + 1]!;
       } else {
-        if (runStart >= 0) out += s.slice(runStart, runEnd);
-        out += texts[nameRef - 1]!;
-        runStart = -1;
+        at = copyWithin(work, runStart, runEnd, at);
+        runStart = start;
+        runEnd = entries[t + 1]!;
       }
-      if (runStart >= 0 && s.charCodeAt(runEnd) === 0x3a) {
+      if (b[runEnd] === 0x3a) {
         runEnd++;
       } else {
-        if (runStart >= 0) out += s.slice(runStart, runEnd);
-        out += ':';
-        runStart = -1;
+        at = copyWithin(work, runStart, runEnd, at);
+        work[at++] = 0x3a;
+        runStart = runEnd;
       }
       entry++;
     }
-    const valueRef = entries[3 * entry + 2]!;
-    const next = valueRef < 0 ? entries[3 * entry + 1]! : entry + 1;
-    cursor = order !== undefined ? cursor + 1 : next;
-    if (valueRef > 0) {
-      if (runStart >= 0) out += s.slice(runStart, runEnd);
-      out += texts[valueRef - 1]!;
-      runStart = -1;
+    const t = 3 * entry;
+    const valueRef = entries[t + 2]!;
+    const start = entries[t]!;
+    if (valueRef === rewrittenRef) {
+      at = copyWithin(work, runStart, runEnd, at);
+      at = copyWithin(work, n + start, n + entries[t + 1]!, at);
+      runStart = runEnd;
+      cursor = order !== undefined ? cursor + 1 : entry + 1;
       continue;
     }
-    const start = entries[3 * entry]!;
-    const end = valueRef === spanRef ? entries[3 * entry + 1]! : start + 1;
-    if (runStart >= 0 && start === runEnd) {
+    // A source span, or the opening bracket of a container that is not canonical as written.
+    const end = valueRef === sourceRef ? entries[t + 1]! : start + 1;
+    if (start === runEnd) {
       runEnd = end;
     } else {
-      if (runStart >= 0) out += s.slice(runStart, runEnd);
+      at = copyWithin(work, runStart, runEnd, at);
       runStart = start;
       runEnd = end;
     }
-    if (valueRef < 0) {
-      openEntries[depth] = container;
-      openCursors[depth] = cursor;
-      depth++;
-      container = entry;
-      cursor = valueRef <= orderRefBase ? 0 : entry + 1;
-      ref = valueRef;
+    if (valueRef === sourceRef) {
+      cursor = order !== undefined ? cursor + 1 : entry + 1;
+      continue;
     }
+    openEntries[depth] = container;
+    openCursors[depth] = order !== undefined ? cursor + 1 : entries[t + 1]!;
+    depth++;
+    container = entry;
+    ref = valueRef;
+    order = ref <= orderRefBase ? orders[orderRefBase - ref] : undefined;
+    cursor = order !== undefined ? 0 : entry + 1;
   }
-  return runStart >= 0 ? out + s.slice(runStart, runEnd) : out;
+  at = copyWithin(work, runStart, runEnd, at);
+  return work.subarray(first, at);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1173,7 +1674,8 @@ function orderedMembers(
   }
   for (let k = 1; k < members.length; k++) {
     if (members[k - 1]![0] < members[k]![0]) continue;
-    const sorted = [...members].sort(compareMembers);
+    const sorted = [...members];
+    sortMembers(sorted);
     const duplicate = findDuplicate(sorted);
     if (duplicate !== undefined) throw invalidNode(`duplicate member name ${describe(duplicate)}`);
     return sorted;
@@ -1278,22 +1780,55 @@ function write(root: JsonNode, check: boolean): string {
 }
 
 /* ------------------------------------------------------------------------------------------------
- * Conversion from JS values.
+ * Encoding of JS values.
  * ---------------------------------------------------------------------------------------------- */
 
-/** A child value still to convert, and where its node goes. */
-class ConversionTask {
-  constructor(
-    readonly value: unknown,
-    readonly key: string,
-    readonly items: JsonNode[] | undefined,
-    readonly members: Array<[string, JsonNode]> | undefined,
-  ) {}
+/** The canonical text of a node supplied through {@link toJsonNode}. */
+class NodeText {
+  constructor(readonly text: string) {}
 }
 
-/** Marks the end of a container's subtree, so it leaves the ancestor set used for cycle detection. */
-class ExitTask {
-  constructor(readonly source: object) {}
+/** An array or plain object being encoded. */
+class EncodeFrame {
+  /** Sorted member names, or undefined for an array. */
+  readonly keys: string[] | undefined;
+  readonly length: number;
+  index = 0;
+  /** Whether a member has been written (objects skip `undefined` members). */
+  wrote = false;
+  /** The resolved value of the child `nextChild` returned text for. */
+  value: unknown = undefined;
+
+  constructor(readonly source: object) {
+    if (Array.isArray(source)) {
+      this.keys = undefined;
+      this.length = source.length;
+    } else {
+      this.keys = sortedKeys(source);
+      this.length = this.keys.length;
+    }
+  }
+}
+
+/** Own enumerable string keys in UTF-16 code unit order (already-ordered keys cost one pass). */
+function sortedKeys(source: object): string[] {
+  const keys = Object.keys(source);
+  const count = keys.length;
+  for (let k = 1; k < count; k++) {
+    if (keys[k - 1]! < keys[k]!) continue;
+    if (count > 16) return keys.sort();
+    for (let m = k; m < count; m++) {
+      const key = keys[m]!;
+      let j = m - 1;
+      while (j >= 0 && keys[j]! > key) {
+        keys[j + 1] = keys[j]!;
+        j--;
+      }
+      keys[j + 1] = key;
+    }
+    break;
+  }
+  return keys;
 }
 
 function cannotEncode(problem: string): KernelError {
@@ -1301,68 +1836,87 @@ function cannotEncode(problem: string): KernelError {
 }
 
 /**
- * Converts one value; containers come back empty and their children are queued on `work` (in
- * reverse, so they are converted, and appended, in order). `undefined` means "omit".
+ * Applies {@link toJsonNode} (to a NodeText) or `toJSON(key)`, and rejects what has no JSON form;
+ * returns undefined for a value JSON omits (undefined).
  */
-function convert(
-  input: unknown,
-  key: string,
-  ancestors: Set<object>,
-  work: Array<ConversionTask | ExitTask>,
-): JsonNode | undefined {
+function resolveValue(input: unknown, key: string | number): unknown {
   let value = input;
   if (typeof value === 'object' && value !== null) {
     const source = (value as Partial<JsonNodeSource>)[toJsonNode];
-    if (typeof source === 'function') return source.call(value);
+    if (typeof source === 'function') return new NodeText(write(source.call(value), true));
     const toJSON = (value as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === 'function') value = toJSON.call(value, key);
+    if (typeof toJSON === 'function') value = toJSON.call(value, String(key));
   }
   switch (typeof value) {
     case 'string':
       if (!isWellFormed(value)) throw cannotEncode(`string ${describe(value)} holds a lone surrogate`);
-      return { kind: 'string', value };
+      return value;
     case 'number':
       if (!Number.isFinite(value)) throw cannotEncode(`${String(value)} is not a JSON number`);
-      return { kind: 'number', text: String(value) };
-    case 'bigint':
-      return { kind: 'number', text: value.toString() };
-    case 'boolean':
-      return value ? trueNode : falseNode;
-    case 'undefined':
-      return undefined;
+      return value;
     case 'function':
     case 'symbol':
       throw cannotEncode(`a ${typeof value} cannot be encoded as JSON`);
+    default:
+      return value;
   }
-  if (value === null) return nullNode;
-  const object = value as object;
-  if (ancestors.has(object)) throw cannotEncode('the value contains a cycle');
-  if (ancestors.size >= maxJsonDepth) throw cannotEncode(`nesting deeper than ${maxJsonDepth} levels`);
-  if (Array.isArray(object)) {
-    const items: JsonNode[] = [];
-    ancestors.add(object);
-    work.push(new ExitTask(object));
-    for (let k = object.length - 1; k >= 0; k--) {
-      work.push(new ConversionTask(object[k], String(k), items, undefined));
+}
+
+/** The text of a resolved scalar. */
+function scalarText(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return quote(value);
+    case 'number':
+    case 'bigint':
+      return String(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    default:
+      return 'null';
+  }
+}
+
+/** Checks a container (cycle, depth, plain object) and opens its frame. */
+function openFrame(value: object, ancestors: Set<object>, depth: number): EncodeFrame {
+  if (ancestors.has(value)) throw cannotEncode('the value contains a cycle');
+  if (depth >= maxJsonDepth) throw cannotEncode(`nesting deeper than ${maxJsonDepth} levels`);
+  if (!Array.isArray(value)) {
+    const prototype = Object.getPrototypeOf(value) as object | null;
+    if (prototype !== Object.prototype && prototype !== null) {
+      const name = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
+      throw cannotEncode(
+        `${typeof name === 'string' && name !== '' ? name : 'a class instance'} is not a plain object and has no toJSON()`,
+      );
     }
-    return { kind: 'array', items };
   }
-  const prototype = Object.getPrototypeOf(object) as object | null;
-  if (prototype !== Object.prototype && prototype !== null) {
-    const name = (prototype as { constructor?: { name?: unknown } }).constructor?.name;
-    throw cannotEncode(
-      `${typeof name === 'string' && name !== '' ? name : 'a class instance'} is not a plain object and has no toJSON()`,
-    );
+  ancestors.add(value);
+  return new EncodeFrame(value);
+}
+
+/**
+ * Advances a frame to its next child: stores the resolved child in `frame.value` and returns the
+ * text that precedes it (separator, and for objects the quoted name and colon); undefined when
+ * the container is exhausted.
+ */
+function nextChild(frame: EncodeFrame): string | undefined {
+  const keys = frame.keys;
+  if (keys === undefined) {
+    const index = frame.index;
+    if (index === frame.length) return undefined;
+    frame.index = index + 1;
+    frame.value = resolveValue((frame.source as unknown[])[index], index) ?? null;
+    return index === 0 ? '' : ',';
   }
-  const record = object as Record<string, unknown>;
-  const names = Object.keys(record).sort();
-  const members: Array<[string, JsonNode]> = [];
-  ancestors.add(object);
-  work.push(new ExitTask(object));
-  for (let k = names.length - 1; k >= 0; k--) {
-    const name = names[k]!;
-    if (!isWellFormed(name)) throw cannotEncode(`member name ${describe(name)} holds a lone surrogate`);
-    work.push(new ConversionTask(record[name], name, undefined, members));
+  while (frame.index < frame.length) {
+    const key = keys[frame.index++]!;
+    const value = resolveValue((frame.source as Record<string, unknown>)[key], key);
+    if (value === undefined) continue;
+    if (!isWellFormed(key)) throw cannotEncode(`member name ${describe(key)} holds a lone surrogate`);
+    const prefix = frame.wrote ? ',' : '';
+    frame.wrote = true;
+    frame.value = value;
+    return `${prefix}${quote(key)}:`;
   }
-  return { kind: 'object', members };
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import {
   canonicalize,
+  encodeCanonical,
   maxPayloadBytes,
-  nodeFromValue,
   parseJson,
   toJsonNode,
   utf8Length,
@@ -40,13 +40,13 @@ export class Payload implements JsonNodeSource {
   static readonly emptyObject: Payload = Payload.parse('{}');
 
   readonly #json: string;
-  readonly #size: number;
+  /** UTF-8 length of `#json`, computed on first use (-1 until then). */
+  #size = -1;
   #node: JsonNode | undefined;
   #digest: Digest | undefined;
 
-  private constructor(json: string, size: number) {
+  private constructor(json: string) {
     this.#json = json;
-    this.#size = size;
     Object.freeze(this);
   }
 
@@ -56,31 +56,35 @@ export class Payload implements JsonNodeSource {
    * exceeds {@link maxPayloadBytes}.
    */
   static parse(input: string | Uint8Array): Payload {
-    const json = canonicalize(input, { maxBytes: maxPayloadBytes, what: 'payload', code: ErrorCode.invalidPayload });
-    return new Payload(json, utf8Length(json));
+    return new Payload(canonicalize(input));
   }
 
   /**
-   * Encodes a JS value strictly (see `nodeFromValue`: no functions, symbols, non-finite numbers,
+   * Encodes a JS value strictly (see `encodeCanonical`: no functions, symbols, non-finite numbers,
    * cycles, lone surrogates or non-plain objects without `toJSON`). A nested Payload keeps its
    * exact canonical text, number literals included.
    */
   static encode(value: unknown): Payload {
     if (value instanceof Payload) return value;
-    return Payload.fromNode(nodeFromValue(value));
+    return Payload.#bounded(encodeCanonical(value));
   }
 
   /** The payload of a parsed or hand-built node; throws `invalid_payload` for an invalid node or one over the bound. */
   static fromNode(node: JsonNode): Payload {
-    const json = writeCanonical(node);
-    const size = utf8Length(json);
+    return Payload.#bounded(writeCanonical(node));
+  }
+
+  /** Wraps canonical text after checking {@link maxPayloadBytes}. */
+  static #bounded(json: string): Payload {
+    // A UTF-16 unit encodes to one to three UTF-8 bytes, so only long text needs counting.
+    const size = json.length * 3 > maxPayloadBytes ? utf8Length(json) : 0;
     if (size > maxPayloadBytes) {
       throw new KernelError(
         ErrorCode.invalidPayload,
         `invalid payload: canonical encoding of ${size} bytes exceeds the ${maxPayloadBytes}-byte bound`,
       );
     }
-    return new Payload(json, size);
+    return new Payload(json);
   }
 
   /** The canonical JSON text. */
@@ -116,6 +120,7 @@ export class Payload implements JsonNodeSource {
 
   /** The canonical encoding's length in UTF-8 bytes. */
   get size(): number {
+    if (this.#size < 0) this.#size = utf8Length(this.#json);
     return this.#size;
   }
 

@@ -1,4 +1,5 @@
 import type { EffectBoundary, TreeActivation, TreeCheckpoint } from './commit.js';
+import type { Event } from './event.js';
 import type { ProcessId } from './identity.js';
 import type { TreeSnapshot } from './tree-snapshot.js';
 
@@ -14,11 +15,22 @@ import type { TreeSnapshot } from './tree-snapshot.js';
  */
 export interface TreeCommitter {
   /** Fences the previous writer before restored work can run (installs sequence 0). */
-  activateTree(activation: TreeActivation): Promise<void>;
+  activateTree(activation: TreeActivation, context?: CommitContext): Promise<void>;
   /** Keeps the Effect fact and the tree head atomic. */
-  commitEffect(boundary: EffectBoundary): Promise<void>;
+  commitEffect(boundary: EffectBoundary, context?: CommitContext): Promise<void>;
   /** Compares an absent head (start) or the current head, then installs the checkpoint. */
-  commitCheckpoint(checkpoint: TreeCheckpoint): Promise<void>;
+  commitCheckpoint(checkpoint: TreeCheckpoint, context?: CommitContext): Promise<void>;
+}
+
+/**
+ * What the Engine will publish once a commit is acknowledged. A host store may write these facts
+ * in the same atomic step as the head (its business write set, e.g. a durable event log), so a
+ * crash can never leave a published event without its state, or a committed state without its
+ * events. Stores that keep no such facts ignore it.
+ */
+export interface CommitContext {
+  /** Committed-phase events, in publication order. */
+  readonly events: readonly Event[];
 }
 
 /** A committer that can also read the authoritative head, as recovery and conformance need. */

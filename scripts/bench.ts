@@ -1,0 +1,21 @@
+// `npm run bench <suite>`: runs one named benchmark suite (or all) and prints its table.
+const suites: Record<string, () => Promise<void>> = {
+  kernel: async () => {
+    const { benchPayload } = await import('./bench/kernel-payload.js');
+    const { benchSnapshot } = await import('./bench/kernel-snapshot.js');
+    await benchPayload();
+    await benchSnapshot();
+  },
+};
+
+const requested = process.argv.slice(2);
+const names = requested.length > 0 ? requested : Object.keys(suites);
+for (const name of names) {
+  const suite = suites[name];
+  if (suite === undefined) {
+    console.error(`unknown benchmark suite ${JSON.stringify(name)}; known: ${Object.keys(suites).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`# bench ${name}`);
+  await suite();
+}

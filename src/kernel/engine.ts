@@ -1,0 +1,452 @@
+import { Budget } from './budget.js';
+import { CapabilitySet } from './capability.js';
+import { TreeCheckpoint } from './commit.js';
+import { systemClock, type Clock } from './clock.js';
+import { Deployment, type DeploymentRef } from './deployment.js';
+import type { DeploymentResolver, Execution } from './definition.js';
+import { ErrorCode, KernelError } from './errors.js';
+import { eventNames } from './event.js';
+import type { Failure } from './failure.js';
+import { ProcessId, TreeIncarnationId } from './identity.js';
+import {
+  DeltaPipeline,
+  EventPublisher,
+  ObservationFailureLog,
+  type DeltaListenerLike,
+  type EventListenerLike,
+  type ObservationFailures,
+} from './observation.js';
+import { Payload } from './payload.js';
+import { Process } from './process.js';
+import { ProcessSnapshot } from './process-snapshot.js';
+import { ProcessRelation } from './relation.js';
+import { formatUtcTimestamp, type Result } from './result.js';
+import { RuntimeError } from './runtime-error.js';
+import { admitTree } from './snapshot-admission.js';
+import type { TreeCommitter } from './tree-committer.js';
+import { TreeLimits } from './tree-limits.js';
+import { TreeRuntime, type ProcessWork } from './tree-runtime.js';
+import { TreeSnapshot } from './tree-snapshot.js';
+
+/** What a ProcessAdmitter sees before a Process is created. */
+export interface ProcessAdmission {
+  readonly processId: ProcessId;
+  readonly relation: ProcessRelation;
+  readonly deploymentRef: DeploymentRef;
+  readonly input: Payload;
+}
+
+/** A host policy gate before execution starts; throwing rejects the start. */
+export type ProcessAdmitter = (admission: ProcessAdmission) => void | Promise<void>;
+
+/** The outcome of root initialisation, acknowledged separately from the tree commit. */
+export type ProcessInitializationOutcome =
+  | { readonly status: 'initialized'; readonly admission: ProcessAdmission; readonly startedAt: string }
+  | { readonly status: 'failed'; readonly admission: ProcessAdmission; readonly failure: Failure | undefined; readonly error: unknown };
+
+export type ProcessInitializationAcknowledger = (outcome: ProcessInitializationOutcome) => void | Promise<void>;
+
+export interface EngineConfig {
+  /** Required: every recoverable change goes through it. */
+  readonly committer: TreeCommitter;
+  /** Budget granted to new roots (default unlimited). Restored trees keep their captured budgets. */
+  readonly budget?: Budget;
+  /** Limits of new trees (default {@link TreeLimits.defaults}); restored trees keep theirs. */
+  readonly treeLimits?: TreeLimits;
+  /** Capabilities granted to new roots (default none). */
+  readonly capabilities?: CapabilitySet;
+  readonly processAdmitter?: ProcessAdmitter;
+  readonly initializationAcknowledger?: ProcessInitializationAcknowledger;
+  /** Resolves exact DeploymentRefs for restored members other than the root. */
+  readonly deploymentResolver?: DeploymentResolver;
+  readonly eventListeners?: readonly EventListenerLike[];
+  readonly deltaListeners?: readonly DeltaListenerLike[];
+  /** Bounded Delta queue (0 = default 1024; negative is invalid). */
+  readonly deltaBufferCapacity?: number;
+  /** Wall-clock source for timestamps (tests inject a fixed one). */
+  readonly clock?: Clock;
+}
+
+export interface StartOptions {
+  /**
+   * The host's start context: aborting it records host cancellation (or a host deadline when the
+   * abort reason is a `TimeoutError`, as `AbortSignal.timeout()` produces) on the root.
+   */
+  readonly signal?: AbortSignal;
+}
+
+export interface ProcessInspection {
+  readonly snapshot: ProcessSnapshot;
+  readonly work: ProcessWork;
+  readonly runtimeError?: RuntimeError;
+}
+
+/** A caller-owned report from one owner turn; snapshots come from the last acknowledged head. */
+export interface TreeInspection {
+  readonly rootId: ProcessId;
+  readonly incarnationId: TreeIncarnationId;
+  readonly headDigest: import('./digest.js').Digest;
+  readonly stopped: boolean;
+  readonly processes: readonly ProcessInspection[];
+}
+
+/**
+ * The Engine owns Process lifecycle, signal delivery, Effect dispatch, budgets and limits, events
+ * and deltas. Every recoverable change is committed through the TreeCommitter before it becomes
+ * visible: a Process handle, a result, a committed event, an accepted signal.
+ */
+export class Engine {
+  readonly #committer: TreeCommitter;
+  readonly #budget: Budget;
+  readonly #treeLimits: TreeLimits;
+  readonly #capabilities: CapabilitySet;
+  readonly #admitter: ProcessAdmitter | undefined;
+  readonly #acknowledger: ProcessInitializationAcknowledger | undefined;
+  readonly #resolver: DeploymentResolver | undefined;
+  readonly #clock: Clock;
+  readonly #failures = new ObservationFailureLog();
+  readonly #events: EventPublisher;
+  readonly #deltas: DeltaPipeline;
+  readonly #trees = new Map<string, TreeRuntime>();
+  readonly #handles = new Map<string, Process>();
+  /** Identities reserved by starts and restores in progress. */
+  readonly #reserved = new Set<string>();
+  #pendingAdmissions = 0;
+  #closed = false;
+
+  constructor(config: EngineConfig) {
+    if (typeof config !== 'object' || config === null) throw invalidConfig('expected an engine configuration');
+    const committer = config.committer;
+    if (
+      typeof committer !== 'object' ||
+      committer === null ||
+      typeof committer.commitCheckpoint !== 'function' ||
+      typeof committer.commitEffect !== 'function' ||
+      typeof committer.activateTree !== 'function'
+    ) {
+      throw invalidConfig('a TreeCommitter is required');
+    }
+    if (config.budget !== undefined && !(config.budget instanceof Budget)) throw invalidConfig('budget must be a Budget');
+    if (config.treeLimits !== undefined && !(config.treeLimits instanceof TreeLimits)) throw invalidConfig('treeLimits must be TreeLimits');
+    if (config.capabilities !== undefined && !(config.capabilities instanceof CapabilitySet)) {
+      throw invalidConfig('capabilities must be a CapabilitySet');
+    }
+    if (config.processAdmitter !== undefined && typeof config.processAdmitter !== 'function') throw invalidConfig('processAdmitter must be a function');
+    if (config.initializationAcknowledger !== undefined && typeof config.initializationAcknowledger !== 'function') {
+      throw invalidConfig('initializationAcknowledger must be a function');
+    }
+    if (config.deploymentResolver !== undefined && typeof config.deploymentResolver?.resolve !== 'function') {
+      throw invalidConfig('deploymentResolver must have resolve()');
+    }
+    this.#committer = committer;
+    this.#budget = config.budget ?? Budget.unlimited();
+    this.#treeLimits = config.treeLimits ?? TreeLimits.defaults;
+    this.#capabilities = config.capabilities ?? CapabilitySet.empty;
+    this.#admitter = config.processAdmitter;
+    this.#acknowledger = config.initializationAcknowledger;
+    this.#resolver = config.deploymentResolver;
+    this.#clock = config.clock ?? systemClock;
+    this.#events = new EventPublisher(config.eventListeners ?? [], { failures: this.#failures });
+    this.#deltas = new DeltaPipeline({
+      listeners: config.deltaListeners ?? [],
+      capacity: config.deltaBufferCapacity ?? 0,
+      clock: this.#clock,
+      failures: this.#failures,
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Start
+
+  /**
+   * Validates input, initialises the Execution (Start, then a Snapshot → Restore round trip),
+   * commits the start checkpoint, and only then publishes the Process.
+   */
+  async start(deployment: Deployment, input: Payload, options: StartOptions = {}): Promise<Process> {
+    this.#guard();
+    if (options.signal?.aborted === true) throw new KernelError(ErrorCode.invalidProcessControl, 'the start context is already canceled');
+    if (!(deployment instanceof Deployment)) throw new KernelError(ErrorCode.invalidDeployment, 'expected a Deployment');
+    if (!(input instanceof Payload)) throw new KernelError(ErrorCode.invalidPayload, 'expected a Payload input');
+    deployment.descriptor.validateInput(input);
+    const processId = ProcessId.newRoot();
+    const relation = ProcessRelation.root(processId);
+    const admission: ProcessAdmission = { processId, relation, deploymentRef: deployment.ref, input };
+    this.#reserved.add(processId.toString());
+    this.#pendingAdmissions += 1;
+    try {
+      if (this.#admitter !== undefined) {
+        try {
+          await this.#admitter(admission);
+        } catch (error) {
+          throw new KernelError(ErrorCode.processAdmissionRejected, `admission rejected: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        }
+      }
+      const startedAt = formatUtcTimestamp(this.#clock.now());
+      let state;
+      try {
+        const execution: Execution = await deployment.definition.start(input);
+        state = execution.snapshot();
+        await deployment.definition.restore(state, new AbortController().signal);
+      } catch (error) {
+        await this.#acknowledger?.({ status: 'failed', admission, failure: undefined, error });
+        throw new KernelError(ErrorCode.processStartFailed, `the execution did not start: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+      await this.#acknowledger?.({ status: 'initialized', admission, startedAt });
+      const snapshot = ProcessSnapshot.create({
+        relation,
+        deploymentRef: deployment.ref,
+        startedAt,
+        status: 'running',
+        committedSteps: 0n,
+        budget: this.#budget,
+        capabilities: this.#capabilities,
+        committedExecutionState: state,
+      });
+      const tree = TreeSnapshot.create({ incarnationId: TreeIncarnationId.random(), treeLimits: this.#treeLimits, processes: [snapshot] });
+      admitTree(tree);
+      const runtime = this.#runtime(tree, 1n, new Map([[processId.toString(), deployment]]));
+      const process = runtime.process(processId);
+      if (process === undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, 'the start tree lost its root');
+      await this.#committer.commitCheckpoint(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: tree }), {
+        events: [],
+      });
+      const handle = this.#register(runtime);
+      runtime.begin([{ process, name: eventNames.processStarted }]);
+      this.#watchStartContext(handle, options.signal);
+      return handle;
+    } finally {
+      this.#reserved.delete(processId.toString());
+      this.#pendingAdmissions -= 1;
+    }
+  }
+
+  /** Start, then wait for the terminal Result and the tree's owned work (a RuntimeError rejects). */
+  async run(deployment: Deployment, input: Payload, options: StartOptions = {}): Promise<Result> {
+    const process = await this.start(deployment, input, options);
+    const result = await process.await();
+    await process.join();
+    return result;
+  }
+
+  #watchStartContext(process: Process, signal: AbortSignal | undefined): void {
+    if (signal === undefined) return;
+    const onAbort = () => {
+      const reason = signal.reason as unknown;
+      const timeout = reason instanceof Error && reason.name === 'TimeoutError';
+      const tree = this.#trees.get(process.id.toString());
+      const runtime = tree?.process(process.id);
+      if (tree === undefined || runtime === undefined || runtime.snapshot.isTerminal) return;
+      const text = reason instanceof Error && reason.message.trim() !== '' ? reason.message.trim().slice(0, 1024) : timeout ? 'host deadline' : 'host cancellation';
+      void tree
+        .requestTermination(runtime, timeout ? { deadline: { owner: 'host', reason: text } } : { cancellation: { owner: 'host', reason: text } })
+        .catch(() => undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    void process.await().then(
+      () => signal.removeEventListener('abort', onAbort),
+      () => signal.removeEventListener('abort', onAbort),
+    );
+  }
+
+  #runtime(tree: TreeSnapshot, sequence: bigint, deployments: ReadonlyMap<string, Deployment>): TreeRuntime {
+    return new TreeRuntime(
+      { committer: this.#committer, clock: this.#clock, events: this.#events, deltas: this.#deltas },
+      tree,
+      sequence,
+      deployments,
+    );
+  }
+
+  #register(runtime: TreeRuntime): Process {
+    this.#trees.set(runtime.rootId.toString(), runtime);
+    let root: Process | undefined;
+    for (const process of runtime.processes()) {
+      const handle = new Process(runtime, process, this.#events);
+      this.#handles.set(process.id.toString(), handle);
+      if (process.id.equals(runtime.rootId)) root = handle;
+    }
+    return root as Process;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Lookup, inspection, capture
+
+  process(id: ProcessId): Process | undefined {
+    return this.#handles.get(id.toString());
+  }
+
+  #tree(rootId: ProcessId): TreeRuntime {
+    const tree = this.#trees.get(rootId.toString());
+    if (tree === undefined) throw new KernelError(ErrorCode.treeNotFound, `tree ${rootId} is not registered with this engine`);
+    return tree;
+  }
+
+  /** The last acknowledged head and live work of every member (inspection never drives execution). */
+  inspectTree(rootId: ProcessId): TreeInspection {
+    this.#guardReentrancy();
+    const tree = this.#tree(rootId);
+    const head = tree.head;
+    return {
+      rootId,
+      incarnationId: tree.incarnationId,
+      headDigest: head.digest,
+      stopped: tree.stopped !== undefined,
+      processes: tree.processes().map((process) => ({
+        snapshot: process.snapshot,
+        work: tree.workOf(process),
+        runtimeError: tree.stopped,
+      })),
+    };
+  }
+
+  /**
+   * Quiesces the tree at safe boundaries (in-flight Effects settle first) and returns the
+   * acknowledged head. After a runtime failure, load the head from the store instead.
+   */
+  async captureTree(rootId: ProcessId): Promise<TreeSnapshot> {
+    this.#guardReentrancy();
+    const tree = this.#tree(rootId);
+    const release = await tree.freeze();
+    try {
+      if (tree.stopped !== undefined) throw tree.stopped;
+      return tree.head;
+    } finally {
+      release();
+    }
+  }
+
+  /** Waits for the tree to settle, then forgets it; handles keep their outcomes, the store keeps the head. */
+  async releaseTree(rootId: ProcessId): Promise<void> {
+    this.#guardReentrancy();
+    const tree = this.#tree(rootId);
+    await Promise.all(tree.processes().map((process) => process.result.promise.catch(() => undefined)));
+    await tree.whenIdle();
+    this.#trees.delete(rootId.toString());
+    for (const process of tree.processes()) this.#handles.delete(process.id.toString());
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Restore
+
+  /**
+   * Checks that `snapshot` can be restored with `rootDeployment` (and the resolver for other
+   * members) without reserving or activating anything.
+   */
+  async validateRestorableTree(rootDeployment: Deployment, snapshot: TreeSnapshot): Promise<void> {
+    await this.#prepareRestore(rootDeployment, snapshot);
+  }
+
+  /**
+   * Activates a new writer for `snapshot` (fencing the previous one), then publishes its handles
+   * and resumes execution. Pending dispatches replay only under a `same_identity` policy; otherwise
+   * they become Unknown. Terminal members stay inert evidence.
+   */
+  async restoreTree(rootDeployment: Deployment, snapshot: TreeSnapshot): Promise<Process> {
+    this.#guard();
+    if (!(snapshot instanceof TreeSnapshot)) throw new KernelError(ErrorCode.invalidTreeSnapshot, 'expected a TreeSnapshot');
+    const ids = snapshot.processSnapshots().map((process) => process.processId.toString());
+    for (const id of ids) {
+      if (this.#handles.has(id) || this.#reserved.has(id)) {
+        throw new KernelError(ErrorCode.processAlreadyExists, `process ${id} is already registered with this engine`);
+      }
+    }
+    for (const id of ids) this.#reserved.add(id);
+    this.#pendingAdmissions += 1;
+    try {
+      const deployments = await this.#prepareRestore(rootDeployment, snapshot);
+      const incarnation = TreeIncarnationId.random();
+      const prospective = snapshot.withIncarnation(incarnation);
+      const runtime = this.#runtime(prospective, 0n, deployments);
+      await runtime.activate(snapshot.incarnationId, snapshot.digest);
+      const root = this.#register(runtime);
+      runtime.begin(runtime.processes().map((process) => ({ process, name: eventNames.processRestored })));
+      return root;
+    } finally {
+      for (const id of ids) this.#reserved.delete(id);
+      this.#pendingAdmissions -= 1;
+    }
+  }
+
+  /** The restore preparation pass: exact deployments, restorable states, admissible capacity. */
+  async #prepareRestore(rootDeployment: Deployment, snapshot: TreeSnapshot): Promise<Map<string, Deployment>> {
+    if (!(rootDeployment instanceof Deployment)) throw new KernelError(ErrorCode.invalidDeployment, 'expected a Deployment');
+    if (!rootDeployment.ref.equals(snapshot.root.deploymentRef)) {
+      throw new KernelError(
+        ErrorCode.invalidDeployment,
+        `the tree was captured with ${snapshot.root.deploymentRef}, not ${rootDeployment.ref}`,
+      );
+    }
+    const deployments = new Map<string, Deployment>();
+    for (const process of snapshot.processSnapshots()) {
+      const ref = process.deploymentRef;
+      const deployment = ref.equals(rootDeployment.ref) ? rootDeployment : this.#resolve(ref);
+      deployments.set(process.processId.toString(), deployment);
+      if (process.isTerminal) continue;
+      const signal = new AbortController().signal;
+      try {
+        await deployment.definition.restore(process.committedExecutionState, signal);
+        if (process.prepared !== undefined) await deployment.definition.restore(process.prepared.candidateState, signal);
+      } catch (error) {
+        throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} does not restore: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
+      }
+      for (const effect of process.prepared?.effects() ?? []) {
+        if (effect.effect.target === 'dispatcher' && deployment.dispatcher === undefined) {
+          throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} retains a dispatcher effect but its deployment has no dispatcher`);
+        }
+      }
+    }
+    admitTree(snapshot);
+    return deployments;
+  }
+
+  #resolve(ref: DeploymentRef): Deployment {
+    if (this.#resolver === undefined) throw new KernelError(ErrorCode.deploymentUnavailable, `no resolver for ${ref}`);
+    const deployment = this.#resolver.resolve(ref);
+    if (!(deployment instanceof Deployment) || !deployment.ref.equals(ref)) {
+      throw new KernelError(ErrorCode.deploymentUnavailable, `the resolver did not return exactly ${ref}`);
+    }
+    return deployment;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Observation and shutdown
+
+  /** An ordering barrier: resolves once every Delta enqueued before the call was delivered. */
+  flushDeltas(): Promise<void> {
+    return this.#deltas.flush();
+  }
+
+  observationFailures(): ObservationFailures {
+    return this.#failures.snapshot();
+  }
+
+  /**
+   * Closes the Engine: refused (`engine_has_active_processes`) while a start or restore is pending
+   * or any tree still has live Processes or owned work — blocked storage included. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#pendingAdmissions > 0 || [...this.#trees.values()].some((tree) => tree.active)) {
+      throw new KernelError(ErrorCode.engineHasActiveProcesses, 'the engine still has active processes');
+    }
+    this.#closed = true;
+    await this.#deltas.close();
+  }
+
+  #guard(): void {
+    this.#guardReentrancy();
+    if (this.#closed) throw new KernelError(ErrorCode.engineClosed, 'the engine is closed');
+  }
+
+  #guardReentrancy(): void {
+    if (this.#events.inListener) {
+      throw new KernelError(ErrorCode.listenerReentrancy, 'an event listener cannot call back into the engine and wait');
+    }
+  }
+}
+
+function invalidConfig(message: string): KernelError {
+  return new KernelError(ErrorCode.invalidEngineConfig, `invalid engine config: ${message}`);
+}

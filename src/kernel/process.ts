@@ -1,0 +1,167 @@
+import type { Budget } from './budget.js';
+import type { CapabilitySet } from './capability.js';
+import type { DeploymentRef } from './deployment.js';
+import { ErrorCode, KernelError } from './errors.js';
+import type { EffectId, ProcessId } from './identity.js';
+import type { EventPublisher } from './observation.js';
+import type { ProcessRelation } from './relation.js';
+import type { Result } from './result.js';
+import { Settlement } from './settlement.js';
+import { SignalRequest } from './signal.js';
+import { validDiagnostic } from './failure.js';
+import type { ProcessRuntime, TreeRuntime } from './tree-runtime.js';
+
+/**
+ * The handle of one Engine-owned Process. Every command goes through its tree's single owner; a
+ * resolved command means its effect was acknowledged (signals, resume, resolution) or its intent
+ * was recorded (pause, cancellation, kill — `await()` tells how the Process ended).
+ */
+export class Process {
+  readonly #tree: TreeRuntime;
+  readonly #runtime: ProcessRuntime;
+  readonly #events: EventPublisher;
+
+  /** @internal Created by the Engine only. */
+  constructor(tree: TreeRuntime, runtime: ProcessRuntime, events: EventPublisher) {
+    this.#tree = tree;
+    this.#runtime = runtime;
+    this.#events = events;
+    Object.freeze(this);
+  }
+
+  get id(): ProcessId {
+    return this.#runtime.id;
+  }
+
+  get relation(): ProcessRelation {
+    return this.#runtime.snapshot.relation;
+  }
+
+  get deploymentRef(): DeploymentRef {
+    return this.#runtime.snapshot.deploymentRef;
+  }
+
+  get budget(): Budget {
+    return this.#runtime.snapshot.budget;
+  }
+
+  get capabilities(): CapabilitySet {
+    return this.#runtime.snapshot.capabilities;
+  }
+
+  /** RFC 3339 UTC start time. */
+  get startedAt(): string {
+    return this.#runtime.snapshot.startedAt;
+  }
+
+  /**
+   * The terminal Result once its terminal checkpoint is acknowledged. A failed Process is a valid
+   * Result; a stopped writer rejects with RuntimeError instead (no Result is invented).
+   */
+  await(options: { signal?: AbortSignal } = {}): Promise<Result> {
+    this.#guardReentrancy();
+    return raceAbort(this.#runtime.result.promise, options.signal);
+  }
+
+  /** Waits until the Process has a terminal outcome and its tree has no owned work left. */
+  async join(options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.#guardReentrancy();
+    await raceAbort(
+      this.#runtime.result.promise.then(
+        () => this.#tree.whenIdle(),
+        async (error: unknown) => {
+          await this.#tree.whenIdle();
+          throw error;
+        },
+      ),
+      options.signal,
+    );
+  }
+
+  /**
+   * Admits an ordered batch atomically: all new identities or none. Identical re-deliveries are
+   * deduplicated without a second charge; returns false when every identity was already known.
+   */
+  async deliverSignals(...requests: SignalRequest[]): Promise<boolean> {
+    this.#guardReentrancy();
+    if (requests.length === 0) throw new KernelError(ErrorCode.invalidSignalRequest, 'a signal batch needs at least one request');
+    for (const request of requests) {
+      if (!(request instanceof SignalRequest)) throw new KernelError(ErrorCode.invalidSignalRequest, 'expected SignalRequest values');
+    }
+    return this.#tree.deliverSignals(this.#runtime, requests);
+  }
+
+  /** Pauses at the next safe boundary (in-flight Effects settle first). */
+  pause(reason: string): Promise<void> {
+    this.#guardReentrancy();
+    return this.#tree.pause(this.#runtime, controlReason(reason));
+  }
+
+  /** Resumes a paused Process: back to its unanswered wait, or running. */
+  resume(): Promise<void> {
+    this.#guardReentrancy();
+    return this.#tree.resume(this.#runtime);
+  }
+
+  /** Records host cancellation; in-flight external work still settles, planned Effects never start. */
+  requestCancellation(reason: string): Promise<void> {
+    this.#guardReentrancy();
+    return this.#tree.requestTermination(this.#runtime, { cancellation: { owner: 'host', reason: controlReason(reason) } });
+  }
+
+  /** Records a kill: the highest-priority terminal intent. */
+  kill(reason: string): Promise<void> {
+    this.#guardReentrancy();
+    return this.#tree.requestTermination(this.#runtime, { killReason: controlReason(reason) });
+  }
+
+  /** Replaces a retained Unknown with a definite settlement (host adjudication); resolves after commit. */
+  resolveUnknownEffect(effectId: EffectId, settlement: Settlement): Promise<void> {
+    this.#guardReentrancy();
+    if (!(settlement instanceof Settlement)) throw new KernelError(ErrorCode.invalidSettlement, 'expected a Settlement');
+    return this.#tree.resolveUnknownEffect(this.#runtime, effectId, settlement);
+  }
+
+  /**
+   * Repeats the Dispatch of a retained Unknown under its original identity, when its replay policy
+   * is `same_identity`. Resolves once a definite result commits; another uncertain attempt rejects
+   * with `effect_outcome_unknown` and leaves the Unknown in place.
+   */
+  replayUnknownEffect(effectId: EffectId): Promise<void> {
+    this.#guardReentrancy();
+    return this.#tree.replayUnknownEffect(this.#runtime, effectId);
+  }
+
+  #guardReentrancy(): void {
+    if (this.#events.inListener) {
+      throw new KernelError(ErrorCode.listenerReentrancy, 'an event listener cannot wait for its own tree owner');
+    }
+  }
+}
+
+function controlReason(reason: string): string {
+  if (!validDiagnostic(reason)) {
+    throw new KernelError(ErrorCode.invalidProcessControl, 'a control reason must be non-empty trimmed UTF-8 of at most 4096 bytes');
+  }
+  return reason;
+}
+
+/** Ends the caller's wait on abort without cancelling the underlying work. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

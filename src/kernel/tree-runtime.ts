@@ -1,0 +1,1100 @@
+import { EffectBoundary, TreeActivation, TreeCheckpoint, classifyCheckpointCut, type TreeCheckpointKind } from './commit.js';
+import type { Deployment } from './deployment.js';
+import type { Digest } from './digest.js';
+import { EffectRequest, type Effect } from './effect.js';
+import { ErrorCode, KernelError } from './errors.js';
+import {
+  DeltaDropped,
+  EffectFinished,
+  EffectResolved,
+  EffectStarted,
+  Event,
+  eventNames,
+  ProcessFinished,
+  RuntimeStopped,
+  SignalAccepted,
+  StepCommitted,
+  StepFinished,
+  type EventFact,
+  type EventName,
+  type StepStatus,
+} from './event.js';
+import type { Execution } from './definition.js';
+import type { ExecutionState } from './execution-state.js';
+import { Failure, normalizeDiagnostic } from './failure.js';
+import { stepFailure } from './classified-error.js';
+import { EffectAttemptId, type EffectId, type ProcessId, type TreeIncarnationId, type WaitId } from './identity.js';
+import { MailboxRecord } from './mailbox.js';
+import type { DeltaPipeline, EventPublisher } from './observation.js';
+import { saturatingAdd } from './observation.js';
+import { Payload } from './payload.js';
+import { PreparedStep, type PreparedEffect } from './prepared-step.js';
+import { PendingControl, ProcessSnapshot, type ProcessSnapshotFields } from './process-snapshot.js';
+import { RuntimeError } from './runtime-error.js';
+import { Settlement } from './settlement.js';
+import type { SignalRequest } from './signal.js';
+import { resolveTermination, hasTerminalIntent, type StepOutcome } from './termination-matrix.js';
+import type { Termination } from './termination.js';
+import type { Transition } from './transition.js';
+import type { TreeCommitter } from './tree-committer.js';
+import type { TreeLimits } from './tree-limits.js';
+import { TreeSnapshot } from './tree-snapshot.js';
+import type { Clock } from './clock.js';
+import { formatUtcTimestamp } from './result.js';
+import type { Result } from './result.js';
+import { admitTree } from './snapshot-admission.js';
+
+/** What a tree runtime needs from its Engine. */
+export interface RuntimeServices {
+  readonly committer: TreeCommitter;
+  readonly clock: Clock;
+  readonly events: EventPublisher;
+  readonly deltas: DeltaPipeline;
+  /** Called once when the tree has no live work left and every Process is terminal or stopped. */
+  readonly onSettled?: (runtime: TreeRuntime) => void;
+}
+
+/** Live work of one Process, as inspection reports it. */
+export type ProcessWork = 'idle' | 'queued' | 'step' | 'dispatch';
+
+interface Job {
+  readonly kind: 'step' | 'dispatch';
+  readonly abort: AbortController;
+}
+
+interface Deferred<T> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+  settled: boolean;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // A stopped runtime may reject results nobody awaits; that must not crash the host.
+  promise.catch(() => undefined);
+  const result: Deferred<T> = {
+    promise,
+    resolve: (value) => {
+      if (result.settled) return;
+      result.settled = true;
+      resolve(value);
+    },
+    reject: (error) => {
+      if (result.settled) return;
+      result.settled = true;
+      reject(error);
+    },
+    settled: false,
+  };
+  return result;
+}
+
+/** A replay or resolution waiting for its boundary to commit. */
+interface Adjudication {
+  readonly effectId: EffectId;
+  readonly done: Deferred<void>;
+}
+
+/**
+ * One Process inside its tree runtime. `snapshot` is always the last acknowledged state; private
+ * candidates (a Step's transition, a prepared batch before its first boundary) live only in the
+ * runtime's local variables until a commit acknowledges them.
+ */
+export class ProcessRuntime {
+  snapshot: ProcessSnapshot;
+  readonly deployment: Deployment;
+  /** The live Execution for `snapshot.committedExecutionState`, when one is cached. */
+  execution: Execution | undefined;
+  /** The Execution restored from the prepared candidate, adopted with the batch. */
+  candidateExecution: Execution | undefined;
+  job: Job | undefined;
+  /** A pause accepted but not yet applied (it applies at the next Step boundary). */
+  pauseIntent: string | undefined;
+  /** Terminal intents recorded in memory; committed with the next boundary. */
+  control: PendingControl;
+  adjudication: Adjudication | undefined;
+  eventSequence = 0n;
+  readonly result = deferred<Result>();
+
+  constructor(snapshot: ProcessSnapshot, deployment: Deployment) {
+    this.snapshot = snapshot;
+    this.deployment = deployment;
+    this.control = snapshot.pendingControl;
+  }
+
+  get id(): ProcessId {
+    return this.snapshot.processId;
+  }
+}
+
+const diagnostics = {
+  settlementInvalid: () => Failure.create('contract', 'engine.dispatch.settlement.invalid', 'the dispatcher returned an invalid settlement'),
+  panicked: () => Failure.create('panic', 'engine.dispatch.panicked', 'the dispatcher threw a non-error value'),
+  deadline: () => Failure.create('external', 'engine.dispatch.deadline', 'the dispatch deadline expired before a settlement'),
+  canceled: () => Failure.create('external', 'engine.dispatch.canceled', 'the dispatch was canceled before a settlement'),
+  failed: () => Failure.create('external', 'engine.dispatch.failed', 'the dispatcher failed without a settlement; the outcome is unknown'),
+  interrupted: () =>
+    Failure.create(
+      'external',
+      'engine.effect.recovery.invalid',
+      'dispatch was permitted before the writer stopped and replay is forbidden; the outcome is unknown',
+    ),
+};
+
+/**
+ * The single owner of one root tree: it serialises adoption and commits through one lane, runs
+ * Steps and Dispatches outside that lane as discardable jobs, and publishes nothing before the
+ * committer acknowledges it. Every state change is one of: compute the next ProcessSnapshot,
+ * commit the whole prospective tree, install it on acknowledgment.
+ */
+export class TreeRuntime {
+  readonly rootId: ProcessId;
+  readonly #services: RuntimeServices;
+  readonly #processes = new Map<string, ProcessRuntime>();
+  #incarnationId: TreeIncarnationId;
+  readonly #treeLimits: TreeLimits;
+  #head: TreeSnapshot;
+  #sequence: bigint;
+  #lane: Promise<unknown> = Promise.resolve();
+  #driveQueued = false;
+  #stopped: RuntimeError | undefined;
+  #freezes = 0;
+  #idleWaiters: Array<() => void> = [];
+  #settledNotified = false;
+
+  constructor(services: RuntimeServices, head: TreeSnapshot, sequence: bigint, deployments: ReadonlyMap<string, Deployment>) {
+    this.#services = services;
+    this.rootId = head.rootId;
+    this.#incarnationId = head.incarnationId;
+    this.#treeLimits = head.treeLimits;
+    this.#head = head;
+    this.#sequence = sequence;
+    for (const snapshot of head.processSnapshots()) {
+      const deployment = deployments.get(snapshot.processId.toString());
+      if (deployment === undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, `no deployment for ${snapshot.processId}`);
+      this.#processes.set(snapshot.processId.toString(), new ProcessRuntime(snapshot, deployment));
+    }
+  }
+
+  get head(): TreeSnapshot {
+    return this.#head;
+  }
+
+  get incarnationId(): TreeIncarnationId {
+    return this.#incarnationId;
+  }
+
+  get stopped(): RuntimeError | undefined {
+    return this.#stopped;
+  }
+
+  process(id: ProcessId): ProcessRuntime | undefined {
+    return this.#processes.get(id.toString());
+  }
+
+  processes(): ProcessRuntime[] {
+    return [...this.#processes.values()];
+  }
+
+  /** True while any Process is live or any job still runs. */
+  get active(): boolean {
+    if (this.#stopped !== undefined) return this.#jobCount() > 0;
+    return this.processes().some((process) => !process.snapshot.isTerminal || process.job !== undefined);
+  }
+
+  workOf(process: ProcessRuntime): ProcessWork {
+    if (process.job !== undefined) return process.job.kind;
+    if (this.#stopped !== undefined || process.snapshot.isTerminal) return 'idle';
+    return this.#runnable(process) ? 'queued' : 'idle';
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The owner lane
+
+  /** Runs `fn` after every earlier owner operation; never call from inside the lane. */
+  #exclusive<T>(fn: () => Promise<T> | T): Promise<T> {
+    const run = this.#lane.then(fn);
+    this.#lane = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Publishes the started/restored events of freshly installed Processes and begins driving. */
+  begin(initialEvents: readonly { process: ProcessRuntime; name: EventName }[]): void {
+    for (const { process, name } of initialEvents) this.#publish(this.#event(process, name));
+    for (const process of this.processes()) {
+      const result = process.snapshot.result();
+      if (result !== undefined) process.result.resolve(result);
+    }
+    this.wake();
+  }
+
+  /** Schedules one drive pass of the owner lane. */
+  wake(): void {
+    if (this.#driveQueued || this.#stopped !== undefined) return;
+    this.#driveQueued = true;
+    void this.#exclusive(async () => {
+      this.#driveQueued = false;
+      await this.#drive();
+    }).catch((error: unknown) => this.#fail(error));
+  }
+
+  async #drive(): Promise<void> {
+    let progressed = true;
+    while (progressed && this.#stopped === undefined) {
+      progressed = false;
+      for (const process of this.processes()) {
+        if (this.#stopped !== undefined) return;
+        if (await this.#advance(process)) progressed = true;
+      }
+    }
+    this.#checkIdle();
+  }
+
+  /** Takes one action for `process` if one is due; returns whether anything changed. */
+  async #advance(process: ProcessRuntime): Promise<boolean> {
+    if (process.job !== undefined || process.snapshot.isTerminal) return false;
+    const snapshot = process.snapshot;
+    const prepared = snapshot.prepared;
+    if (hasTerminalIntent(process.control)) {
+      await this.#terminate(process, { kind: 'none' });
+      return true;
+    }
+    if (this.#freezes > 0) return false;
+    if (prepared !== undefined) return this.#advanceFrontier(process, prepared);
+    if (process.pauseIntent !== undefined && (snapshot.status === 'running' || snapshot.status === 'waiting')) {
+      await this.#applyPause(process);
+      return true;
+    }
+    if (snapshot.status !== 'running') return false;
+    if (!snapshot.budget.steps.admits(snapshot.committedSteps + 1n)) {
+      await this.#terminate(process, {
+        kind: 'failed',
+        failure: Failure.create('execution', 'engine.limit.steps', 'the steps budget admits no further Step'),
+      });
+      return true;
+    }
+    this.#startStep(process);
+    return true;
+  }
+
+  #runnable(process: ProcessRuntime): boolean {
+    const snapshot = process.snapshot;
+    if (hasTerminalIntent(process.control)) return true;
+    if (snapshot.prepared !== undefined) return snapshot.prepared.frontier()?.unknown !== true;
+    return snapshot.status === 'running' || (process.pauseIntent !== undefined && snapshot.status === 'waiting');
+  }
+
+  #jobCount(): number {
+    return this.processes().filter((process) => process.job !== undefined).length;
+  }
+
+  #checkIdle(): void {
+    if (this.#jobCount() > 0) return;
+    if (this.processes().some((process) => this.#runnable(process) && !process.snapshot.isTerminal && this.#stopped === undefined)) {
+      return;
+    }
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
+    if (!this.active && !this.#settledNotified) {
+      this.#settledNotified = true;
+      this.#services.onSettled?.(this);
+    }
+  }
+
+  /** Resolves once no job runs and nothing is runnable (used by capture, join and release). */
+  whenIdle(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#idleWaiters.push(resolve);
+      this.wake();
+      if (this.#stopped !== undefined || this.#driveQueued === false) {
+        void this.#exclusive(() => this.#checkIdle());
+      }
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Commits
+
+  #prospective(replacements: readonly ProcessSnapshot[]): TreeSnapshot {
+    const byId = new Map(this.processes().map((process) => [process.id.toString(), process.snapshot]));
+    for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
+    return TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: byId.values() });
+  }
+
+  /**
+   * Commits a checkpoint or Effect boundary carrying `replacements`, then installs them and
+   * publishes `events`. A committer failure stops the writer (RuntimeError) and is rethrown.
+   */
+  async #commit(
+    replacements: readonly ProcessSnapshot[],
+    boundary: { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind } | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean },
+    events: (prospective: TreeSnapshot) => Event[] = () => [],
+    unresolvedOnFailure: readonly EffectId[] = [],
+  ): Promise<void> {
+    const prospective = this.#prospective(replacements);
+    admitTree(prospective);
+    const sequence = this.#sequence + 1n;
+    const previous = this.#head.digest;
+    const commit =
+      boundary.kind === 'effect'
+        ? EffectBoundary.create({ sequence, resolution: boundary.resolution, processId: boundary.processId, effectId: boundary.effectId, previous, snapshot: prospective })
+        : TreeCheckpoint.create({
+            kind: boundary.checkpoint ?? classifyCheckpointCut(prospective.processSnapshots()),
+            sequence,
+            previous,
+            snapshot: prospective,
+          });
+    const published = events(prospective);
+    try {
+      if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, { events: published });
+      else await this.#services.committer.commitCheckpoint(commit, { events: published });
+    } catch (error) {
+      throw this.#stop(error, unresolvedOnFailure);
+    }
+    this.#head = prospective;
+    this.#sequence = sequence;
+    for (const snapshot of replacements) {
+      const process = this.#processes.get(snapshot.processId.toString());
+      if (process !== undefined) process.snapshot = snapshot;
+    }
+    for (const event of published) this.#publish(event);
+    for (const snapshot of replacements) {
+      const result = snapshot.result();
+      if (result !== undefined) this.#processes.get(snapshot.processId.toString())?.result.resolve(result);
+    }
+  }
+
+  /**
+   * Stops this writer: every live Process gets a RuntimeError naming the last acknowledged head;
+   * nothing terminal is invented.
+   */
+  #stop(cause: unknown, unresolved: readonly EffectId[] = []): RuntimeError {
+    if (this.#stopped !== undefined) return this.#stopped;
+    const root = this.#processes.get(this.rootId.toString()) as ProcessRuntime;
+    const unknown = this.processes().flatMap((process) => process.snapshot.prepared?.unknownEffectIds() ?? []);
+    const error = new RuntimeError({
+      processId: root.id,
+      incarnationId: this.#incarnationId,
+      headDigest: this.#head.digest,
+      unresolvedEffectIds: [...unresolved, ...unknown],
+      cause,
+    });
+    this.#stopped = error;
+    for (const process of this.processes()) {
+      process.job?.abort.abort(error);
+      const own = new RuntimeError({
+        processId: process.id,
+        incarnationId: this.#incarnationId,
+        headDigest: this.#head.digest,
+        unresolvedEffectIds: [...unresolved, ...(process.snapshot.prepared?.unknownEffectIds() ?? [])],
+        cause,
+      });
+      if (!process.result.settled) {
+        process.result.reject(own);
+        this.#publish(this.#event(process, eventNames.runtimeStopped, { fact: RuntimeStopped.create(own.classification()) }));
+      }
+      process.adjudication?.done.reject(own);
+      process.adjudication = undefined;
+    }
+    this.#checkIdle();
+    return error;
+  }
+
+  /** An unexpected error inside the lane: stop rather than continue from unknown state. */
+  #fail(error: unknown): void {
+    if (this.#stopped === undefined) this.#stop(error);
+  }
+
+  #ensureRunning(): void {
+    if (this.#stopped !== undefined) throw this.#stopped;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Events
+
+  #event(
+    process: ProcessRuntime,
+    name: EventName,
+    scope: { stepSequence?: bigint; effectId?: EffectId; fact?: EventFact } = {},
+  ): Event {
+    process.eventSequence += 1n;
+    return Event.create({
+      processSequence: process.eventSequence,
+      processId: process.id,
+      deploymentRef: process.snapshot.deploymentRef,
+      relation: process.snapshot.relation,
+      treeIncarnationId: this.#incarnationId,
+      stepSequence: scope.stepSequence,
+      effectId: scope.effectId,
+      name,
+      occurredAt: this.#services.clock.now(),
+      payload: scope.fact,
+    });
+  }
+
+  #publish(event: Event): void {
+    this.#services.events.publish(event);
+  }
+
+  #now(): string {
+    return formatUtcTimestamp(this.#services.clock.now());
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Steps
+
+  #startStep(process: ProcessRuntime): void {
+    const snapshot = process.snapshot;
+    const stepSequence = snapshot.committedSteps + 1n;
+    const window = snapshot.mailbox.pendingSignals();
+    const abort = new AbortController();
+    process.job = { kind: 'step', abort };
+    this.#publish(this.#event(process, eventNames.stepStarted, { stepSequence }));
+    const started = performance.now();
+    void this.#computeStep(process, window, abort.signal).then((outcome) => {
+      const workDuration = performance.now() - started;
+      void this.#exclusive(async () => {
+        const adoptionStarted = performance.now();
+        process.job = undefined;
+        const status = await this.#finishStep(process, stepSequence, window.length, outcome);
+        this.#publish(
+          this.#event(process, eventNames.stepFinished, {
+            stepSequence,
+            fact: StepFinished.create({
+              status,
+              workDurationNs: BigInt(Math.round(workDuration * 1e6)),
+              adoptionDelayNs: BigInt(Math.round((performance.now() - adoptionStarted) * 1e6)),
+            }),
+          }),
+        );
+        await this.#drive();
+      }).catch((error: unknown) => this.#fail(error));
+    });
+  }
+
+  /** Runs the Step and restore-before-adopt outside the owner; never throws. */
+  async #computeStep(process: ProcessRuntime, window: readonly import('./signal.js').Signal[], signal: AbortSignal): Promise<StepResult> {
+    const definition = process.deployment.definition;
+    let execution = process.execution;
+    process.execution = undefined; // a Step mutates its instance; a discarded one must never be reused
+    try {
+      execution ??= await definition.restore(process.snapshot.committedExecutionState, signal);
+    } catch (error) {
+      return { kind: 'error', failure: classified(error, 'engine.committed_execution_state.invalid', 'contract', 'the committed execution state does not restore') };
+    }
+    let transition: Transition;
+    try {
+      transition = await execution.step(signal, window);
+    } catch (error) {
+      return { kind: 'error', failure: stepErrorFailure(error) };
+    }
+    let candidate: ExecutionState;
+    try {
+      candidate = execution.snapshot();
+    } catch (error) {
+      return { kind: 'error', failure: classified(error, 'execution.snapshot.failed', 'execution', 'the candidate state could not be captured') };
+    }
+    let restored: Execution;
+    try {
+      restored = await definition.restore(candidate, signal);
+      if (restored === undefined || restored === null) throw new Error('restore returned no Execution');
+    } catch (error) {
+      return { kind: 'error', failure: classified(error, 'execution.snapshot.unrestorable', 'execution', 'the candidate state does not restore') };
+    }
+    return { kind: 'candidate', transition, candidate, restored };
+  }
+
+  /** Owner side of a Step: discard, fail, prepare or adopt. */
+  async #finishStep(process: ProcessRuntime, stepSequence: bigint, windowLength: number, outcome: StepResult): Promise<StepStatus> {
+    if (this.#stopped !== undefined) return 'discarded';
+    if (hasTerminalIntent(process.control) || process.pauseIntent !== undefined) {
+      // A pending control applies at this Step boundary; the candidate is discarded unadopted.
+      return 'discarded';
+    }
+    if (outcome.kind === 'error') {
+      await this.#terminate(process, { kind: 'failed', failure: outcome.failure });
+      return 'failed';
+    }
+    const problem = this.#preparationProblem(process, outcome.transition, windowLength);
+    if (problem !== undefined) {
+      await this.#terminate(process, { kind: 'failed', failure: problem });
+      return 'failed';
+    }
+    const { transition, candidate, restored } = outcome;
+    if (transition.effects.length === 0) {
+      await this.#adopt(process, stepSequence, transition, candidate, restored, []);
+      return 'succeeded';
+    }
+    const prepared = PreparedStep.prepare(process.id, stepSequence, candidate, transition);
+    const counters = process.snapshot.counters;
+    const next = process.snapshot.with({
+      prepared,
+      counters: { ...counters, preparedEffects: counters.preparedEffects + BigInt(transition.effects.length) },
+    });
+    process.candidateExecution = restored;
+    this.#publish(this.#event(process, eventNames.stepPrepared, { stepSequence }));
+    // The prepared batch stays private until its first boundary commits it.
+    await this.#runFrontier(process, next);
+    return 'succeeded';
+  }
+
+  /** kernel-contract §4.4: the checks a candidate passes before anything is recorded. */
+  #preparationProblem(process: ProcessRuntime, transition: Transition, windowLength: number): Failure | undefined {
+    const snapshot = process.snapshot;
+    const consumed = transition.consumedSignals;
+    if (consumed > windowLength) {
+      return Failure.create('contract', 'execution.transition.invalid', `the transition consumes ${consumed} of ${windowLength} delivered signals`);
+    }
+    const effects = transition.effects;
+    for (const effect of effects) {
+      if (effect.target === 'dispatcher') {
+        if (process.deployment.dispatcher === undefined) {
+          return Failure.create('contract', 'execution.effect.invalid', 'a dispatcher effect needs a deployment with a dispatcher');
+        }
+        if (!snapshot.capabilities.allows(effect.requiredCapabilities)) {
+          return Failure.create('contract', 'engine.capability.denied', `the process lacks capabilities ${effect.requiredCapabilities.values().join(', ')}`);
+        }
+      } else if (effect.frameworkOperation().operation !== 'wait') {
+        return Failure.create('contract', 'execution.effect.invalid', `framework operation ${effect.frameworkOperation().operation} is not supported by this engine yet`);
+      }
+    }
+    const count = BigInt(effects.length);
+    if (!snapshot.budget.effects.admits(snapshot.counters.preparedEffects + count)) {
+      return Failure.create('execution', 'engine.limit.effects', 'the effects budget cannot admit this batch');
+    }
+    const accepted = BigInt(snapshot.mailbox.length);
+    if (!snapshot.budget.signals.admits(accepted + count)) {
+      return Failure.create('execution', 'engine.limit.signals', 'the signals budget cannot admit the batch settlements');
+    }
+    if (BigInt(snapshot.mailbox.pendingCount - consumed) + count > this.#treeLimits.maxPendingSignals) {
+      return Failure.create('execution', 'engine.limit.signals', 'the mailbox cannot hold the batch settlements');
+    }
+    if (transition.kind === 'complete') {
+      try {
+        process.deployment.descriptor.validateOutput(transition.output as Payload);
+      } catch (error) {
+        return Failure.create('contract', 'execution.output.invalid', normalizeDiagnostic(error instanceof Error ? error.message : 'the output does not satisfy the descriptor'));
+      }
+    }
+    if (transition.kind === 'wait') {
+      const waitId = transition.waitId as WaitId;
+      const wait = snapshot.mailbox.consume(consumed).wait(waitId);
+      if (wait === undefined || wait.closed || wait.kind !== 'external') {
+        return Failure.create('contract', 'execution.transition.invalid', `wait ${waitId} is not an open wait of this process`);
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Adopts a fully settled batch (or an effect-free candidate): consume the prefix, append the
+   * settlement records, install the candidate state and apply the Transition.
+   */
+  async #adopt(
+    process: ProcessRuntime,
+    stepSequence: bigint,
+    intent: Transition,
+    candidate: ExecutionState,
+    restored: Execution,
+    records: readonly MailboxRecord[],
+    base: ProcessSnapshot = process.snapshot,
+  ): Promise<void> {
+    const mailbox = base.mailbox.consume(intent.consumedSignals).append(...records);
+    const fields: SnapshotChanges = {
+      mailbox,
+      committedExecutionState: candidate,
+      committedSteps: stepSequence,
+      prepared: undefined,
+      pauseReason: undefined,
+      currentWaitId: undefined,
+      status: 'running',
+    };
+    let outcome: StepOutcome = { kind: 'none' };
+    switch (intent.kind) {
+      case 'wait': {
+        const wait = mailbox.wait(intent.waitId as WaitId);
+        if (wait !== undefined && !wait.answered) {
+          fields.status = 'waiting';
+          fields.currentWaitId = intent.waitId;
+        }
+        break;
+      }
+      case 'pause':
+        fields.status = 'paused';
+        fields.pauseReason = intent.reason;
+        break;
+      case 'complete':
+        outcome = { kind: 'completed' };
+        break;
+      case 'fail':
+        outcome = { kind: 'failed', failure: intent.failure as Failure };
+        break;
+      default:
+        break;
+    }
+    let next = base.with(fields);
+    const termination = outcome.kind === 'none' ? undefined : resolveTermination(process.control, outcome);
+    if (termination !== undefined) next = this.#terminalSnapshot(next, termination, intent.kind === 'complete' ? intent.output : undefined);
+    await this.#commit([next], { kind: 'checkpoint' }, () => {
+      const events = [this.#event(process, eventNames.stepCommitted, { stepSequence, fact: StepCommitted.create({ status: next.status }) })];
+      if (next.status === 'paused') events.push(this.#event(process, eventNames.processPaused));
+      if (next.isTerminal) events.push(this.#finishedEvent(process, next));
+      return events;
+    });
+    process.execution = next.isTerminal ? undefined : restored;
+    process.candidateExecution = undefined;
+  }
+
+  #terminalSnapshot(snapshot: ProcessSnapshot, termination: Termination, output: Payload | undefined): ProcessSnapshot {
+    return snapshot.with({
+      status: termination.status,
+      termination,
+      finishedAt: this.#now(),
+      output: termination.status === 'completed' ? output : undefined,
+      pendingControl: PendingControl.empty(),
+      currentWaitId: undefined,
+      pauseReason: undefined,
+    });
+  }
+
+  #finishedEvent(process: ProcessRuntime, snapshot: ProcessSnapshot): Event {
+    const termination = snapshot.termination as Termination;
+    return this.#event(process, eventNames.processFinished, {
+      fact: ProcessFinished.create({
+        cause: termination.cause,
+        failure: termination.failure?.classification(),
+        usage: snapshot.usage(),
+      }),
+    });
+  }
+
+  /**
+   * Terminates `process` through the priority matrix. A retained prepared batch stays as evidence
+   * (planned tails never start); a pending attempt this writer never dispatched becomes Unknown.
+   */
+  async #terminate(process: ProcessRuntime, outcome: StepOutcome): Promise<void> {
+    let snapshot = process.snapshot;
+    let prepared = snapshot.prepared;
+    if (prepared !== undefined) {
+      for (const effect of prepared.effects()) {
+        if (effect.phase === 'pending') {
+          prepared = prepared.withSettlement(effect.id, Settlement.of('unknown', Payload.emptyObject), diagnostics.interrupted());
+        }
+      }
+      snapshot = snapshot.with({ prepared });
+    }
+    const termination =
+      resolveTermination(process.control, outcome, prepared?.unknownEffectIds() ?? []) ??
+      resolveTermination(PendingControl.empty(), {
+        kind: 'failed',
+        failure: Failure.create('contract', 'engine.termination.invalid', 'termination requested without a recorded intent'),
+      });
+    const next = this.#terminalSnapshot(snapshot, termination as Termination, undefined);
+    process.pauseIntent = undefined;
+    await this.#commit([next], { kind: 'checkpoint' }, () => [this.#finishedEvent(process, next)]);
+    process.control = PendingControl.empty();
+    process.execution = undefined;
+    process.candidateExecution = undefined;
+    if (process.adjudication !== undefined) {
+      process.adjudication.done.reject(new KernelError(ErrorCode.processFinished, `process ${process.id} has finished`));
+      process.adjudication = undefined;
+    }
+  }
+
+  async #applyPause(process: ProcessRuntime): Promise<void> {
+    const reason = process.pauseIntent as string;
+    process.pauseIntent = undefined;
+    const next = process.snapshot.with({ status: 'paused', pauseReason: reason });
+    await this.#commit([next], { kind: 'checkpoint' }, () => [this.#event(process, eventNames.processPaused)]);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The Effect frontier
+
+  /**
+   * Advances a prepared batch from `snapshot` (which may still be private): settles local
+   * framework effects, commits the pending boundary of the next dispatcher effect and starts its
+   * dispatch, or adopts the batch once every effect is definitely settled.
+   */
+  async #runFrontier(process: ProcessRuntime, snapshot: ProcessSnapshot): Promise<void> {
+    let prepared = snapshot.prepared as PreparedStep;
+    let frontier = prepared.frontier();
+    while (frontier !== undefined && frontier.effect.target === 'framework') {
+      prepared = prepared.withFrameworkSettlement(frontier.id);
+      frontier = prepared.frontier();
+    }
+    const current = snapshot.with({ prepared });
+    if (frontier === undefined) {
+      const restored = process.candidateExecution ?? (await this.#restoreCandidate(process, prepared.candidateState));
+      if (restored === undefined) return;
+      await this.#adopt(process, prepared.stepSequence, prepared.intent, prepared.candidateState, restored, prepared.adoptionRecords(), current);
+      return;
+    }
+    if (frontier.unknown) {
+      if (current !== process.snapshot) await this.#commit([current], { kind: 'checkpoint', checkpoint: 'parked' });
+      return;
+    }
+    if (hasTerminalIntent(process.control)) {
+      // Terminal intent: planned effects never start.
+      if (current !== process.snapshot) process.snapshot = process.snapshot; // nothing private is adopted
+      await this.#terminate(process, { kind: 'none' });
+      return;
+    }
+    if (frontier.phase === 'planned') {
+      const pending = current.with({ prepared: prepared.withPending(frontier.id) });
+      await this.#commit([pending], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false });
+      this.#startDispatch(process, frontier, false);
+      return;
+    }
+    // Pending with no job: a restored dispatch permission.
+    const policy = process.deployment.dispatcher?.replayPolicy(frontier.effect);
+    if (policy === 'same_identity') {
+      this.#startDispatch(process, frontier, false);
+      return;
+    }
+    const unknown = current.with({ prepared: prepared.withSettlement(frontier.id, Settlement.of('unknown', Payload.emptyObject), diagnostics.interrupted()) });
+    await this.#commit([unknown], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false });
+  }
+
+  async #advanceFrontier(process: ProcessRuntime, prepared: PreparedStep): Promise<boolean> {
+    const frontier = prepared.frontier();
+    if (frontier?.unknown === true) return false;
+    await this.#runFrontier(process, process.snapshot);
+    return true;
+  }
+
+  async #restoreCandidate(process: ProcessRuntime, state: ExecutionState): Promise<Execution | undefined> {
+    try {
+      return await process.deployment.definition.restore(state, new AbortController().signal);
+    } catch (error) {
+      await this.#terminate(process, {
+        kind: 'failed',
+        failure: classified(error, 'execution.snapshot.unrestorable', 'execution', 'the candidate state does not restore'),
+      });
+      return undefined;
+    }
+  }
+
+  #request(process: ProcessRuntime, effect: PreparedEffect, attemptId: EffectAttemptId | undefined): EffectRequest {
+    const prepared = process.snapshot.prepared as PreparedStep;
+    return EffectRequest.create({
+      processId: process.id,
+      relation: process.snapshot.relation,
+      deploymentRef: process.snapshot.deploymentRef,
+      stepSequence: prepared.stepSequence,
+      batchIndex: effect.index,
+      effect: effect.effect,
+      incarnationId: this.#incarnationId,
+      attemptId,
+    });
+  }
+
+  /** Dispatches one frontier effect outside the owner (a first attempt, a restored one, or a replay). */
+  #startDispatch(process: ProcessRuntime, effect: PreparedEffect, replay: boolean): void {
+    const dispatcher = process.deployment.dispatcher;
+    if (dispatcher === undefined) throw new KernelError(ErrorCode.invalidDeployment, 'a dispatcher effect without a dispatcher');
+    const abort = new AbortController();
+    process.job = { kind: 'dispatch', abort };
+    const attemptId = EffectAttemptId.random();
+    const request = this.#request(process, effect, attemptId);
+    const stepSequence = request.stepSequence;
+    const target = effect.effect.target;
+    this.#publish(this.#event(process, eventNames.effectStarted, { stepSequence, effectId: effect.id, fact: EffectStarted.create({ attemptId, target }) }));
+    const deltas = this.#services.deltas;
+    let droppedNow = 0n;
+    const emitter = deltas.hasListeners
+      ? deltas.emitterFor({ attemptId, processId: process.id, effectId: effect.id, treeIncarnationId: this.#incarnationId }, (count) => {
+          droppedNow += BigInt(count);
+        })
+      : undefined;
+    const started = performance.now();
+    void dispatchOnce(dispatcher, request, emitter?.emit, abort.signal).then(({ settlement, diagnostic }) => {
+      const summary = emitter?.close();
+      const dropped = summary?.dropped ?? droppedNow;
+      const duration = performance.now() - started;
+      void this.#exclusive(async () => {
+        process.job = undefined;
+        this.#publish(
+          this.#event(process, eventNames.effectFinished, {
+            stepSequence,
+            effectId: effect.id,
+            fact: EffectFinished.create({
+              attemptId,
+              target,
+              settlementStatus: settlement.status,
+              durationNs: BigInt(Math.round(duration * 1e6)),
+              failure: diagnostic?.classification(),
+            }),
+          }),
+        );
+        if (dropped > 0n) {
+          this.#publish(this.#event(process, eventNames.deltaDropped, { stepSequence, effectId: effect.id, fact: DeltaDropped.create({ attemptId, count: dropped }) }));
+        }
+        if (this.#stopped !== undefined) return;
+        await this.#settle(process, effect, settlement, diagnostic, replay, dropped);
+        await this.#drive();
+      }).catch((error: unknown) => this.#fail(error));
+    });
+  }
+
+  /** Commits a dispatch result: the first settlement (settled boundary) or a replay's resolution. */
+  async #settle(process: ProcessRuntime, effect: PreparedEffect, settlement: Settlement, diagnostic: Failure | undefined, replay: boolean, dropped: bigint): Promise<void> {
+    const snapshot = process.snapshot;
+    const prepared = snapshot.prepared as PreparedStep;
+    const counters = { ...snapshot.counters, droppedDeltas: saturatingAdd(snapshot.counters.droppedDeltas, dropped) };
+    if (replay) {
+      const adjudication = process.adjudication;
+      if (!settlement.definite) {
+        if (dropped > 0n) await this.#commit([snapshot.with({ counters })], { kind: 'checkpoint', checkpoint: 'parked' });
+        process.adjudication = undefined;
+        adjudication?.done.reject(new KernelError(ErrorCode.effectOutcomeUnknown, `effect ${effect.id} is still unknown after replay`));
+        return;
+      }
+      await this.#resolve(process, effect.id, settlement, counters);
+      process.adjudication = undefined;
+      adjudication?.done.resolve();
+      return;
+    }
+    const next = snapshot.with({ prepared: prepared.withSettlement(effect.id, settlement, diagnostic), counters });
+    await this.#commit([next], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false }, () => [], [effect.id]);
+  }
+
+  async #resolve(process: ProcessRuntime, effectId: EffectId, settlement: Settlement, counters = process.snapshot.counters): Promise<void> {
+    const snapshot = process.snapshot;
+    const prepared = snapshot.prepared as PreparedStep;
+    const effect = prepared.effect(effectId) as PreparedEffect;
+    const next = snapshot.with({ prepared: prepared.withResolution(effectId, settlement), counters });
+    await this.#commit([next], { kind: 'effect', processId: process.id, effectId, resolution: true }, () => [
+      this.#event(process, eventNames.effectResolved, {
+        stepSequence: prepared.stepSequence,
+        effectId,
+        fact: EffectResolved.create({ target: effect.effect.target, settlementStatus: settlement.status }),
+      }),
+    ]);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Host commands (each one owner operation)
+
+  deliverSignals(process: ProcessRuntime, requests: readonly SignalRequest[]): Promise<boolean> {
+    return this.#exclusive(async () => {
+      this.#ensureRunning();
+      const accepted = await this.#admitSignals(process, requests);
+      await this.#drive();
+      return accepted;
+    });
+  }
+
+  async #admitSignals(process: ProcessRuntime, requests: readonly SignalRequest[]): Promise<boolean> {
+    const snapshot = process.snapshot;
+    const seen = new Set<string>();
+    const fresh: SignalRequest[] = [];
+    let answered = false;
+    for (const request of requests) {
+      const id = request.id.toString();
+      if (seen.has(id)) throw new KernelError(ErrorCode.signalConflict, `signal ${id} appears twice in one batch`);
+      seen.add(id);
+      const receipt = snapshot.mailbox.receipt(request.id);
+      if (receipt !== undefined) {
+        if (!receipt.matches(request)) {
+          throw new KernelError(ErrorCode.signalConflict, `signal ${id} was already accepted with different content or wait`);
+        }
+        continue;
+      }
+      if (snapshot.isTerminal) throw new KernelError(ErrorCode.signalRejected, `process ${process.id} has finished; signal ${id} rejected`);
+      if (request.waitId !== undefined) {
+        const current = snapshot.waitId;
+        if (current === undefined || !current.equals(request.waitId) || snapshot.waitKind !== 'external' || answered) {
+          throw new KernelError(ErrorCode.signalRejected, `signal ${id} addresses ${request.waitId}, which is not the current external wait`);
+        }
+        answered = true;
+      } else {
+        process.deployment.descriptor.validateSignal(request.payload);
+      }
+      fresh.push(request);
+    }
+    if (fresh.length === 0) return false;
+    const count = BigInt(fresh.length);
+    if (BigInt(snapshot.mailbox.pendingCount) + count > this.#treeLimits.maxPendingSignals) {
+      throw new KernelError(ErrorCode.resourceLimitExceeded, `the mailbox of ${process.id} is full`);
+    }
+    if (!snapshot.budget.signals.admits(BigInt(snapshot.mailbox.length) + count)) {
+      throw new KernelError(ErrorCode.resourceLimitExceeded, `the signals budget of ${process.id} is exhausted`);
+    }
+    const fields: SnapshotChanges = { mailbox: snapshot.mailbox.append(...fresh.map((request) => MailboxRecord.external(request))) };
+    if (answered) {
+      // The current wait is answered: it no longer holds the process (an explicit pause still does).
+      fields.currentWaitId = undefined;
+      if (snapshot.status === 'waiting') fields.status = 'running';
+    }
+    const next = snapshot.with(fields);
+    try {
+      admitTree(this.#prospective([next]));
+    } catch (error) {
+      throw new KernelError(ErrorCode.resourceLimitExceeded, error instanceof Error ? error.message : String(error), { cause: error });
+    }
+    await this.#commit([next], { kind: 'checkpoint', checkpoint: 'signals' }, () =>
+      fresh.map((request) => this.#event(process, eventNames.signalAccepted, { fact: SignalAccepted.create({ signalId: request.id, waitId: request.waitId }) })),
+    );
+    return true;
+  }
+
+  pause(process: ProcessRuntime, reason: string): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#ensureRunning();
+      const snapshot = process.snapshot;
+      if (snapshot.isTerminal || hasTerminalIntent(process.control)) throw finished(process);
+      if (snapshot.status === 'paused' || process.pauseIntent !== undefined) {
+        throw new KernelError(ErrorCode.invalidProcessControl, `process ${process.id} is already paused or pausing`);
+      }
+      process.pauseIntent = reason;
+      await this.#drive();
+    });
+  }
+
+  resume(process: ProcessRuntime): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#ensureRunning();
+      const snapshot = process.snapshot;
+      if (snapshot.isTerminal) throw finished(process);
+      if (snapshot.status !== 'paused') {
+        throw new KernelError(ErrorCode.invalidProcessControl, `process ${process.id} is ${snapshot.status}, not paused`);
+      }
+      const wait = snapshot.waitId;
+      const next = snapshot.with({ status: wait === undefined ? 'running' : 'waiting', pauseReason: undefined });
+      await this.#commit([next], { kind: 'checkpoint' }, () => [this.#event(process, eventNames.processResumed)]);
+      await this.#drive();
+    });
+  }
+
+  /** Records a terminal intent (cancellation, kill or deadline) and lets the owner apply it. */
+  requestTermination(process: ProcessRuntime, change: Partial<{ killReason: string; cancellation: { owner: 'host' | 'parent'; reason: string }; deadline: { owner: 'host' | 'parent'; reason: string } }>): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#ensureRunning();
+      if (process.snapshot.isTerminal) throw finished(process);
+      const control = process.control;
+      process.control = control.with({
+        killReason: control.killReason ?? change.killReason,
+        cancellation: control.cancellation ?? change.cancellation,
+        deadline: control.deadline ?? change.deadline,
+      });
+      process.job?.abort.abort(new KernelError(ErrorCode.processFinished, 'terminal intent'));
+      await this.#drive();
+    });
+  }
+
+  resolveUnknownEffect(process: ProcessRuntime, effectId: EffectId, settlement: Settlement): Promise<void> {
+    return this.#exclusive(async () => {
+      this.#ensureRunning();
+      this.#checkAdjudicable(process, effectId);
+      if (!settlement.definite) throw new KernelError(ErrorCode.invalidSettlement, 'a resolution needs a definite settlement');
+      await this.#resolve(process, effectId, settlement);
+      await this.#drive();
+    });
+  }
+
+  replayUnknownEffect(process: ProcessRuntime, effectId: EffectId): Promise<void> {
+    return this.#exclusive(() => {
+      this.#ensureRunning();
+      const effect = this.#checkAdjudicable(process, effectId);
+      const policy = process.deployment.dispatcher?.replayPolicy(effect.effect);
+      if (policy !== 'same_identity') {
+        throw new KernelError(ErrorCode.effectReplayForbidden, `effect ${effectId} cannot be replayed under the same identity`);
+      }
+      const done = deferred<void>();
+      process.adjudication = { effectId, done };
+      this.#startDispatch(process, effect, true);
+      return undefined;
+    }).then(() => (process.adjudication as Adjudication).done.promise);
+  }
+
+  #checkAdjudicable(process: ProcessRuntime, effectId: EffectId): PreparedEffect {
+    if (process.snapshot.isTerminal || hasTerminalIntent(process.control)) throw finished(process);
+    const effect = process.snapshot.prepared?.effect(effectId);
+    if (effect === undefined || !effect.unknown || process.job !== undefined || process.adjudication !== undefined) {
+      throw new KernelError(ErrorCode.effectNotPending, `effect ${effectId} does not require resolution`);
+    }
+    return effect;
+  }
+
+  /** Holds new Steps and dispatches until `release` runs, once in-flight work has settled. */
+  async freeze(): Promise<() => void> {
+    this.#freezes += 1;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.#freezes -= 1;
+      this.wake();
+    };
+    await this.whenIdle();
+    return release;
+  }
+
+  /** Activation for a restore: fences the previous writer before anything is published. */
+  async activate(previousIncarnationId: TreeIncarnationId, previousDigest: Digest): Promise<void> {
+    const activation = TreeActivation.create({ previousIncarnationId, previousDigest, snapshot: this.#head });
+    await this.#services.committer.activateTree(activation, { events: [] });
+    this.#sequence = 0n;
+  }
+}
+
+/** Mutable partial snapshot members, assembled before one `with()` call. */
+type SnapshotChanges = { -readonly [K in keyof ProcessSnapshotFields]?: ProcessSnapshotFields[K] };
+
+type StepResult =
+  | { kind: 'error'; failure: Failure }
+  | { kind: 'candidate'; transition: Transition; candidate: ExecutionState; restored: Execution };
+
+function finished(process: ProcessRuntime): KernelError {
+  return new KernelError(ErrorCode.processFinished, `process ${process.id} has finished or is finishing`);
+}
+
+/** A Step error keeps its classification when it wraps a ClassifiedError; thrown non-errors are panics. */
+function stepErrorFailure(error: unknown): Failure {
+  if (!(error instanceof Error)) return Failure.create('panic', 'execution.step.failed', 'the step threw a non-error value');
+  return stepFailure(error) ?? Failure.create('execution', 'execution.step.failed', normalizeDiagnostic(error.message));
+}
+
+function classified(error: unknown, code: string, kind: 'execution' | 'contract', fallback: string): Failure {
+  if (!(error instanceof Error)) return Failure.create('panic', code, fallback);
+  return stepFailure(error) ?? Failure.create(kind, code, normalizeDiagnostic(`${fallback}: ${error.message}`));
+}
+
+/**
+ * One Dispatch call, normalised: a valid settlement is taken as returned; anything else — an error,
+ * a throw, an invalid value — is Unknown with a fixed diagnostic (never Failed, never the raw text).
+ */
+async function dispatchOnce(
+  dispatcher: NonNullable<Deployment['dispatcher']>,
+  request: EffectRequest,
+  emit: ((payload: Payload) => void) | undefined,
+  signal: AbortSignal,
+): Promise<{ settlement: Settlement; diagnostic?: Failure }> {
+  try {
+    const settlement = await dispatcher.dispatch(request, emit, signal);
+    if (!(settlement instanceof Settlement)) {
+      return { settlement: Settlement.of('unknown', Payload.emptyObject), diagnostic: diagnostics.settlementInvalid() };
+    }
+    return { settlement };
+  } catch (error) {
+    const diagnostic = !(error instanceof Error)
+      ? diagnostics.panicked()
+      : error.name === 'TimeoutError'
+        ? diagnostics.deadline()
+        : signal.aborted
+          ? diagnostics.canceled()
+          : diagnostics.failed();
+    return { settlement: Settlement.of('unknown', Payload.emptyObject), diagnostic };
+  }
+}
+
+/** Identifies an Effect request's dispatcher effect (re-exported for the engine). */
+export type { Effect };
