@@ -955,7 +955,8 @@ export class TreeRuntime {
         throw new KernelError(ErrorCode.invalidProcessControl, `process ${process.id} is already paused or pausing`);
       }
       process.pauseIntent = reason;
-      await this.#drive();
+      // The caller learns that the intent is recorded; the parked checkpoint follows in the lane.
+      this.wake();
     });
   }
 
@@ -986,7 +987,8 @@ export class TreeRuntime {
         deadline: control.deadline ?? change.deadline,
       });
       process.job?.abort.abort(new KernelError(ErrorCode.processFinished, 'terminal intent'));
-      await this.#drive();
+      // Recorded intent only: `await()` reports whether the terminal commit landed.
+      this.wake();
     });
   }
 

@@ -6,6 +6,10 @@ import { ProcessId, TreeIncarnationId, type EffectId } from '../kernel/identity.
 import type { TreeStore } from '../kernel/tree-committer.js';
 import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
 import { conformanceTrees, type ConformanceTrees } from './conformance-trees.js';
+import { ConformanceFailure, type CommitterConformanceCase } from './conformance-failure.js';
+import { engineConformanceCases } from './engine-conformance.js';
+
+export { ConformanceFailure, type CommitterConformanceCase } from './conformance-failure.js';
 
 /**
  * The TreeCommitter conformance suite: black-box cases over the commit protocol (kernel-contract
@@ -15,23 +19,13 @@ import { conformanceTrees, type ConformanceTrees } from './conformance-trees.js'
  */
 export type TreeStoreFactory = () => TreeStore | Promise<TreeStore>;
 
-/** A failed conformance expectation; `message` names the broken rule. */
-export class ConformanceFailure extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConformanceFailure';
-  }
-}
-
-export interface CommitterConformanceCase {
-  readonly name: string;
-  run(store: TreeStore): Promise<void>;
-}
+/** A case that has not finished by then is stuck (a deadlock or a lost wake-up), which is a failure. */
+const caseTimeoutMs = 10_000;
 
 /** Registers every case as a node:test test named `<prefix> <case name>`. */
 export function runTreeCommitterConformance(prefix: string, factory: TreeStoreFactory): void {
-  for (const conformanceCase of committerConformanceCases) {
-    test(`${prefix} ${conformanceCase.name}`, async () => {
+  for (const conformanceCase of [...committerConformanceCases, ...engineConformanceCases]) {
+    test(`${prefix} ${conformanceCase.name}`, { timeout: caseTimeoutMs }, async () => {
       await runConformanceCase(conformanceCase, factory);
     });
   }
@@ -151,6 +145,7 @@ function isolated(): ConformanceTrees {
 // ---------------------------------------------------------------------------------------------
 // The cases
 
+/** The protocol cases that drive the store directly (no Engine). */
 export const committerConformanceCases: readonly CommitterConformanceCase[] = [
   {
     name: 'start installs an absent head at sequence 1',
