@@ -1,5 +1,9 @@
 // `npm run bench <suite>`: runs one named benchmark suite (or all) and prints its table.
 const suites: Record<string, () => Promise<void>> = {
+  engine: async () => {
+    const { benchEngine } = await import('./bench/engine.js');
+    await benchEngine();
+  },
   kernel: async () => {
     const { benchPayload } = await import('./bench/kernel-payload.js');
     const { benchSnapshot } = await import('./bench/kernel-snapshot.js');
