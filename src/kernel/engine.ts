@@ -73,6 +73,8 @@ export interface StartOptions {
    * abort reason is a `TimeoutError`, as `AbortSignal.timeout()` produces) on the root.
    */
   readonly signal?: AbortSignal;
+  /** Host values handed to the committer with the start checkpoint (see `CommitContext.hostValues`). */
+  readonly hostValues?: Readonly<Record<string, unknown>>;
 }
 
 export interface ProcessInspection {
@@ -207,11 +209,13 @@ export class Engine {
       const runtime = this.#runtime(tree, 1n, new Map([[processId.toString(), deployment]]));
       const process = runtime.process(processId);
       if (process === undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, 'the start tree lost its root');
+      const opening = runtime.openingEvents(eventNames.processStarted);
       await this.#committer.commitCheckpoint(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: tree }), {
-        events: [],
+        events: opening,
+        hostValues: options.hostValues,
       });
       const handle = this.#register(runtime);
-      runtime.begin([{ process, name: eventNames.processStarted }]);
+      runtime.begin(opening);
       this.#watchStartContext(handle, options.signal);
       return handle;
     } finally {
@@ -241,6 +245,12 @@ export class Engine {
         .requestTermination(runtime, timeout ? { deadline: { owner: 'host', reason: text } } : { cancellation: { owner: 'host', reason: text } })
         .catch(() => undefined);
     };
+    // The context may have been aborted while the start was being admitted and committed: an
+    // abort event that already fired will not fire again, so apply it now.
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
     signal.addEventListener('abort', onAbort, { once: true });
     void process.await().then(
       () => signal.removeEventListener('abort', onAbort),
@@ -357,9 +367,10 @@ export class Engine {
       const incarnation = TreeIncarnationId.random();
       const prospective = snapshot.withIncarnation(incarnation);
       const runtime = this.#runtime(prospective, 0n, deployments);
-      await runtime.activate(snapshot.incarnationId, snapshot.digest);
+      const opening = runtime.openingEvents(eventNames.processRestored);
+      await runtime.activate(snapshot.incarnationId, snapshot.digest, opening);
       const root = this.#register(runtime);
-      runtime.begin(runtime.processes().map((process) => ({ process, name: eventNames.processRestored })));
+      runtime.begin(opening);
       return root;
     } finally {
       for (const id of ids) this.#reserved.delete(id);

@@ -31,6 +31,12 @@ export interface TreeCommitter {
 export interface CommitContext {
   /** Committed-phase events, in publication order. */
   readonly events: readonly Event[];
+  /**
+   * Values the host attached to the operation that caused this commit (`StartOptions.hostValues`
+   * on the start checkpoint), e.g. an idempotency record to write atomically with it. The kernel
+   * never reads them.
+   */
+  readonly hostValues?: Readonly<Record<string, unknown>>;
 }
 
 /** A committer that can also read the authoritative head, as recovery and conformance need. */

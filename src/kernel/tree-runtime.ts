@@ -224,9 +224,18 @@ export class TreeRuntime {
     return run;
   }
 
-  /** Publishes the started/restored events of freshly installed Processes and begins driving. */
-  begin(initialEvents: readonly { process: ProcessRuntime; name: EventName }[]): void {
-    for (const { process, name } of initialEvents) this.#publish(this.#event(process, name));
+  /**
+   * The committed events announcing freshly installed Processes (`agent.process.started` or
+   * `agent.process.restored`); they ride in the start or activation commit and are published by
+   * `begin` once it is acknowledged.
+   */
+  openingEvents(name: EventName): Event[] {
+    return this.processes().map((process) => this.#event(process, name));
+  }
+
+  /** Publishes the opening events once their commit is acknowledged, then begins driving. */
+  begin(openingEvents: readonly Event[]): void {
+    for (const event of openingEvents) this.#publish(event);
     for (const process of this.processes()) {
       const result = process.snapshot.result();
       if (result !== undefined) process.result.resolve(result);
@@ -922,10 +931,16 @@ export class TreeRuntime {
     }
     if (fresh.length === 0) return false;
     const count = BigInt(fresh.length);
-    if (BigInt(snapshot.mailbox.pendingCount) + count > this.#treeLimits.maxPendingSignals) {
+    // A live prepared batch has reserved one settlement Signal per Effect (and will consume its
+    // prefix): admission must leave room for them, now and after adoption (kernel-contract §2.5).
+    const prepared = snapshot.isTerminal ? undefined : snapshot.prepared;
+    const reserved = BigInt(prepared?.effectCount ?? 0);
+    const pending = BigInt(snapshot.mailbox.pendingCount) + count;
+    const limit = this.#treeLimits.maxPendingSignals;
+    if (pending > limit || pending - BigInt(prepared?.intent.consumedSignals ?? 0) + reserved > limit) {
       throw new KernelError(ErrorCode.resourceLimitExceeded, `the mailbox of ${process.id} is full`);
     }
-    if (!snapshot.budget.signals.admits(BigInt(snapshot.mailbox.length) + count)) {
+    if (!snapshot.budget.signals.admits(BigInt(snapshot.mailbox.length) + snapshot.allocatedResources.signals + reserved + count)) {
       throw new KernelError(ErrorCode.resourceLimitExceeded, `the signals budget of ${process.id} is exhausted`);
     }
     const fields: SnapshotChanges = { mailbox: snapshot.mailbox.append(...fresh.map((request) => MailboxRecord.external(request))) };
@@ -1041,9 +1056,9 @@ export class TreeRuntime {
   }
 
   /** Activation for a restore: fences the previous writer before anything is published. */
-  async activate(previousIncarnationId: TreeIncarnationId, previousDigest: Digest): Promise<void> {
+  async activate(previousIncarnationId: TreeIncarnationId, previousDigest: Digest, events: readonly Event[]): Promise<void> {
     const activation = TreeActivation.create({ previousIncarnationId, previousDigest, snapshot: this.#head });
-    await this.#services.committer.activateTree(activation, { events: [] });
+    await this.#services.committer.activateTree(activation, { events });
     this.#sequence = 0n;
   }
 }
