@@ -1078,7 +1078,7 @@ const rewrittenRef = 1;
 /** Entry reference of an array, or an object already in order, whose source is not canonical. */
 const arrayRef = -1;
 const objectRef = -2;
-/** Entry references below this name an object reordered by `orders[orderRefBase - ref]`. */
+/** Entry references at or below this name an object reordered by the tape's order at `orderRefBase - ref`. */
 const orderRefBase = -3;
 
 /**
@@ -1086,7 +1086,8 @@ const orderRefBase = -3;
  * children). An entry is (start, end, ref): ref 0 means the source span `[start, end)` is canonical;
  * ref 1 names a span of `rewritten`; ref < 0 marks a container whose source is not canonical, whose
  * children follow it and whose `end` is the index just past its last descendant. A container that
- * turns out canonical when it closes drops its children and becomes a span. Nothing is copied.
+ * turns out canonical when it closes drops its children and becomes a span, so entries are never
+ * moved. One instance is reused by every call (see the scratch memory notes).
  */
 class Tape {
   /** Entries as (start, end, ref) triples. */
@@ -1100,8 +1101,12 @@ class Tape {
   names: Int32Array = new Int32Array(64);
   readonly nameValues: Array<string | undefined> = [];
   nameTop = 0;
-  /** Member orders of reordered objects: name entry indices by UTF-16 code units. */
-  readonly orders: number[][] = [];
+  /**
+   * Member orders of reordered objects, back to back: the member count, then the name entry
+   * indices in UTF-16 code unit order.
+   */
+  orders: Int32Array = new Int32Array(1024);
+  orderTop = 0;
   /** Per member count (below 32), the names and order of the last reordered object of that size. */
   readonly shapes: Array<{ readonly names: Int32Array; readonly order: number[] } | undefined> = new Array(32).fill(undefined);
   /** Canonical bytes of rewritten string literals and of `{}` / `[]` written with whitespace. */
@@ -1117,7 +1122,7 @@ class Tape {
     this.top = 0;
     this.nameTop = 0;
     this.nameValues.length = 0;
-    this.orders.length = 0;
+    this.orderTop = 0;
     this.shapes.fill(undefined);
     this.rewritten.length = 4;
   }
@@ -1127,6 +1132,7 @@ class Tape {
     this.reset();
     if (this.entries.byteLength > retainedScratchBytes) this.entries = new Int32Array(3 * 4096);
     if (this.names.byteLength > retainedScratchBytes) this.names = new Int32Array(64);
+    if (this.orders.byteLength > retainedScratchBytes) this.orders = new Int32Array(1024);
     if (this.rewritten.bytes.length > retainedScratchBytes) {
       this.rewritten = new ByteBuffer(4096);
       this.rewritten.pushAscii('{}[]');
@@ -1146,6 +1152,22 @@ class Tape {
     names[k + 2] = entry;
     names[k + 3] = prefix;
     this.nameTop++;
+  }
+
+  /** Appends a member order (see `orders`); returns its offset. */
+  pushOrder(names: Int32Array, base: number, relative: readonly number[]): number {
+    const offset = this.orderTop;
+    const count = relative.length;
+    if (offset + count + 1 > this.orders.length) {
+      const larger = new Int32Array(Math.max(2 * this.orders.length, offset + count + 1));
+      larger.set(this.orders);
+      this.orders = larger;
+    }
+    const orders = this.orders;
+    orders[offset] = count;
+    for (let k = 0; k < count; k++) orders[offset + 1 + k] = names[4 * (base + relative[k]!) + 2]!;
+    this.orderTop = offset + count + 1;
+    return offset;
   }
 
   push(start: number, end: number, ref: number): void {
@@ -1410,8 +1432,7 @@ function closeBytesContainer(source: ByteSource, b: Uint8Array, frame: OpenConta
   } else {
     entries[3 * entry + 1] = tape.top;
     if (!frame.sorted) {
-      const order = memberOrder(source, b, tape, frame.nameBase, entries[3 * entry]!);
-      entries[3 * entry + 2] = orderRefBase - (tape.orders.push(order) - 1);
+      entries[3 * entry + 2] = orderRefBase - memberOrder(source, b, tape, frame.nameBase, entries[3 * entry]!);
     }
   }
   tape.nameTop = frame.nameBase;
@@ -1419,11 +1440,11 @@ function closeBytesContainer(source: ByteSource, b: Uint8Array, frame: OpenConta
 }
 
 /**
- * The entry indices of the member names `[base, nameTop)` in UTF-16 code unit order; throws for a
- * duplicate name. Objects of one shape (the same names in the same order, as in arrays of
+ * Appends the order of the member names `[base, nameTop)` by UTF-16 code units to the tape and
+ * returns its offset; throws for a duplicate name. Objects of one shape (the same names in the same order, as in arrays of
  * records) reuse the order computed for the previous such object.
  */
-function memberOrder(source: ByteSource, b: Uint8Array, tape: Tape, base: number, objectStart: number): number[] {
+function memberOrder(source: ByteSource, b: Uint8Array, tape: Tape, base: number, objectStart: number): number {
   const count = tape.nameTop - base;
   const names = tape.names;
   const cached = count < tape.shapes.length ? tape.shapes[count] : undefined;
@@ -1458,9 +1479,7 @@ function memberOrder(source: ByteSource, b: Uint8Array, tape: Tape, base: number
       if (raw) tape.shapes[count] = { names: shape, order: relative };
     }
   }
-  const order: number[] = [];
-  for (let k = 0; k < count; k++) order.push(names[4 * (base + relative[k]!) + 2]!);
-  return order;
+  return tape.pushOrder(names, base, relative);
 }
 
 /** Whether the names `[base, base + count)` equal, in order, the cached names of a shape. */
@@ -1519,10 +1538,12 @@ function renderBytes(b: Uint8Array, tape: Tape): Uint8Array {
   let depth = 0;
   let container = 0;
   let ref = rootRef;
-  let order: number[] | undefined = ref <= orderRefBase ? orders[orderRefBase - ref] : undefined;
-  let cursor = order !== undefined ? 0 : 1;
+  // For a reordered object, the offset of its order and the cursor is a position in it; otherwise
+  // -1 and the cursor is the next child entry.
+  let order = ref <= orderRefBase ? orderRefBase - ref : -1;
+  let cursor = order >= 0 ? 0 : 1;
   for (;;) {
-    if (order !== undefined ? cursor === order.length : cursor === entries[3 * container + 1]!) {
+    if (order >= 0 ? cursor === orders[order] : cursor === entries[3 * container + 1]!) {
       const close = ref === arrayRef ? 0x5d : 0x7d;
       if (b[runEnd] === close) {
         runEnd++;
@@ -1536,10 +1557,10 @@ function renderBytes(b: Uint8Array, tape: Tape): Uint8Array {
       container = openEntries[depth]!;
       cursor = openCursors[depth]!;
       ref = entries[3 * container + 2]!;
-      order = ref <= orderRefBase ? orders[orderRefBase - ref] : undefined;
+      order = ref <= orderRefBase ? orderRefBase - ref : -1;
       continue;
     }
-    if (order !== undefined ? cursor > 0 : cursor > container + 1) {
+    if (order >= 0 ? cursor > 0 : cursor > container + 1) {
       if (b[runEnd] === 0x2c) {
         runEnd++;
       } else {
@@ -1548,7 +1569,7 @@ function renderBytes(b: Uint8Array, tape: Tape): Uint8Array {
         runStart = runEnd;
       }
     }
-    let entry = order !== undefined ? order[cursor]! : cursor;
+    let entry = order >= 0 ? orders[order + 1 + cursor]! : cursor;
     if (ref !== arrayRef) {
       const t = 3 * entry;
       const start = entries[t]!;
@@ -1579,7 +1600,7 @@ function renderBytes(b: Uint8Array, tape: Tape): Uint8Array {
       at = copyWithin(work, runStart, runEnd, at);
       at = copyWithin(work, n + start, n + entries[t + 1]!, at);
       runStart = runEnd;
-      cursor = order !== undefined ? cursor + 1 : entry + 1;
+      cursor = order >= 0 ? cursor + 1 : entry + 1;
       continue;
     }
     // A source span, or the opening bracket of a container that is not canonical as written.
@@ -1592,16 +1613,16 @@ function renderBytes(b: Uint8Array, tape: Tape): Uint8Array {
       runEnd = end;
     }
     if (valueRef === sourceRef) {
-      cursor = order !== undefined ? cursor + 1 : entry + 1;
+      cursor = order >= 0 ? cursor + 1 : entry + 1;
       continue;
     }
     openEntries[depth] = container;
-    openCursors[depth] = order !== undefined ? cursor + 1 : entries[t + 1]!;
+    openCursors[depth] = order >= 0 ? cursor + 1 : entries[t + 1]!;
     depth++;
     container = entry;
     ref = valueRef;
-    order = ref <= orderRefBase ? orders[orderRefBase - ref] : undefined;
-    cursor = order !== undefined ? 0 : entry + 1;
+    order = ref <= orderRefBase ? orderRefBase - ref : -1;
+    cursor = order >= 0 ? 0 : entry + 1;
   }
   at = copyWithin(work, runStart, runEnd, at);
   return work.subarray(first, at);

@@ -305,9 +305,11 @@ export class TreeRuntime {
 
   #checkIdle(): void {
     if (this.#jobCount() > 0) return;
-    if (this.processes().some((process) => this.#runnable(process) && !process.snapshot.isTerminal && this.#stopped === undefined)) {
-      return;
-    }
+    // Under a freeze only terminal intent still advances (see #advance): other runnable work is
+    // held at its boundary and must not keep a capture waiting for it — that would never end.
+    const pending = (process: ProcessRuntime) =>
+      this.#runnable(process) && !process.snapshot.isTerminal && (this.#freezes === 0 || hasTerminalIntent(process.control));
+    if (this.#stopped === undefined && this.processes().some(pending)) return;
     const waiters = this.#idleWaiters;
     this.#idleWaiters = [];
     for (const wake of waiters) wake();
@@ -331,6 +333,17 @@ export class TreeRuntime {
   // -------------------------------------------------------------------------------------------
   // Commits
 
+  /** Whether the tree with `replacements` fits its snapshot byte limits (live reservations included). */
+  #fits(replacements: readonly ProcessSnapshot[]): boolean {
+    try {
+      admitTree(this.#prospective(replacements));
+      return true;
+    } catch (error) {
+      if (error instanceof KernelError && error.code === ErrorCode.resourceLimitExceeded) return false;
+      throw error;
+    }
+  }
+
   #prospective(replacements: readonly ProcessSnapshot[]): TreeSnapshot {
     const byId = new Map(this.processes().map((process) => [process.id.toString(), process.snapshot]));
     for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
@@ -348,7 +361,15 @@ export class TreeRuntime {
     unresolvedOnFailure: readonly EffectId[] = [],
   ): Promise<void> {
     const prospective = this.#prospective(replacements);
-    admitTree(prospective);
+    try {
+      admitTree(prospective);
+    } catch (error) {
+      // Callers admit what can still be refused (a Step candidate fails its Process, a signal batch
+      // or a resolution is rejected). Capacity failing here — an external result that cannot fit —
+      // stops the writer naming the uncertain Effect (kernel-contract §4.18, seed "Signals,
+      // lifecycle, and bounds").
+      throw this.#stop(error, unresolvedOnFailure);
+    }
     const sequence = this.#sequence + 1n;
     const previous = this.#head.digest;
     const commit =
@@ -360,11 +381,17 @@ export class TreeRuntime {
             previous,
             snapshot: prospective,
           });
+    // Committed events take their process sequences now (the committer may store them with the
+    // head); an unacknowledged commit publishes none of them, so give the numbers back first:
+    // per-Process sequences stay gap-free (kernel-contract §4.19). Nothing else numbers events of
+    // this tree while the owner lane awaits the committer.
+    const sequences = new Map(this.processes().map((process) => [process, process.eventSequence]));
     const published = events(prospective);
     try {
       if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, { events: published });
       else await this.#services.committer.commitCheckpoint(commit, { events: published });
     } catch (error) {
+      for (const [process, sequence] of sequences) process.eventSequence = sequence;
       throw this.#stop(error, unresolvedOnFailure);
     }
     this.#head = prospective;
@@ -547,6 +574,11 @@ export class TreeRuntime {
       prepared,
       counters: { ...counters, preparedEffects: counters.preparedEffects + BigInt(transition.effects.length) },
     });
+    if (!this.#fits([next])) {
+      // kernel-contract §4.4 step 6: a batch whose prepared cut cannot fit fails the Process.
+      await this.#terminate(process, { kind: 'failed', failure: snapshotLimitFailure() });
+      return 'failed';
+    }
     process.candidateExecution = restored;
     this.#publish(this.#event(process, eventNames.stepPrepared, { stepSequence }));
     // The prepared batch stays private until its first boundary commits it.
@@ -651,6 +683,12 @@ export class TreeRuntime {
     let next = base.with(fields);
     const termination = outcome.kind === 'none' ? undefined : resolveTermination(process.control, outcome);
     if (termination !== undefined) next = this.#terminalSnapshot(next, termination, intent.kind === 'complete' ? intent.output : undefined);
+    if (!this.#fits([next])) {
+      // A candidate that cannot fit is a Process failure, not a stopped writer: the committed
+      // state's reservations guarantee the terminal snapshot fits (kernel-contract §4.4 step 6).
+      await this.#terminate(process, { kind: 'failed', failure: snapshotLimitFailure() });
+      return;
+    }
     await this.#commit([next], { kind: 'checkpoint' }, () => {
       const events = [this.#event(process, eventNames.stepCommitted, { stepSequence, fact: StepCommitted.create({ status: next.status }) })];
       if (next.status === 'paused') events.push(this.#event(process, eventNames.processPaused));
@@ -751,8 +789,7 @@ export class TreeRuntime {
       return;
     }
     if (hasTerminalIntent(process.control)) {
-      // Terminal intent: planned effects never start.
-      if (current !== process.snapshot) process.snapshot = process.snapshot; // nothing private is adopted
+      // Terminal intent: planned effects never start; nothing private is adopted.
       await this.#terminate(process, { kind: 'none' });
       return;
     }
@@ -880,6 +917,9 @@ export class TreeRuntime {
     const prepared = snapshot.prepared as PreparedStep;
     const effect = prepared.effect(effectId) as PreparedEffect;
     const next = snapshot.with({ prepared: prepared.withResolution(effectId, settlement), counters });
+    // A resolution that cannot fit is refused with the Unknown untouched; the Host may retry with a
+    // smaller result (kernel-contract §4.16).
+    admitTree(this.#prospective([next]));
     await this.#commit([next], { kind: 'effect', processId: process.id, effectId, resolution: true }, () => [
       this.#event(process, eventNames.effectResolved, {
         stepSequence: prepared.stepSequence,
@@ -1069,6 +1109,10 @@ type SnapshotChanges = { -readonly [K in keyof ProcessSnapshotFields]?: ProcessS
 type StepResult =
   | { kind: 'error'; failure: Failure }
   | { kind: 'candidate'; transition: Transition; candidate: ExecutionState; restored: Execution };
+
+function snapshotLimitFailure(): Failure {
+  return Failure.create('execution', 'engine.limit.snapshot', 'the candidate does not fit the snapshot byte limits');
+}
 
 function finished(process: ProcessRuntime): KernelError {
   return new KernelError(ErrorCode.processFinished, `process ${process.id} has finished or is finishing`);
