@@ -75,6 +75,15 @@ export interface StartOptions {
   readonly signal?: AbortSignal;
   /** Host values handed to the committer with the start checkpoint (see `CommitContext.hostValues`). */
   readonly hostValues?: Readonly<Record<string, unknown>>;
+  /**
+   * A per-start narrowing of the Engine's grant, so one Engine can start roots with the smaller
+   * budget, limits or capabilities a request asks for. The budget and
+   * capabilities must be covered by the Engine's own (`invalid_budget` / `invalid_capability`);
+   * the Host checks tree limits against its grant before calling.
+   */
+  readonly budget?: Budget;
+  readonly treeLimits?: TreeLimits;
+  readonly capabilities?: CapabilitySet;
 }
 
 export interface ProcessInspection {
@@ -170,6 +179,17 @@ export class Engine {
     if (!(deployment instanceof Deployment)) throw new KernelError(ErrorCode.invalidDeployment, 'expected a Deployment');
     if (!(input instanceof Payload)) throw new KernelError(ErrorCode.invalidPayload, 'expected a Payload input');
     deployment.descriptor.validateInput(input);
+    // Per-start narrowing (see StartOptions.budget); absent members keep the grant.
+    const budget = options.budget ?? this.#budget;
+    const capabilities = options.capabilities ?? this.#capabilities;
+    const treeLimits = options.treeLimits ?? this.#treeLimits;
+    if (!(budget instanceof Budget) || !this.#budget.covers(budget)) {
+      throw new KernelError(ErrorCode.invalidBudget, 'the start budget must be a Budget within the engine grant');
+    }
+    if (!(capabilities instanceof CapabilitySet) || !this.#capabilities.allows(capabilities)) {
+      throw new KernelError(ErrorCode.invalidCapability, 'the start capabilities must be within the engine grant');
+    }
+    if (!(treeLimits instanceof TreeLimits)) throw new KernelError(ErrorCode.invalidTreeLimits, 'the start tree limits must be TreeLimits');
     const processId = ProcessId.newRoot();
     const relation = ProcessRelation.root(processId);
     const admission: ProcessAdmission = { processId, relation, deploymentRef: deployment.ref, input };
@@ -200,11 +220,11 @@ export class Engine {
         startedAt,
         status: 'running',
         committedSteps: 0n,
-        budget: this.#budget,
-        capabilities: this.#capabilities,
+        budget,
+        capabilities,
         committedExecutionState: state,
       });
-      const tree = TreeSnapshot.create({ incarnationId: TreeIncarnationId.random(), treeLimits: this.#treeLimits, processes: [snapshot] });
+      const tree = TreeSnapshot.create({ incarnationId: TreeIncarnationId.random(), treeLimits, processes: [snapshot] });
       admitTree(tree);
       const runtime = this.#runtime(tree, 1n, new Map([[processId.toString(), deployment]]));
       const process = runtime.process(processId);

@@ -1041,7 +1041,12 @@ export class TreeRuntime {
         cancellation: control.cancellation ?? change.cancellation,
         deadline: control.deadline ?? change.deadline,
       });
-      process.job?.abort.abort(new KernelError(ErrorCode.processFinished, 'terminal intent'));
+      // A deadline aborts owned work as a timeout, so an interrupted dispatch is classified
+      // `engine.dispatch.deadline` rather than `engine.dispatch.canceled` (kernel-contract §4.5).
+      const deadline = process.control.killReason === undefined && process.control.deadline !== undefined;
+      process.job?.abort.abort(
+        deadline ? new DOMException('the deadline passed', 'TimeoutError') : new KernelError(ErrorCode.processFinished, 'terminal intent'),
+      );
       // Recorded intent only: `await()` reports whether the terminal commit landed.
       this.wake();
     });
@@ -1148,7 +1153,7 @@ async function dispatchOnce(
   } catch (error) {
     const diagnostic = !(error instanceof Error)
       ? diagnostics.panicked()
-      : error.name === 'TimeoutError'
+      : error.name === 'TimeoutError' || (signal.aborted && (signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError')
         ? diagnostics.deadline()
         : signal.aborted
           ? diagnostics.canceled()
