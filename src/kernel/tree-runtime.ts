@@ -784,10 +784,9 @@ export class TreeRuntime {
       await this.#adopt(process, prepared.stepSequence, prepared.intent, prepared.candidateState, restored, prepared.adoptionRecords(), current);
       return;
     }
-    if (frontier.unknown) {
-      if (current !== process.snapshot) await this.#commit([current], { kind: 'checkpoint', checkpoint: 'parked' });
-      return;
-    }
+    // A settled Unknown blocks the frontier until the host resolves or replays it; it was
+    // committed by its settled boundary, so there is nothing to write here.
+    if (frontier.unknown) return;
     if (hasTerminalIntent(process.control)) {
       // Terminal intent: planned effects never start; nothing private is adopted.
       await this.#terminate(process, { kind: 'none' });
