@@ -10,6 +10,10 @@ const suites: Record<string, () => Promise<void>> = {
     await benchPayload();
     await benchSnapshot();
   },
+  redis: async () => {
+    const { benchRedis } = await import('./bench/redis.js');
+    await benchRedis();
+  },
 };
 
 const requested = process.argv.slice(2);

@@ -1,0 +1,67 @@
+--[[
+  The host write set: extra writes a commit applies only when its compare-and-swap installs a new
+  head (status 1). Absent (ARGV ends at ARGV[at-1], no record keys) when there is nothing to write;
+  otherwise, from ARGV[at]:
+    ARGV[at]      event-log MAXLEN (decimal > 0), used as `MAXLEN ~ <n>`
+    ARGV[at+1]    number of event-log entries E
+    then E times: P (number of field/value pairs, > 0), field1, value1, ..., fieldP, valueP
+    then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL)
+  Nothing may follow. Every argument is validated, and the event-log key's type checked, before the
+  caller writes anything, so a malformed set can never leave a half-applied commit. The absent set
+  is the common case and takes a fast path: false, no tables.
+]]
+
+-- Parses and validates the host write set; returns the plan (false when absent), or nil and a reason.
+local function readHostWrites(at, eventsKey, firstRecordKey)
+  if #ARGV == at - 1 and #KEYS < firstRecordKey then return false end
+  local maxLen = ARGV[at]
+  if not isUint64(maxLen) or maxLen == '0' then return nil, 'event-log MAXLEN must be a positive decimal' end
+  local entryCount = ARGV[at + 1]
+  if not isUint64(entryCount) or #entryCount > 6 then return nil, 'event-log entry count must be a small decimal' end
+  entryCount = tonumber(entryCount)
+  at = at + 2
+  local entries = {}
+  for entry = 1, entryCount do
+    local pairCount = ARGV[at]
+    if not isUint64(pairCount) or pairCount == '0' or #pairCount > 4 then
+      return nil, 'event-log entry ' .. entry .. ' needs a positive field count'
+    end
+    pairCount = tonumber(pairCount)
+    if at + pairCount * 2 > #ARGV then return nil, 'event-log entry ' .. entry .. ' is truncated' end
+    local fields = {}
+    for index = 1, pairCount * 2 do fields[index] = ARGV[at + index] end
+    entries[entry] = fields
+    at = at + 1 + pairCount * 2
+  end
+  local records = {}
+  for index = firstRecordKey, #KEYS do
+    local value, ttl = ARGV[at], ARGV[at + 1]
+    if value == nil or not isUint64(ttl) then return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL' end
+    records[#records + 1] = { KEYS[index], value, ttl }
+    at = at + 2
+  end
+  if at ~= #ARGV + 1 then return nil, 'unexpected arguments after the host write set' end
+  if entryCount > 0 then
+    local kind = redis.call('TYPE', eventsKey)['ok']
+    if kind ~= 'stream' and kind ~= 'none' then return nil, 'event-log key holds a ' .. kind end
+  end
+  return { maxLen = maxLen, entries = entries, records = records, eventsKey = eventsKey }
+end
+
+-- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), then SET
+-- each record (overwriting, PX ttl when given). Returns the new entries' ids in order.
+local function applyHostWrites(plan)
+  local ids = {}
+  if not plan then return ids end
+  for index, fields in ipairs(plan.entries) do
+    ids[index] = redis.call('XADD', plan.eventsKey, 'MAXLEN', '~', plan.maxLen, '*', unpack(fields))
+  end
+  for _, record in ipairs(plan.records) do
+    if record[3] == '0' then
+      redis.call('SET', record[1], record[2])
+    else
+      redis.call('SET', record[1], record[2], 'PX', record[3])
+    end
+  end
+  return ids
+end

@@ -1,0 +1,272 @@
+import type { Redis } from 'ioredis';
+import { EffectBoundary, TreeActivation, TreeCheckpoint, treeIncarnationConflict } from '../../kernel/commit.js';
+import { ErrorCode, KernelError } from '../../kernel/errors.js';
+import type { ProcessId, TreeIncarnationId } from '../../kernel/identity.js';
+import type { TreeStore } from '../../kernel/tree-committer.js';
+import { TreeSnapshot } from '../../kernel/tree-snapshot.js';
+import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
+import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, RedisEventLog, type RedisCommitContext } from './event-log.js';
+import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, purgedKey, recordKey } from './keys.js';
+import { runScript } from './scripts.js';
+
+export interface RedisTreeCommitterOptions {
+  /** The client every storage call uses (not closed by the committer). Must not set ioredis `keyPrefix`. */
+  readonly redis: Redis;
+  /** Prefix of every key (default `scope`); see keys.ts for the layout. */
+  readonly keyPrefix?: string;
+  /** Independent deadline of each storage call in ms (default 5000). */
+  readonly timeoutMs?: number;
+  /** Host-owned shutdown: pending and later calls reject with `committer_unavailable`. */
+  readonly shutdown?: AbortSignal;
+  /** Approximate MAXLEN of each tree's event log (default 10 000). */
+  readonly eventLogMaxLen?: number;
+  /** How long a purge tombstone lives in ms; 0 (default) keeps it for good. */
+  readonly purgeTombstoneTtlMs?: number;
+}
+
+/** What an acknowledged commit did. */
+export interface CommitReceipt {
+  /** `installed`: this call installed the head (and applied its context's writes); `duplicate`: an identical retry while current. */
+  readonly outcome: 'installed' | 'duplicate';
+  /** Ids of the log entries this call appended: the context's Events, then its entries (empty for a duplicate). */
+  readonly eventIds: readonly string[];
+}
+
+/** The authoritative head with the fields the store keeps beside the snapshot. */
+export interface StoredHead {
+  readonly snapshot: TreeSnapshot;
+  readonly digest: string;
+  readonly incarnationId: TreeIncarnationId;
+  readonly sequence: bigint;
+}
+
+/** A commit `reconcile` can judge. */
+export type Commit = TreeCheckpoint | EffectBoundary | TreeActivation;
+
+function receipt(result: ScriptResult): CommitReceipt {
+  if (result.outcome === 'absent') throw committerUnavailable('commit', 'unexpected reply status 0');
+  return Object.freeze({ outcome: result.outcome, eventIds: Object.freeze([...result.entryIds]) });
+}
+
+/**
+ * The Redis TreeCommitter: MemoryTreeCommitter's protocol (kernel-contract §3.6), each call one Lua
+ * script that compares and advances the tree head atomically, with the same check order. Per tree
+ * it keeps, under one hash tag, the head hash (snapshot bytes verbatim, digest, incarnation,
+ * sequence as a decimal string) and the facts hash (identity → content digest, kept for the life of
+ * the tree so historical replays stay refused).
+ *
+ * Each call takes an optional {@link RedisCommitContext}: the kernel's `CommitContext` (the Events
+ * the Engine publishes once the commit is acknowledged) plus the host's write set (extra log
+ * entries, idempotency records). The same script appends the Events and entries to the tree's
+ * event log and sets the records only when it installs a new head — see {@link RedisCommitContext}.
+ *
+ * Failures: `commit_conflict` and `tree_incarnation_conflict` prove the proposal was refused.
+ * Anything else — the per-call deadline, the host shutdown, a lost connection, a server error —
+ * rejects with `committer_unavailable`: the head is unknown. The caller then either retries the
+ * identical commit (the script acknowledges it only if fact content, sequence and head digest all
+ * still match) or calls {@link reconcile}; a lost reply is never read as "unchanged".
+ */
+export class RedisTreeCommitter implements TreeStore {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #deadlines: StorageDeadlines;
+  readonly #maxLen: number;
+  readonly #tombstoneTtlMs: number;
+  #closed = false;
+  /** The durable event logs the commits append to (same client, prefix and deadline). */
+  readonly events: RedisEventLog;
+
+  constructor(options: RedisTreeCommitterOptions) {
+    const { redis } = options;
+    if (typeof redis?.defineCommand !== 'function') throw new TypeError('RedisTreeCommitter needs an ioredis client');
+    if (redis.options.keyPrefix) {
+      throw new TypeError('RedisTreeCommitter builds its own keys: use its keyPrefix option, not the ioredis keyPrefix');
+    }
+    this.#redis = redis;
+    this.#prefix = checkKeyPrefix(options.keyPrefix ?? defaultKeyPrefix);
+    this.#deadlines = new StorageDeadlines(options.timeoutMs ?? 5_000, options.shutdown);
+    this.#maxLen = checkMaxLen(options.eventLogMaxLen ?? defaultEventLogMaxLen);
+    const ttl = options.purgeTombstoneTtlMs ?? 0;
+    if (!Number.isSafeInteger(ttl) || ttl < 0) throw new TypeError(`purgeTombstoneTtlMs must be a non-negative integer, got ${String(ttl)}`);
+    this.#tombstoneTtlMs = ttl;
+    this.events = new RedisEventLog({ redis, keyPrefix: this.#prefix, timeoutMs: this.#deadlines.timeoutMs, shutdown: options.shutdown });
+  }
+
+  get keyPrefix(): string {
+    return this.#prefix;
+  }
+
+  async commitCheckpoint(checkpoint: TreeCheckpoint, context?: RedisCommitContext): Promise<void> {
+    await this.#checkpoint(checkpoint, context);
+  }
+
+  async commitEffect(boundary: EffectBoundary, context?: RedisCommitContext): Promise<void> {
+    await this.#effect(boundary, context);
+  }
+
+  async activateTree(activation: TreeActivation, context?: RedisCommitContext): Promise<void> {
+    await this.#activation(activation, context);
+  }
+
+  /**
+   * Any of the three commits, with a receipt: whether this call installed the head (and applied
+   * the context's writes) or acknowledged an identical retry, and the ids of the log entries it
+   * appended.
+   */
+  commit(commit: Commit, context?: RedisCommitContext): Promise<CommitReceipt> {
+    if (commit instanceof TreeCheckpoint) return this.#checkpoint(commit, context);
+    if (commit instanceof EffectBoundary) return this.#effect(commit, context);
+    if (commit instanceof TreeActivation) return this.#activation(commit, context);
+    return Promise.reject(new TypeError('commit must be a TreeCheckpoint, an EffectBoundary or a TreeActivation'));
+  }
+
+  async loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {
+    return (await this.loadHead(rootId))?.snapshot;
+  }
+
+  /** The head with its stored digest and sequence; the stored digest must match the bytes. */
+  async loadHead(rootId: ProcessId): Promise<StoredHead | undefined> {
+    const [text, digest, sequence] = await this.#call('loadTree', () =>
+      this.#redis.hmget(headKey(this.#prefix, rootId), 'snapshot', 'digest', 'sequence'),
+    );
+    if (text === null || text === undefined) return undefined;
+    const snapshot = TreeSnapshot.parse(text);
+    if (digest !== snapshot.digest.toString() || typeof sequence !== 'string' || !/^(0|[1-9]\d{0,19})$/.test(sequence)) {
+      throw new KernelError(
+        ErrorCode.invalidTreeSnapshot,
+        `stored head of ${rootId.toString()} is inconsistent (digest ${String(digest)}, sequence ${String(sequence)})`,
+      );
+    }
+    if (!snapshot.rootId.equals(rootId)) {
+      throw new KernelError(ErrorCode.invalidTreeSnapshot, `stored head of ${rootId.toString()} holds root ${snapshot.rootId.toString()}`);
+    }
+    return Object.freeze({ snapshot, digest, incarnationId: snapshot.incarnationId, sequence: BigInt(sequence) });
+  }
+
+  /**
+   * After a lost reply: true only if the commit's fact holds its content AND the head is at the
+   * commit's sequence AND has its prospective digest (kernel-contract §3.7). Finding the fact
+   * alone proves nothing: after later progress or a new writer the commit is history. Read-only;
+   * false means "not installed or no longer current" — reload the head before anything else.
+   */
+  async reconcile(commit: Commit): Promise<boolean> {
+    const root = commit.rootId;
+    const sequence = 'sequence' in commit ? commit.sequence.toString() : '0';
+    const reply = await this.#call('reconcile', () =>
+      runScript(this.#redis, 'reconcileCommit', [headKey(this.#prefix, root), factsKey(this.#prefix, root)], [
+        commit.identity(),
+        commit.contentDigest().toString(),
+        sequence,
+        commit.snapshot.digest.toString(),
+      ]),
+    );
+    if (reply !== 1 && reply !== 0) throw committerUnavailable('reconcile', `unexpected reply ${String(reply)}`);
+    return reply === 1;
+  }
+
+  /**
+   * Deletes a finished tree's head, facts and event log, leaving a tombstone (`purged`) that makes
+   * a replayed start checkpoint fail with `tree_incarnation_conflict` instead of recreating the
+   * tree. "Finished" means every Process of the stored head is terminal; otherwise `tree_live`.
+   * A commit landing between the check and the purge (e.g. an activation) makes it refuse with
+   * `tree_incarnation_conflict`. Idempotency records are left to their TTL. Returns `absent` when
+   * there is no head (never started or already purged).
+   */
+  async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
+    const head = await this.loadHead(rootId);
+    if (head === undefined) return 'absent';
+    const live = head.snapshot.processSnapshots().find((process) => !process.isTerminal);
+    if (live !== undefined) {
+      throw new KernelError(
+        ErrorCode.treeLive,
+        `tree ${rootId.toString()} is live: process ${live.processId.toString()} is ${live.status}; ` +
+          'only a tree whose processes are all terminal can be purged',
+      );
+    }
+    const keys = [headKey(this.#prefix, rootId), factsKey(this.#prefix, rootId), eventsKey(this.#prefix, rootId), purgedKey(this.#prefix, rootId)];
+    const result = await this.#script('purgeTree', 'purgeTree', keys, [head.digest, String(this.#tombstoneTtlMs)]).catch((error: unknown) => {
+      if (error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict) {
+        throw treeIncarnationConflict('the head changed while purging');
+      }
+      throw error;
+    });
+    return result.outcome === 'absent' ? 'absent' : 'purged';
+  }
+
+  /** A host idempotency record written by a commit's context, or undefined. */
+  async readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
+    const key = recordKey(this.#prefix, rootId, checkRecordSuffix(suffix));
+    return (await this.#call('readRecord', () => this.#redis.get(key))) ?? undefined;
+  }
+
+  /** Ends event-log tails and refuses further calls. The ioredis client is the caller's to close. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.events.close();
+  }
+
+  async #checkpoint(checkpoint: TreeCheckpoint, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
+    const root = checkpoint.rootId;
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const { snapshot } = checkpoint;
+    const prefix = this.#prefix;
+    const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), ...host.keys];
+    const args = [
+      checkpoint.kind === 'start' ? 'start' : 'advance',
+      checkpoint.identity(),
+      checkpoint.contentDigest().toString(),
+      checkpoint.sequence.toString(),
+      checkpoint.previous?.toString() ?? '',
+      snapshot.digest.toString(),
+      snapshot.incarnationId.toString(),
+      snapshot.json(),
+      ...host.args,
+    ];
+    return receipt(await this.#script(`commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', keys, args));
+  }
+
+  async #effect(boundary: EffectBoundary, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
+    const root = boundary.rootId;
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const { snapshot } = boundary;
+    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ...host.keys];
+    const args = [
+      boundary.identity(),
+      boundary.contentDigest().toString(),
+      boundary.sequence.toString(),
+      boundary.previous.toString(),
+      snapshot.digest.toString(),
+      snapshot.incarnationId.toString(),
+      snapshot.json(),
+      ...host.args,
+    ];
+    return receipt(await this.#script(`commitEffect(${boundary.kind})`, 'commitEffect', keys, args));
+  }
+
+  async #activation(activation: TreeActivation, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
+    const root = activation.rootId;
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const { snapshot } = activation;
+    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ...host.keys];
+    const args = [
+      activation.identity(),
+      activation.contentDigest().toString(),
+      activation.previousIncarnationId.toString(),
+      activation.previousDigest.toString(),
+      snapshot.digest.toString(),
+      snapshot.incarnationId.toString(),
+      snapshot.json(),
+      ...host.args,
+    ];
+    return receipt(await this.#script('activateTree', 'activateTree', keys, args));
+  }
+
+  #call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(committerUnavailable(what, 'the committer is closed'));
+    return this.#deadlines.run(what, run);
+  }
+
+  #script(what: string, name: string, keys: readonly string[], args: readonly string[]): Promise<ScriptResult> {
+    return this.#call(what, () => runScript(this.#redis, name, keys, args).then((reply) => mapScriptReply(what, reply)));
+  }
+}

@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+/**
+ * The store's Lua scripts: every `lua/<name>-<numKeys>.lua` is one atomic command. Files are read
+ * once per process; `--- @include "<name>"` lines are replaced by `lua/includes/<name>.lua` (shared
+ * helpers, inlined so each command stays a single self-contained script). `<numKeys>` is the number
+ * of fixed keys; a header line `KEYS[n..]` marks a script that takes further keys after them (the
+ * host write set's idempotency records).
+ *
+ * Each script is registered on a client with ioredis `defineCommand` (once per client). ioredis
+ * sends EVALSHA and falls back to EVAL when the server answers NOSCRIPT, per connection, so commits
+ * continue after `SCRIPT FLUSH` or a server restart without the script cache.
+ */
+
+export interface LuaScript {
+  readonly name: string;
+  /** Fixed KEYS count, parsed from the file name. */
+  readonly numKeys: number;
+  /** True when the script accepts keys after the fixed ones. */
+  readonly variadicKeys: boolean;
+  /** The source with includes inlined. */
+  readonly lua: string;
+  /** SHA-1 of `lua`, as EVALSHA names it. */
+  readonly sha: string;
+  /** The name it is registered under on a client. */
+  readonly commandName: string;
+}
+
+const luaDirectory = new URL('./lua/', import.meta.url);
+const includePattern = /^--- @include "([A-Za-z0-9_-]+)"[ \t]*$/gm;
+const fileNamePattern = /^([A-Za-z][A-Za-z0-9]*)-(\d+)\.lua$/;
+
+function readInclude(name: string, seen: ReadonlySet<string>): string {
+  if (seen.has(name)) throw new Error(`lua include cycle through ${name}`);
+  const text = readFileSync(new URL(`includes/${name}.lua`, luaDirectory), 'utf8');
+  return expandIncludes(text, new Set([...seen, name]));
+}
+
+function expandIncludes(text: string, seen: ReadonlySet<string> = new Set()): string {
+  return text.replace(includePattern, (_line, name: string) => readInclude(name, seen));
+}
+
+function loadScripts(): ReadonlyMap<string, LuaScript> {
+  const scripts = new Map<string, LuaScript>();
+  for (const file of readdirSync(luaDirectory).sort()) {
+    if (!file.endsWith('.lua')) continue;
+    const match = fileNamePattern.exec(file);
+    if (match === null) throw new Error(`lua script ${file} must be named <commandName>-<numKeys>.lua`);
+    const [, name, keys] = match as unknown as [string, string, string];
+    const lua = expandIncludes(readFileSync(new URL(file, luaDirectory), 'utf8'));
+    const numKeys = Number(keys);
+    const sha = createHash('sha1').update(lua).digest('hex');
+    const variadicKeys = new RegExp(`KEYS\\[${numKeys + 1}\\.\\.\\]`).test(lua);
+    scripts.set(name, Object.freeze({ name, numKeys, variadicKeys, lua, sha, commandName: `scope_${name}_${sha.slice(0, 8)}` }));
+  }
+  return scripts;
+}
+
+let cache: ReadonlyMap<string, LuaScript> | undefined;
+
+/** Every script, by name (read on first use). */
+export function luaScripts(): ReadonlyMap<string, LuaScript> {
+  cache ??= loadScripts();
+  return cache;
+}
+
+/** One script by name; throws for an unknown name. */
+export function luaScript(name: string): LuaScript {
+  const script = luaScripts().get(name);
+  if (script === undefined) throw new Error(`no lua script ${name}; known: ${[...luaScripts().keys()].join(', ')}`);
+  return script;
+}
+
+const registered = new WeakSet<Redis>();
+
+/** Registers every script on `redis` (idempotent per client). */
+export function defineScripts(redis: Redis): void {
+  if (registered.has(redis)) return;
+  for (const script of luaScripts().values()) {
+    // No fixed numberOfKeys: the caller passes the key count, so variadic scripts work too.
+    redis.defineCommand(script.commandName, { lua: script.lua });
+  }
+  registered.add(redis);
+}
+
+type ScriptCall = (numKeys: number, ...args: (string | Buffer)[]) => Promise<unknown>;
+
+/** Runs script `name` with `keys` and `args` (EVALSHA, EVAL on NOSCRIPT). */
+export function runScript(redis: Redis, name: string, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<unknown> {
+  const script = luaScript(name);
+  if (keys.length < script.numKeys || (!script.variadicKeys && keys.length !== script.numKeys)) {
+    throw new Error(`lua script ${name} takes ${script.numKeys}${script.variadicKeys ? ' or more' : ''} keys, got ${keys.length}`);
+  }
+  defineScripts(redis);
+  const call = (redis as unknown as Record<string, ScriptCall>)[script.commandName] as ScriptCall;
+  return call.call(redis, keys.length, ...keys, ...args);
+}

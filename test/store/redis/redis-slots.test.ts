@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { EffectBoundary, TreeActivation, TreeCheckpoint } from '../../../src/kernel/commit.js';
+import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
+import { eventsKey, factsKey, headKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
+import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { luaScripts } from '../../../src/store/redis/scripts.js';
+import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
+import { clusterSlot, crc16, hashTagOf, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+
+/**
+ * Redis Cluster safety: every key a script receives, and every key the script's own commands
+ * touch, hashes to one slot. Slots are computed here with our own CRC16, which is checked against
+ * a cluster-enabled redis-server's `CLUSTER KEYSLOT`.
+ */
+
+let plain: RedisServer;
+let cluster: RedisServer;
+const clients: Redis[] = [];
+
+before(async () => {
+  [plain, cluster] = await Promise.all([
+    startRedisServer(),
+    startRedisServer({ extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }),
+  ]);
+});
+
+after(async () => {
+  for (const client of clients) client.disconnect();
+  await Promise.all([plain?.stop(), cluster?.stop()]);
+});
+
+function connect(server: RedisServer): Redis {
+  const client = new Redis(server.port, '127.0.0.1');
+  clients.push(client);
+  return client;
+}
+
+test('redis slots: CRC16/XMODEM and hash tags follow the Redis Cluster specification', async () => {
+  assert.equal(crc16(Buffer.from('123456789')), 0x31c3);
+  assert.equal(hashTagOf('scope:{process:ab}:head'), 'process:ab');
+  assert.equal(hashTagOf('{}x{y}'), '{}x{y}', 'an empty tag hashes the whole key');
+  assert.equal(hashTagOf('a{b'), 'a{b');
+  assert.equal(hashTagOf('x{a}{b}'), 'a', 'only the first tag counts');
+  const redis = connect(cluster);
+  const root = ProcessId.newRoot();
+  const samples = [
+    'somekey',
+    'foo{hash_tag}',
+    '{}',
+    headKey('scope', root),
+    factsKey('scope', root),
+    recordKey('my.prefix', root, 'idem:a'),
+    ...Array.from({ length: 50 }, (_, index) => `key-${index}-${'x'.repeat(index)}`),
+  ];
+  for (const key of samples) {
+    assert.equal(clusterSlot(key), await redis.cluster('KEYSLOT', key), key);
+  }
+});
+
+interface MonitoredCommand {
+  readonly source: string;
+  readonly args: readonly string[];
+}
+
+/** Declared keys of an EVAL/EVALSHA line: args = [command, script|sha, numkeys, key...]. */
+function declaredKeys(args: readonly string[]): string[] {
+  const count = Number(args[2]);
+  return args.slice(3, 3 + count);
+}
+
+/** Keys a script's inner command touches (the commands our scripts use). */
+function touchedKeys(args: readonly string[]): string[] {
+  const command = (args[0] ?? '').toUpperCase();
+  if (command === 'DEL' || command === 'EXISTS') return args.slice(1);
+  return args.length > 1 ? [args[1] as string] : [];
+}
+
+test('redis slots: every key each script receives, and every key it touches, is in one slot', async () => {
+  const redis = connect(plain);
+  const monitor = await connect(plain).monitor();
+  const seen: MonitoredCommand[] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ source, args }));
+  try {
+    const store = new RedisTreeCommitter({ redis, keyPrefix: 'slots' });
+    const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+    const writes = { entries: [{ type: 'e' }], records: [{ suffix: 'r1', value: 'v' }, { suffix: 'r2', value: 'w', ttlMs: 1_000 }] };
+    await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), writes);
+    const pending = EffectBoundary.create({
+      sequence: 2n,
+      resolution: false,
+      processId: trees.rootId,
+      effectId: trees.effectId,
+      previous: trees.running(0).digest,
+      snapshot: trees.effect('pending'),
+    });
+    await store.commit(pending, writes);
+    const activation = TreeActivation.create({
+      previousIncarnationId: trees.incarnationId,
+      previousDigest: trees.effect('pending').digest,
+      snapshot: trees.completed().withIncarnation(TreeIncarnationId.random()),
+    });
+    await store.commit(activation, writes);
+    await store.reconcile(activation);
+    await store.loadTree(trees.rootId);
+    await store.events.readAfter(trees.rootId, '0');
+    await store.readRecord(trees.rootId, 'r1');
+    assert.equal(await store.purgeTree(trees.rootId), 'purged');
+    // The monitor sees this PING after everything above: a barrier, not a wait.
+    const sawPing = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toUpperCase() === 'PING') resolve();
+      });
+    });
+    await redis.ping();
+    await sawPing;
+  } finally {
+    monitor.disconnect();
+  }
+
+  const scriptCalls = seen.filter((command) => /^eval(sha)?$/i.test(command.args[0] ?? ''));
+  // EVALSHA names the sha; an EVAL carries the source (MONITOR escapes it), whose header starts
+  // with the script's name.
+  const shas = new Map([...luaScripts().values()].map((script) => [script.sha, script.name]));
+  const scriptName = (args: readonly string[]): string | undefined =>
+    shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
+  const called = new Set(scriptCalls.map((command) => scriptName(command.args)));
+  assert.deepEqual([...called].sort(), [...luaScripts().keys()].sort(), 'every script was exercised');
+  const declared = new Set<string>();
+  for (const call of scriptCalls) {
+    const keys = declaredKeys(call.args);
+    assert.ok(keys.length >= 2, `${scriptName(call.args)} declares its keys`);
+    const slots = new Set(keys.map(clusterSlot));
+    assert.equal(slots.size, 1, `${scriptName(call.args)} receives keys in ${slots.size} slots: ${keys.join(', ')}`);
+    for (const key of keys) declared.add(key);
+  }
+  // The scripts' own commands only touch keys that some script call declared (never a computed key).
+  const inner = seen.filter((command) => command.source === 'lua');
+  assert.ok(inner.length > 10, 'the monitor saw the scripts\' commands');
+  for (const command of inner) {
+    for (const key of touchedKeys(command.args)) {
+      assert.ok(declared.has(key), `${command.args[0]} touches undeclared key ${key}`);
+    }
+  }
+  // And every key of the tree — whatever the kind — is in the slot of its root.
+  const root = scriptCalls.length > 0 ? hashTagOf(declaredKeys(scriptCalls[0]?.args ?? [])[0] ?? '') : '';
+  assert.match(root, /^process:[0-9a-f]{32}$/);
+  for (const key of declared) assert.equal(clusterSlot(key), clusterSlot(`{${root}}`), key);
+  assert.ok([...declared].some((key) => key === purgedKey('slots', root)));
+  assert.ok([...declared].some((key) => key === eventsKey('slots', root)));
+  assert.ok([...declared].some((key) => key === recordKey('slots', root, 'r2')));
+});
