@@ -14,6 +14,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchRedis } = await import('./bench/redis.js');
     await benchRedis();
   },
+  supervisor: async () => {
+    const { benchSupervisor } = await import('./bench/supervisor.js');
+    await benchSupervisor();
+  },
 };
 
 const requested = process.argv.slice(2);
