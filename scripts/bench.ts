@@ -14,6 +14,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchRedis } = await import('./bench/redis.js');
     await benchRedis();
   },
+  http: async () => {
+    const { benchHttp } = await import('./bench/http.js');
+    await benchHttp();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

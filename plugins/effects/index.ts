@@ -1,0 +1,88 @@
+/**
+ * `GET /v1/processes/{id}/effects`, and for an Unknown effect: `POST …/effects/{effectId}/replay`
+ * (when its ReplayPolicy allows) and `POST …/effects/{effectId}/resolution` (host adjudication).
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { problemResponses } from '../problem-details.js';
+import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
+import { Effect, EffectList, EffectParams, EffectResolution } from './schemas.js';
+
+export { effectComponents } from './schemas.js';
+
+const effects: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/v1/processes/:id/effects',
+    {
+      schema: {
+        operationId: 'listEffects',
+        tags: ['effects'],
+        summary: "A process's effects",
+        params: ProcessParams,
+        querystring: NoQuery,
+        response: { 200: { description: 'Every effect of the process, in step order.', ...ref(EffectList) }, ...problemResponses('process_not_found') },
+      },
+    },
+    async (request) => ({ items: wire([...(await app.host.effects(request.params.id))]) }),
+  );
+
+  app.post(
+    '/v1/processes/:id/effects/:effectId/replay',
+    {
+      schema: {
+        operationId: 'replayEffect',
+        tags: ['effects'],
+        summary: 'Replay an Unknown effect under its identity',
+        description: 'Only when its ReplayPolicy allows; a replay that ends Unknown again is 502 `effect_outcome_unknown`.',
+        params: EffectParams,
+        querystring: NoQuery,
+        response: {
+          200: { description: 'The replay settled the effect.', ...ref(Effect) },
+          ...problemResponses(
+            'process_not_found',
+            'effect_not_found',
+            'effect_not_pending',
+            'process_finished',
+            'tree_not_active',
+            'effect_replay_forbidden',
+          ),
+        },
+      },
+    },
+    async (request) => wire(await app.host.replayEffect(request.params.id, request.params.effectId)),
+  );
+
+  app.post(
+    '/v1/processes/:id/effects/:effectId/resolution',
+    {
+      schema: {
+        operationId: 'resolveEffect',
+        tags: ['effects'],
+        summary: 'Adjudicate an Unknown effect',
+        params: EffectParams,
+        querystring: NoQuery,
+        body: ref(EffectResolution),
+        response: {
+          200: { description: 'The effect is resolved.', ...ref(Effect) },
+          ...problemResponses(
+            'process_not_found',
+            'effect_not_found',
+            'effect_not_pending',
+            'process_finished',
+            'tree_not_active',
+            'payload_too_large',
+            'unsupported_media_type',
+          ),
+        },
+      },
+    },
+    async (request) =>
+      wire(
+        await app.host.resolveEffect(request.params.id, request.params.effectId, {
+          status: request.body.status as 'succeeded' | 'failed',
+          payload: request.body.payload as never,
+        }),
+      ),
+  );
+};
+
+export default effects;

@@ -1,0 +1,39 @@
+/** Effects: a process's effects, and the two ways out of an Unknown outcome (replay, resolution). */
+import { Type, type TSchema } from '@sinclair/typebox';
+import { Failure, Settlement } from '../processes/schemas.js';
+import { anyJson, closedObject, identity, nullable, ref, stringEnum } from '../shared.js';
+
+export const Effect = closedObject(
+  {
+    effectId: Type.String(),
+    stepSequence: Type.Integer({ minimum: 1 }),
+    batchIndex: Type.Integer({ minimum: 0 }),
+    target: stringEnum(['framework', 'dispatcher']),
+    status: stringEnum(['planned', 'pending', 'settled', 'unknown', 'resolved']),
+    attempts: Type.Integer({ minimum: 0, description: 'Dispatch attempts this server made, replays included.' }),
+    settlement: nullable(ref(Settlement)),
+    diagnostic: nullable(ref(Failure)),
+  },
+  { $id: 'Effect', description: 'One effect of a process.' },
+);
+
+export const EffectList = closedObject({ items: Type.Array(ref(Effect)) }, { $id: 'EffectList', description: "A process's effects." });
+
+export const EffectResolution = closedObject(
+  {
+    status: stringEnum(['succeeded', 'failed'], { description: 'The outcome the host establishes.' }),
+    payload: anyJson('The settlement payload.'),
+  },
+  {
+    $id: 'EffectResolution',
+    description: 'Host adjudication of an Unknown effect.',
+    example: { status: 'succeeded', payload: { mode: 'unknown', attempts: 1 } },
+  },
+);
+
+export const EffectParams = closedObject({
+  id: identity('The process id.', 'process:0123456789abcdef0123456789abcdef'),
+  effectId: identity('The effect id.', 'effect:0123456789abcdef'),
+});
+
+export const effectComponents: readonly TSchema[] = [Effect, EffectList, EffectResolution];

@@ -1,0 +1,437 @@
+/**
+ * HTTP problems (RFC 9457). One registry maps every stable error `code` to its status and title;
+ * the error handler turns whatever a route throws into an `application/problem+json` body
+ * `{type, title, status, detail, code, requestId, instance, errors?}`.
+ *
+ * Three layers are kept apart (style.md): thrown errors carry a stable `code` (KernelError from the
+ * kernel, the Host's own errors); a failed process is data returned with 200; and only here do codes
+ * become statuses. An error whose code the registry does not know, or a kernel code that only a
+ * defect of this server can produce, is a bare 500 `internal_error`: its cause is logged, never sent.
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ErrorCode, SchemaValidationError } from '../src/kernel/index.js';
+import { closedObject, ref } from './shared.js';
+
+export interface ProblemType {
+  readonly status: number;
+  readonly title: string;
+}
+
+/**
+ * Every code a response may carry. The contract test pins it against `openapi.yaml` (the Problem
+ * schema's `code` enum) and against the kernel's ErrorCode table.
+ */
+export const problemRegistry = {
+  // 400: the request itself is wrong.
+  invalid_request: { status: 400, title: 'Invalid request' },
+  invalid_payload: { status: 400, title: 'Invalid payload' },
+  invalid_digest: { status: 400, title: 'Invalid digest' },
+  invalid_identity: { status: 400, title: 'Invalid identity' },
+  invalid_tree_incarnation_id: { status: 400, title: 'Invalid tree incarnation id' },
+  invalid_effect_attempt_id: { status: 400, title: 'Invalid effect attempt id' },
+  invalid_qualified_name: { status: 400, title: 'Invalid qualified name' },
+  invalid_capability: { status: 400, title: 'Invalid capability' },
+  invalid_quota: { status: 400, title: 'Invalid quota' },
+  invalid_budget: { status: 400, title: 'Invalid budget' },
+  invalid_tree_limits: { status: 400, title: 'Invalid tree limits' },
+  invalid_deployment_ref: { status: 400, title: 'Invalid deployment reference' },
+  invalid_status: { status: 400, title: 'Invalid status' },
+  invalid_signal: { status: 400, title: 'Invalid signal' },
+  invalid_signal_request: { status: 400, title: 'Invalid signal request' },
+  // 403: asking for more than the server grants.
+  authority_exceeded: { status: 403, title: 'Authority exceeded' },
+  process_admission_rejected: { status: 403, title: 'Process admission rejected' },
+  // 404: nothing by that name.
+  route_not_found: { status: 404, title: 'Route not found' },
+  deployment_not_found: { status: 404, title: 'Deployment not found' },
+  process_not_found: { status: 404, title: 'Process not found' },
+  tree_not_found: { status: 404, title: 'Tree not found' },
+  effect_not_found: { status: 404, title: 'Effect not found' },
+  // 406 / 413 / 415: the exchange cannot happen in this form.
+  not_acceptable: { status: 406, title: 'Not acceptable' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  // 409: the request conflicts with the current state.
+  signal_conflict: { status: 409, title: 'Signal conflict' },
+  invalid_process_control: { status: 409, title: 'Invalid process control' },
+  process_finished: { status: 409, title: 'Process finished' },
+  effect_not_pending: { status: 409, title: 'Effect not pending' },
+  idempotency_key_conflict: { status: 409, title: 'Idempotency key conflict' },
+  commit_conflict: { status: 409, title: 'Commit conflict' },
+  tree_incarnation_conflict: { status: 409, title: 'Tree incarnation conflict' },
+  tree_not_active: { status: 409, title: 'Tree not active' },
+  tree_live: { status: 409, title: 'Tree still live' },
+  process_already_exists: { status: 409, title: 'Process already exists' },
+  deployment_unavailable: { status: 409, title: 'Deployment unavailable' },
+  resource_limit_exceeded: { status: 409, title: 'Resource limit exceeded' },
+  counter_exhausted: { status: 409, title: 'Counter exhausted' },
+  // 422: well-formed, but refused on its meaning.
+  schema_validation_failed: { status: 422, title: 'Schema validation failed' },
+  signal_rejected: { status: 422, title: 'Signal rejected' },
+  effect_replay_forbidden: { status: 422, title: 'Effect replay forbidden' },
+  invalid_settlement: { status: 422, title: 'Invalid settlement' },
+  invalid_snapshot: { status: 422, title: 'Invalid snapshot' },
+  invalid_tree_snapshot: { status: 422, title: 'Invalid tree snapshot' },
+  process_start_failed: { status: 422, title: 'Process start failed' },
+  // 5xx: the server (or what it depends on) cannot answer now.
+  internal_error: { status: 500, title: 'Internal server error' },
+  effect_outcome_unknown: { status: 502, title: 'Effect outcome unknown' },
+  runtime_stopped: { status: 503, title: 'Runtime stopped' },
+  committer_unavailable: { status: 503, title: 'Storage unavailable' },
+  shutting_down: { status: 503, title: 'Shutting down' },
+  engine_closed: { status: 503, title: 'Engine closed' },
+} as const satisfies Record<string, ProblemType>;
+
+export type ProblemCode = keyof typeof problemRegistry;
+
+export const problemCodes: readonly ProblemCode[] = Object.freeze(Object.keys(problemRegistry) as ProblemCode[]);
+
+/**
+ * Codes that no request can cause: they report a broken invariant inside this server (a strategy
+ * or store defect, misuse of the Engine, a stored counter beyond JSON-safe numbers). They are
+ * answered as `internal_error` and logged.
+ */
+export const internalCodes: readonly string[] = Object.freeze([
+  ErrorCode.invalidUsage,
+  ErrorCode.invalidSchema,
+  ErrorCode.invalidDescriptor,
+  ErrorCode.invalidDeployment,
+  ErrorCode.invalidReplayPolicy,
+  ErrorCode.invalidFailure,
+  ErrorCode.invalidTermination,
+  ErrorCode.invalidResult,
+  ErrorCode.invalidEffect,
+  ErrorCode.invalidChildStart,
+  ErrorCode.invalidChildWait,
+  ErrorCode.invalidChildControl,
+  ErrorCode.invalidTransition,
+  ErrorCode.invalidExecutionState,
+  ErrorCode.invalidProcessRelation,
+  ErrorCode.invalidCommit,
+  ErrorCode.invalidEvent,
+  ErrorCode.invalidDelta,
+  ErrorCode.invalidEngineConfig,
+  ErrorCode.listenerReentrancy,
+  ErrorCode.callbackPanic,
+  ErrorCode.engineHasActiveProcesses,
+  'value_not_representable',
+]);
+
+export function isProblemCode(code: unknown): code is ProblemCode {
+  return typeof code === 'string' && Object.hasOwn(problemRegistry, code);
+}
+
+/** The `type` URI of a problem: a stable URN per code (no documentation host is implied). */
+export function problemTypeUri(code: ProblemCode): string {
+  return `urn:scope:problem:${code}`;
+}
+
+/** One offending value: where it is (a JSON Pointer rooted at `/body`, `/query`, `/params` or `/headers`). */
+export const ProblemFieldError = closedObject(
+  {
+    pointer: Type.String({ description: 'JSON Pointer to the value, rooted at /body, /query, /params or /headers.', example: '/body/input/value' }),
+    message: Type.String({ example: 'must be string' }),
+    keyword: Type.String({ description: 'The JSON Schema keyword that failed.', example: 'type' }),
+  },
+  { $id: 'ProblemFieldError', description: 'One validation failure.' },
+);
+
+export const Problem = closedObject(
+  {
+    type: Type.String({ description: 'A URI naming the problem type (`urn:scope:problem:<code>`).' }),
+    title: Type.String({ description: 'The problem type in words; the same for every occurrence of a code.' }),
+    status: Type.Integer({ minimum: 400, maximum: 599 }),
+    detail: Type.String({ description: 'What went wrong this time.' }),
+    code: Type.Unsafe<ProblemCode>({ type: 'string', enum: [...problemCodes], description: 'The stable, machine-readable code.' }),
+    requestId: Type.String({ description: 'The request id (also in the `x-request-id` response header).' }),
+    instance: Type.String({ description: 'The request path this problem occurred on.' }),
+    errors: Type.Optional(Type.Array(ref(ProblemFieldError), { description: 'Validation failures, when there are any.' })),
+  },
+  { $id: 'Problem', description: 'An RFC 9457 problem details body (`application/problem+json`).' },
+);
+
+export const problemComponents: readonly TSchema[] = [ProblemFieldError, Problem];
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ProblemCode;
+  requestId: string;
+  instance: string;
+  errors?: FieldError[];
+}
+
+export interface FieldError {
+  pointer: string;
+  message: string;
+  keyword: string;
+}
+
+const problemMediaType = 'application/problem+json';
+
+/** Marks a route's error response with the codes it documents (see {@link documentProblems}). */
+const documentedCodes = Symbol('scope.problemCodes');
+
+interface ProblemResponseMarker {
+  readonly description: string;
+  readonly [documentedCodes]: readonly ProblemCode[];
+}
+
+/**
+ * The documented error responses of a route: one response per status, listing its codes. Every
+ * route also gets `invalid_request` (400: each route validates its path, query or body) and a
+ * `default` response (`internal_error` and the server-wide 5xx codes).
+ *
+ * What Fastify sees is only a description: problems are serialised by the error handler, never by
+ * route schemas, so compiling a serializer per route and status would be wasted work (it was most
+ * of the start-up time). The OpenAPI document gets the full form, a `$ref` to `Problem` with a
+ * named example per code, through {@link documentProblems}.
+ */
+export function problemResponses(...codes: ProblemCode[]): Record<string, unknown> {
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const code of new Set<ProblemCode>(['invalid_request', ...codes])) {
+    const { status } = problemRegistry[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: Record<string, unknown> = {};
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(status)] = marker(list.map((code) => `\`${code}\``).join(', '), list);
+  }
+  return { ...responses, ...serverProblemResponses() };
+}
+
+/** The `default` response alone: for routes that take no input, so no request of theirs is invalid. */
+export function serverProblemResponses(): Record<string, unknown> {
+  return {
+    default: marker(
+      'Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, ' +
+        '`committer_unavailable`, `shutting_down`, `engine_closed` (503).',
+      ['internal_error'],
+    ),
+  };
+}
+
+function marker(description: string, codes: readonly ProblemCode[]): ProblemResponseMarker {
+  return { description, [documentedCodes]: codes };
+}
+
+/**
+ * The route schema as the OpenAPI document shows it (`@fastify/swagger`'s `transform`): each error
+ * response made by {@link problemResponses} becomes `application/problem+json` with a `$ref` to
+ * `Problem` and one named example per code. The route's own schema is not changed.
+ */
+export function documentProblems<S>(schema: S): S {
+  const response = (schema as { response?: Record<string, unknown> } | undefined)?.response;
+  if (response === undefined) return schema;
+  const documented: Record<string, unknown> = {};
+  for (const [status, entry] of Object.entries(response)) {
+    const codes = (entry as Partial<ProblemResponseMarker> | undefined)?.[documentedCodes];
+    documented[status] = codes === undefined ? entry : problemResponse((entry as ProblemResponseMarker).description, codes);
+  }
+  return { ...schema, response: documented };
+}
+
+/** The problem codes a route documents, by status (for tests). */
+export function documentedProblemCodes(response: Record<string, unknown>): Map<string, readonly ProblemCode[]> {
+  const found = new Map<string, readonly ProblemCode[]>();
+  for (const [status, entry] of Object.entries(response)) {
+    const codes = (entry as Partial<ProblemResponseMarker> | undefined)?.[documentedCodes];
+    if (codes !== undefined) found.set(status, codes);
+  }
+  return found;
+}
+
+function problemResponse(description: string, codes: readonly ProblemCode[]): unknown {
+  return {
+    description,
+    content: {
+      [problemMediaType]: {
+        schema: ref(Problem),
+        examples: Object.fromEntries(
+          codes.map((code) => [code, { summary: problemRegistry[code].title, value: exampleProblem(code) }]),
+        ),
+      },
+    },
+  };
+}
+
+function exampleProblem(code: ProblemCode): ProblemBody {
+  const { status, title } = problemRegistry[code];
+  return { type: problemTypeUri(code), title, status, detail: title, code, requestId: 'req-1', instance: '/v1/processes' };
+}
+
+/**
+ * An error thrown by a route to answer with a registry problem (e.g. a syntax check the schema
+ * cannot express). Carries a stable `code` like every other error the handler understands.
+ */
+export class ProblemError extends Error {
+  readonly code: ProblemCode;
+  readonly errors: readonly FieldError[] | undefined;
+
+  constructor(code: ProblemCode, detail: string, errors?: readonly FieldError[]) {
+    super(detail);
+    this.name = 'ProblemError';
+    this.code = code;
+    this.errors = errors;
+  }
+}
+
+/**
+ * Runs `action` and, if the kernel rejects a payload against its schema, roots the violations'
+ * pointers at `base` (e.g. `/body/input`), so they point into the request like route validation does.
+ */
+export async function withPointerBase<T>(base: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof SchemaValidationError) {
+      throw new ProblemError(
+        'schema_validation_failed',
+        error.message,
+        error.details.map((v) => ({ pointer: `${base}${v.pointer}`, message: v.message, keyword: v.keyword })),
+      );
+    }
+    throw error;
+  }
+}
+
+interface Classified {
+  readonly code: ProblemCode;
+  readonly detail: string;
+  readonly errors?: readonly FieldError[];
+  /** Logged with the error: 'info' for client mistakes, 'warn' for known 5xx, 'error' for defects. */
+  readonly level: 'info' | 'warn' | 'error';
+}
+
+const validationRoots: Record<string, string> = { body: 'body', querystring: 'query', params: 'params', headers: 'headers' };
+
+function escapePointerToken(token: string): string {
+  return token.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+interface AjvError {
+  readonly instancePath?: string;
+  readonly keyword?: string;
+  readonly message?: string;
+  readonly params?: Record<string, unknown>;
+}
+
+/** Ajv errors → field errors whose pointer names the offending member itself (also when missing or unknown). */
+export function fieldErrors(context: string, validation: readonly AjvError[]): FieldError[] {
+  const root = `/${validationRoots[context] ?? context}`;
+  return validation.map((error) => {
+    let pointer = `${root}${error.instancePath ?? ''}`;
+    const params = error.params ?? {};
+    if (error.keyword === 'required' && typeof params.missingProperty === 'string') {
+      pointer += `/${escapePointerToken(params.missingProperty)}`;
+    } else if (error.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+      pointer += `/${escapePointerToken(params.additionalProperty)}`;
+    }
+    const keyword = error.keyword ?? 'unknown';
+    let message = error.message ?? 'is invalid';
+    if (keyword === 'additionalProperties') message = 'is not a known member (unknown fields are rejected)';
+    return { pointer, message, keyword };
+  });
+}
+
+const fastifyCodes: Readonly<Record<string, ProblemCode>> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_NOT_FOUND: 'route_not_found',
+};
+
+const statusCodes: Readonly<Record<number, ProblemCode>> = {
+  404: 'route_not_found',
+  406: 'not_acceptable',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+function classify(error: unknown, bodyLimit: number): Classified {
+  const candidate = error as Partial<FastifyError> & { errors?: readonly FieldError[] };
+  if (Array.isArray(candidate.validation)) {
+    const errors = fieldErrors(candidate.validationContext ?? 'body', candidate.validation);
+    const detail = errors.map((e) => `${e.pointer} ${e.message}`).join('; ');
+    return { code: 'invalid_request', detail: `the request does not match its schema: ${detail}`, errors, level: 'info' };
+  }
+  const code = typeof candidate.code === 'string' ? candidate.code : undefined;
+  if (code !== undefined && isProblemCode(code)) {
+    const { status, title } = problemRegistry[code];
+    if (code === 'internal_error') return { code, detail: 'the server could not answer this request', level: 'error' };
+    if (status >= 500) return { code, detail: `${title}: retry later`, level: 'warn' };
+    const message = typeof candidate.message === 'string' && candidate.message !== '' ? candidate.message : title;
+    const errors = Array.isArray(candidate.errors) ? candidate.errors : undefined;
+    return errors === undefined ? { code, detail: message, level: 'info' } : { code, detail: message, errors, level: 'info' };
+  }
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { code: 'payload_too_large', detail: `the request body exceeds ${bodyLimit} bytes`, level: 'info' };
+  }
+  if (code !== undefined && fastifyCodes[code] !== undefined) {
+    return { code: fastifyCodes[code], detail: String(candidate.message ?? 'invalid request'), level: 'info' };
+  }
+  // Fastify's other client errors (and plugins': e.g. 406 from an event-stream route) keep their meaning.
+  const status = candidate.statusCode;
+  if (code?.startsWith('FST_') === true && typeof status === 'number' && status >= 400 && status < 500) {
+    return { code: statusCodes[status] ?? 'invalid_request', detail: String(candidate.message ?? 'invalid request'), level: 'info' };
+  }
+  return { code: 'internal_error', detail: 'the server could not answer this request', level: 'error' };
+}
+
+function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[]): ProblemBody {
+  const { status, title } = problemRegistry[code];
+  const body: ProblemBody = {
+    type: problemTypeUri(code),
+    title,
+    status,
+    detail,
+    code,
+    requestId: String(request.id),
+    instance: request.url.split('?')[0] ?? request.url,
+  };
+  if (errors !== undefined && errors.length > 0) body.errors = [...errors];
+  return body;
+}
+
+/** Sends a problem. Serialised here (not by route schemas) so no field is ever dropped or coerced. */
+export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyReply {
+  return reply.code(body.status).type(problemMediaType).send(JSON.stringify(body));
+}
+
+export interface ProblemDetailsOptions {
+  /** The body limit in bytes, named in 413 details. */
+  readonly bodyLimit: number;
+}
+
+/**
+ * Installs the error and not-found handlers on the instance it is registered on (and everything
+ * registered below it): register it at the root, before the resource plugins.
+ */
+async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptions): Promise<void> {
+  app.setErrorHandler((error, request, reply) => {
+    const classified = classify(error, options.bodyLimit);
+    const log = { err: error, code: classified.code };
+    if (classified.level === 'error') request.log.error(log, 'request failed with an unexpected error');
+    else if (classified.level === 'warn') request.log.warn(log, 'request failed');
+    else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
+    if (reply.sent || reply.raw.headersSent) return;
+    return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = (request.url.split('?')[0] ?? '').slice(0, 256);
+    return sendProblem(reply, render(request, 'route_not_found', `no route for ${request.method} ${path}`));
+  });
+}
+
+// Not encapsulated: the handlers apply to the instance that registers the plugin.
+Object.assign(problemDetails, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'problem-details',
+});
+
+export default problemDetails;

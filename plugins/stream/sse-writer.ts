@@ -1,0 +1,270 @@
+import type { ServerResponse } from 'node:http';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+
+/**
+ * One server-sent-events response, written by hand on `reply.raw` (stack.md §4 allows the fallback).
+ *
+ * Why not @fastify/sse: its `send()` awaits 'drain', so whoever feeds a stalled client is held back with
+ * it, and the Host's tail must never slow down for one socket; its heartbeat ignores backpressure; and
+ * concurrent sends need an outside promise chain to stay ordered. Here every write is one synchronous
+ * `res.write` (ordered by construction), what a client owes is counted exactly (entries through write
+ * callbacks, bytes through `writableLength`), and one encoder decides what may reach an `id:` or
+ * `event:` line.
+ */
+
+/** What may appear in an `id:` or `event:` field: visible ASCII only, so no CR, LF or NUL can end a line. */
+const fieldPattern = /^[\x21-\x7e]{1,256}$/;
+
+export function isSafeField(value: string): boolean {
+  return fieldPattern.test(value);
+}
+
+export interface SseMessage {
+  readonly event: string;
+  /** Omitted for messages that must not move the client's Last-Event-ID (`scope.stream.end`). */
+  readonly id?: string;
+  /** Serialised as one JSON line. */
+  readonly data: unknown;
+}
+
+/**
+ * Encodes one message. `id` and `event` must be safe fields, else a TypeError (a caller bug, never
+ * repaired silently). `data` is JSON text, which escapes every CR and LF inside strings, so it always fits
+ * one `data:` line.
+ */
+export function encodeMessage(message: SseMessage): string {
+  if (!isSafeField(message.event)) throw new TypeError(`unsafe SSE event name ${JSON.stringify(message.event)}`);
+  let frame = '';
+  if (message.id !== undefined) {
+    if (!isSafeField(message.id)) throw new TypeError(`unsafe SSE id ${JSON.stringify(message.id)}`);
+    frame += `id: ${message.id}\n`;
+  }
+  return `${frame}event: ${message.event}\ndata: ${JSON.stringify(message.data) ?? 'null'}\n\n`;
+}
+
+export interface SseWriterOptions {
+  /** Messages a client may owe (written, not yet taken by the socket) before it is dropped. */
+  readonly maxBufferEntries: number;
+  /** Bytes (about: UTF-16 units of text) a client may owe before it is dropped. */
+  readonly maxBufferBytes: number;
+  /** Interval of the `: keep-alive` comment. */
+  readonly keepAliveMs: number;
+  /** After the last message, how long a client that does not read keeps its socket. */
+  readonly lingerMs: number;
+  /** The reconnection delay announced to EventSource (`retry:`). */
+  readonly retryMs: number;
+}
+
+export type WriterState = 'open' | 'ended' | 'closed';
+
+/** The final message of a dropped client. */
+export const streamErrorEvent = 'scope.stream.error';
+/** The final message of a stream that ended normally or on shutdown. */
+export const streamEndEvent = 'scope.stream.end';
+
+export class SseWriter {
+  readonly #res: ServerResponse;
+  readonly #options: SseWriterOptions;
+  #state: WriterState = 'open';
+  #keepAlive: NodeJS.Timeout | undefined;
+  #linger: NodeJS.Timeout | undefined;
+  /** Messages written whose write callback has not run yet. */
+  #pendingEntries = 0;
+  /** Woken by the next write callback (progress) or by the end of the response. */
+  #progress: (() => void) | undefined;
+  readonly #stopListeners: (() => void)[] = [];
+  #dropReason: string | undefined;
+  readonly #written = (): void => {
+    this.#pendingEntries -= 1;
+    this.#wake();
+  };
+
+  constructor(res: ServerResponse, options: SseWriterOptions) {
+    this.#res = res;
+    this.#options = options;
+    // The client may have gone while the route was still reading the first page.
+    if (res.destroyed || res.socket === null || res.socket.destroyed) this.#state = 'closed';
+    else res.once('close', () => this.#closed());
+  }
+
+  /** Sends the status line and headers (plus `extraHeaders`, e.g. those hooks set on the reply) and starts the keep-alive. */
+  open(extraHeaders: Record<string, string | number | readonly string[]>): void {
+    if (this.#state !== 'open') return;
+    const headers: Record<string, string | number | readonly string[]> = { ...extraHeaders };
+    delete headers['content-length'];
+    delete headers['content-type'];
+    this.#res.writeHead(200, {
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    // The first bytes also flush the headers, so EventSource opens before the first event.
+    this.#res.write(`retry: ${this.#options.retryMs}\n\n`);
+    this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n', false), this.#options.keepAliveMs);
+    this.#keepAlive.unref();
+  }
+
+  get state(): WriterState {
+    return this.#state;
+  }
+
+  /** Why the client was dropped, if it was. */
+  get dropReason(): string | undefined {
+    return this.#dropReason;
+  }
+
+  /** Runs `listener` once when the writer stops accepting messages: ended, dropped, or the client went away. */
+  onStop(listener: () => void): void {
+    if (this.#state !== 'open') listener();
+    else this.#stopListeners.push(listener);
+  }
+
+  /**
+   * Writes a message without ever waiting. When the client already owes as much as the bounds allow, it is
+   * dropped instead (a final `scope.stream.error`) and false is returned. A message always fits when
+   * nothing is owed, so one large event never drops a client that keeps up.
+   */
+  send(message: SseMessage): boolean {
+    return this.#write(encodeMessage(message), true);
+  }
+
+  /**
+   * Writes a message at the client's pace: while the bounds would be exceeded, waits for the socket to
+   * take something, for at most `stallMs` each time; a client that takes nothing for that long is dropped.
+   * For replaying stored history, where waiting holds back nobody but this client.
+   */
+  async sendPaced(message: SseMessage, stallMs: number): Promise<boolean> {
+    const frame = encodeMessage(message);
+    while (this.#state === 'open' && this.#overflow(frame) !== undefined) {
+      if (!(await this.#progressWithin(stallMs)) && this.#state === 'open') {
+        this.drop('slow_client', `the client took no data for ${stallMs} ms`);
+        return false;
+      }
+    }
+    return this.#write(frame, true);
+  }
+
+  /**
+   * Lets the event loop run the socket's I/O when a backlog builds up, so a burst handed over without I/O
+   * in between (thousands of deltas) reaches a fast client instead of counting against its bounds. Waits
+   * one turn of the loop at most, never for the client itself.
+   */
+  async relieve(): Promise<void> {
+    if (this.#state === 'open' && (this.#pendingEntries > 1 || this.#res.writableLength > this.#res.writableHighWaterMark)) await nextTurn();
+  }
+
+  /** Sends a last message (never an id) and ends the response. */
+  end(message: Omit<SseMessage, 'id'>): void {
+    if (this.#state !== 'open') return;
+    this.#res.write(encodeMessage({ event: message.event, data: message.data }));
+    this.#finish();
+  }
+
+  /** Drops the client: a final `scope.stream.error` carrying the reason, then the end of the response. */
+  drop(reason: string, detail: string): void {
+    if (this.#state !== 'open') return;
+    this.#dropReason = reason;
+    this.end({
+      event: streamErrorEvent,
+      data: {
+        reason,
+        detail,
+        pendingEntries: this.#pendingEntries,
+        maxBufferEntries: this.#options.maxBufferEntries,
+        maxBufferBytes: this.#options.maxBufferBytes,
+      },
+    });
+  }
+
+  /** Resolves once the response is fully handed to the socket, or the socket closed. */
+  finished(): Promise<void> {
+    if (this.#res.writableFinished || this.#res.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.#res.off('finish', done);
+        this.#res.off('close', done);
+        resolve();
+      };
+      this.#res.on('finish', done);
+      this.#res.on('close', done);
+    });
+  }
+
+  /** Which bound `frame` would break, if any. */
+  #overflow(frame: string): string | undefined {
+    if (this.#pendingEntries === 0) return undefined;
+    if (this.#pendingEntries >= this.#options.maxBufferEntries) return `${this.#options.maxBufferEntries} messages`;
+    if (this.#res.writableLength + frame.length > this.#options.maxBufferBytes) return `${this.#options.maxBufferBytes} bytes`;
+    return undefined;
+  }
+
+  #write(frame: string, counted: boolean): boolean {
+    if (this.#state !== 'open') return false;
+    const overflow = this.#overflow(frame);
+    if (overflow !== undefined) {
+      this.drop('slow_client', `the client fell more than ${overflow} behind`);
+      return false;
+    }
+    if (counted) {
+      this.#pendingEntries += 1;
+      this.#res.write(frame, this.#written);
+    } else {
+      this.#res.write(frame);
+    }
+    return true;
+  }
+
+  #wake(): void {
+    const wake = this.#progress;
+    this.#progress = undefined;
+    wake?.();
+  }
+
+  /** True when a write completed within `timeoutMs`. */
+  #progressWithin(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#progress = undefined;
+        resolve(false);
+      }, timeoutMs);
+      this.#progress = () => {
+        clearTimeout(timer);
+        resolve(this.#state === 'open');
+      };
+    });
+  }
+
+  #finish(): void {
+    this.#state = 'ended';
+    this.#stopTimers();
+    this.#res.end();
+    // A client that stopped reading would otherwise hold its socket, and what we buffered for it, forever.
+    if (!this.#res.writableFinished) {
+      this.#linger = setTimeout(() => this.#res.destroy(), this.#options.lingerMs);
+      this.#linger.unref();
+      this.#res.once('finish', () => clearTimeout(this.#linger));
+    }
+    this.#wake();
+    this.#notifyStop();
+  }
+
+  #closed(): void {
+    clearTimeout(this.#linger);
+    this.#stopTimers();
+    const wasOpen = this.#state === 'open';
+    this.#state = 'closed';
+    this.#wake();
+    if (wasOpen) this.#notifyStop();
+  }
+
+  #stopTimers(): void {
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
+  }
+
+  #notifyStop(): void {
+    for (const listener of this.#stopListeners.splice(0)) listener();
+  }
+}

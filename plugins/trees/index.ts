@@ -1,0 +1,132 @@
+/**
+ * `GET /v1/trees/{rootId}`, `GET …/snapshot` (ETag = digest), `POST …/capture`, `POST …/restore`
+ * and `DELETE /v1/trees/{rootId}` (`?purge=true` on a finished tree also deletes persistence).
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import type { SnapshotView } from '../../src/server/host.js';
+import { problemResponses } from '../problem-details.js';
+import { NoQuery, ref, TreeParams, wire } from '../shared.js';
+import { ReleaseQuery, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
+
+export { treeComponents } from './schemas.js';
+
+function etagOf(digest: string): string {
+  return `"${digest}"`;
+}
+
+/** The snapshot's canonical text is sent verbatim: re-serialising would lose its number lexemes. */
+function sendSnapshot(reply: FastifyReply, snapshot: SnapshotView): FastifyReply {
+  return reply.code(200).header('etag', etagOf(snapshot.digest)).type('application/json; charset=utf-8').send(snapshot.json);
+}
+
+const snapshotResponse = {
+  description: 'The snapshot; `ETag` is its digest.',
+  headers: { etag: { type: 'string', description: 'The snapshot digest, quoted.' } },
+  content: { 'application/json': { schema: ref(TreeSnapshot) } },
+};
+
+const trees: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/v1/trees/:rootId',
+    {
+      schema: {
+        operationId: 'getTree',
+        tags: ['trees'],
+        summary: 'Inspect a tree',
+        params: TreeParams,
+        querystring: NoQuery,
+        response: { 200: { description: 'The tree.', ...ref(Tree) }, ...problemResponses('tree_not_found') },
+      },
+    },
+    async (request) => wire(await app.host.inspectTree(request.params.rootId)),
+  );
+
+  app.get(
+    '/v1/trees/:rootId/snapshot',
+    {
+      schema: {
+        operationId: 'getTreeSnapshot',
+        tags: ['trees'],
+        summary: 'The authoritative stored head',
+        params: TreeParams,
+        querystring: NoQuery,
+        headers: SnapshotHeaders,
+        response: {
+          200: snapshotResponse,
+          304: { description: 'Unchanged since the `If-None-Match` ETag.', type: 'null' },
+          ...problemResponses('tree_not_found'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const snapshot = await app.host.snapshot(request.params.rootId);
+      const offered = request.headers['if-none-match'];
+      if (offered !== undefined && offered.split(',').some((tag) => tag.trim() === etagOf(snapshot.digest))) {
+        return reply.code(304).header('etag', etagOf(snapshot.digest)).send();
+      }
+      return sendSnapshot(reply, snapshot);
+    },
+  );
+
+  app.post(
+    '/v1/trees/:rootId/capture',
+    {
+      schema: {
+        operationId: 'captureTree',
+        tags: ['trees'],
+        summary: 'Quiesce at safe boundaries and commit the cut',
+        params: TreeParams,
+        querystring: NoQuery,
+        response: {
+          200: snapshotResponse,
+          ...problemResponses('tree_not_found', 'tree_not_active'),
+        },
+      },
+    },
+    async (request, reply) => sendSnapshot(reply, await app.host.captureTree(request.params.rootId)),
+  );
+
+  app.post(
+    '/v1/trees/:rootId/restore',
+    {
+      schema: {
+        operationId: 'restoreTree',
+        tags: ['trees'],
+        summary: 'Take the tree over from its stored head',
+        description: 'A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is.',
+        params: TreeParams,
+        querystring: NoQuery,
+        response: {
+          200: { description: 'The restored tree.', ...ref(Tree) },
+          ...problemResponses('tree_not_found'),
+        },
+      },
+    },
+    async (request) => wire(await app.host.restoreTree(request.params.rootId)),
+  );
+
+  app.delete(
+    '/v1/trees/:rootId',
+    {
+      schema: {
+        operationId: 'releaseTree',
+        tags: ['trees'],
+        summary: "Release a tree from this runtime's memory",
+        description: 'Never deletes persistence, except `?purge=true` on a finished tree, which also deletes its stored head and log.',
+        params: TreeParams,
+        querystring: ReleaseQuery,
+        response: {
+          204: { description: 'Released (and purged when asked).', type: 'null' },
+          ...problemResponses('tree_not_found', 'tree_live'),
+        },
+      },
+    },
+    async (request, reply) => {
+      await app.host.releaseTree(request.params.rootId, request.query.purge ?? false);
+      return reply.code(204).send();
+    },
+  );
+};
+
+export default trees;

@@ -1,0 +1,39 @@
+/** Trees: inspection, the authoritative stored head, capture, restore, release. */
+import { Type, type TSchema } from '@sinclair/typebox';
+import { Process } from '../processes/schemas.js';
+import { closedObject, ref, stringEnum } from '../shared.js';
+
+export const Tree = closedObject(
+  {
+    rootId: Type.String(),
+    incarnationId: Type.String({ description: 'The writer generation; a restore mints a new one and fences the previous writer.' }),
+    headDigest: Type.String({ description: 'Digest of the authoritative stored head.' }),
+    commitPending: Type.Boolean(),
+    freeze: stringEnum(['none', 'acquiring', 'held']),
+    stopped: Type.Boolean({ description: 'The writer stopped with a RuntimeError.' }),
+    active: Type.Boolean({ description: 'A runtime in this server owns the tree (false: served from the stored head).' }),
+    processes: Type.Array(ref(Process), { description: 'One entry per process of the tree.' }),
+  },
+  { $id: 'Tree', description: 'Inspection of one process tree.' },
+);
+
+export const TreeSnapshot = Type.Object(
+  {},
+  {
+    $id: 'TreeSnapshot',
+    additionalProperties: true,
+    description: 'The canonical TreeSnapshot JSON (docs/wire-format.md), exactly as stored; its digest is the ETag.',
+  },
+);
+
+export const ReleaseQuery = closedObject({
+  purge: Type.Optional(
+    Type.Boolean({ description: 'On a finished tree, also delete its stored head and log.', example: false }),
+  ),
+});
+
+export const SnapshotHeaders = Type.Object({
+  'if-none-match': Type.Optional(Type.String({ description: 'A previous ETag: 304 when the head has not changed.' })),
+});
+
+export const treeComponents: readonly TSchema[] = [Tree, TreeSnapshot];

@@ -1,0 +1,25 @@
+/** `GET /v1/waits`: the inbox of unanswered waits. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { problemResponses } from '../problem-details.js';
+import { NoQuery, ref, wire } from '../shared.js';
+import { WaitList } from './schemas.js';
+
+export { waitComponents } from './schemas.js';
+
+const waits: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/v1/waits',
+    {
+      schema: {
+        operationId: 'listWaits',
+        tags: ['waits'],
+        summary: 'Unanswered waits',
+        querystring: NoQuery,
+        response: { 200: { description: 'Every non-terminal process with an unanswered wait.', ...ref(WaitList) }, ...problemResponses() },
+      },
+    },
+    async () => ({ items: wire([...(await app.host.waits())]) }),
+  );
+};
+
+export default waits;

@@ -1,0 +1,184 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
+
+/**
+ * HTTP benchmark: demo.echo start → result over HTTP, as a client sees it. Each sample is one process:
+ * `POST /v1/processes` then `GET /v1/processes/{id}/result?waitMs=60000` until the terminal result
+ * arrives; latency is the whole round trip. The server is the real `scope serve` (bin/scope.js) in its
+ * own Node process on loopback, once embedded (memory committer and log) and once in Redis mode (a
+ * private redis-server on a free port); the load comes from this process with fetch (keep-alive).
+ *
+ * For 1 and 32 concurrent clients (each runs its processes back to back): p50/p99 latency and
+ * processes/s over `BENCH_HTTP_SECONDS` (default 3), after a 1 s warm-up at the same concurrency
+ * (the first second at 32 clients is dominated by JIT and lazy compilation). Client and server share
+ * the machine's CPUs, so the figures are a floor for a server with cores of its own.
+ */
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const seconds = Number(process.env.BENCH_HTTP_SECONDS ?? 3);
+const clientCounts = [1, 32] as const;
+/** Each row first runs this long at its own concurrency, unrecorded (JIT, pools, lazy compilation). */
+const warmupSeconds = 1;
+const echoValue = 'bench';
+
+interface Cell {
+  readonly mode: 'embedded' | 'redis';
+  readonly clients: number;
+  readonly processes: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly perSecond: number;
+  readonly failures: number;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Server {
+  readonly base: string;
+  stop(): Promise<void>;
+}
+
+async function startServer(env: Record<string, string>): Promise<Server> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [join(root, 'bin', 'scope.js'), 'serve'], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SCOPE_LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const exited = once(child, 'exit');
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`scope serve exited with ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('scope serve did not become ready within 30 s');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    base,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** One process start → result; the latency in ms, or undefined when it did not complete. */
+async function roundTrip(base: string): Promise<number | undefined> {
+  const start = performance.now();
+  const started = await fetch(`${base}/v1/processes`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ deployment: 'demo.echo', input: { value: echoValue } }),
+  });
+  const view = (await started.json()) as { processId?: string };
+  if (started.status !== 201 || typeof view.processId !== 'string') return undefined;
+  const result = await fetch(`${base}/v1/processes/${encodeURIComponent(view.processId)}/result?waitMs=60000`);
+  const body = (await result.json()) as { status?: string };
+  if (result.status !== 200 || body.status !== 'completed') return undefined;
+  return performance.now() - start;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
+}
+
+async function measure(base: string, mode: Cell['mode'], clients: number, forSeconds: number): Promise<Cell> {
+  const latencies: number[] = [];
+  let failures = 0;
+  const began = performance.now();
+  const until = began + forSeconds * 1_000;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < until) {
+        const latency = await roundTrip(base).catch(() => undefined);
+        if (latency === undefined) failures += 1;
+        else latencies.push(latency);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - began) / 1_000;
+  latencies.sort((a, b) => a - b);
+  return {
+    mode,
+    clients,
+    processes: latencies.length,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    perSecond: latencies.length / elapsed,
+    failures,
+  };
+}
+
+async function benchMode(mode: Cell['mode'], env: Record<string, string>): Promise<Cell[]> {
+  const server = await startServer(env);
+  try {
+    const cells: Cell[] = [];
+    for (const clients of clientCounts) {
+      await measure(server.base, mode, clients, warmupSeconds);
+      cells.push(await measure(server.base, mode, clients, seconds));
+    }
+    return cells;
+  } finally {
+    await server.stop();
+  }
+}
+
+function printTable(cells: readonly Cell[]): void {
+  const ms = (value: number): string => (Number.isNaN(value) ? '-' : value.toFixed(2));
+  console.log(`## http: demo.echo start → result (POST /v1/processes, GET …/result?waitMs=60000), ${seconds} s per row`);
+  console.log(`node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}); server: bin/scope.js serve in its own process`);
+  console.log(
+    ['mode'.padEnd(9), 'clients'.padStart(7), 'processes'.padStart(10), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'processes/s'.padStart(12), 'failed'.padStart(7)].join(' '),
+  );
+  for (const cell of cells) {
+    console.log(
+      [
+        cell.mode.padEnd(9),
+        String(cell.clients).padStart(7),
+        String(cell.processes).padStart(10),
+        ms(cell.p50).padStart(8),
+        ms(cell.p99).padStart(8),
+        cell.perSecond.toFixed(1).padStart(12),
+        String(cell.failures).padStart(7),
+      ].join(' '),
+    );
+  }
+}
+
+export async function benchHttp(): Promise<void> {
+  const cells: Cell[] = [];
+  cells.push(...(await benchMode('embedded', {})));
+  let redis: RedisServer | undefined;
+  try {
+    redis = await startRedisServer();
+    cells.push(...(await benchMode('redis', { SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: `bench-http-${process.pid}` })));
+  } finally {
+    await redis?.stop();
+  }
+  printTable(cells);
+}

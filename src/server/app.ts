@@ -1,0 +1,240 @@
+/**
+ * `buildApp`: the Fastify application around one Host. Strict validation (unknown fields rejected,
+ * no type coercion; stack.md §1), RFC 9457 problems for every error, request ids echoed in
+ * `x-request-id`, the OpenAPI document generated from the route schemas (`/openapi.json`, `/docs`),
+ * and one plugin per resource. Plugins reach the Host only through `app.host`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TSchema } from '@sinclair/typebox';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
+import type { Host } from './host.js';
+import problemDetails, { documentProblems, problemComponents, serverProblemResponses } from '../../plugins/problem-details.js';
+import { convertQueryText } from '../../plugins/shared.js';
+import deployments, { deploymentComponents } from '../../plugins/deployments/index.js';
+import processes, { processComponents } from '../../plugins/processes/index.js';
+import signals, { signalComponents } from '../../plugins/signals/index.js';
+import control, { bodyOptionalOperations, controlComponents } from '../../plugins/control/index.js';
+import effects, { effectComponents } from '../../plugins/effects/index.js';
+import trees, { treeComponents } from '../../plugins/trees/index.js';
+import waits, { waitComponents } from '../../plugins/waits/index.js';
+import health, { healthComponents } from '../../plugins/health/index.js';
+import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
+import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
+import { defaultBodyLimit, maxBodyLimit, type SseConfig } from './config.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Host facade: the only way plugins reach engines, stores and event logs. */
+    host: Host;
+  }
+}
+
+export { defaultBodyLimit, maxBodyLimit };
+
+/** What the app reads from the server configuration; a `ServerConfig` (config.ts) fits as is. */
+export interface AppConfig {
+  /** Largest accepted request body in bytes (default 1 MiB, at most `maxBodyLimit`); over it → 413. */
+  readonly bodyLimit?: number;
+  /** The deadline handed to `host.close` when the app closes (default: the Host's own). */
+  readonly shutdownMs?: number;
+  /**
+   * Whether `app.close()` also closes the Host (default true). The Host closes in `preClose`, before
+   * connections are dropped, so streams still end with their final event.
+   */
+  readonly closeHost?: boolean;
+  /** SSE keep-alive period and per-client buffer (`SCOPE_SSE_KEEPALIVE_MS`, `SCOPE_SSE_BUFFER`). */
+  readonly sse?: Partial<SseConfig>;
+  /** Finer stream settings (tests); `sse` wins where both are set. */
+  readonly stream?: StreamPluginOptions;
+}
+
+export interface BuildAppOptions {
+  readonly host: Host;
+  readonly config?: AppConfig;
+  /** A pino logger instance, Fastify logger options, or false (the default) for no logging. */
+  readonly logger?: FastifyBaseLogger | FastifyServerOptions['logger'];
+}
+
+/**
+ * A resource plugin, its options, and the named schemas (`$id`) it references. These components
+ * are added at the root so every plugin can `$ref` them and all reach `components.schemas`
+ * (a plugin may also add schemas only it uses inside its own context).
+ */
+export interface ResourcePlugin {
+  // Each plugin declares its own options type; the list holds them side by side.
+  readonly plugin: FastifyPluginAsync<never>;
+  readonly options?: object;
+  readonly components: readonly TSchema[];
+}
+
+/**
+ * Every resource plugin, in registration order. A new resource plugin is appended here: nothing
+ * else discovers plugins, and the contract test then insists its routes are in `openapi.yaml`.
+ */
+export function resourcePlugins(config: AppConfig = {}): readonly ResourcePlugin[] {
+  const streamOptions: StreamPluginOptions = {
+    ...config.stream,
+    ...(config.sse?.keepAliveMs === undefined ? {} : { keepAliveMs: config.sse.keepAliveMs }),
+    ...(config.sse?.bufferEntries === undefined ? {} : { bufferEntries: config.sse.bufferEntries }),
+  };
+  return [
+    { plugin: deployments, components: deploymentComponents },
+    { plugin: processes, components: processComponents },
+    { plugin: signals, components: signalComponents },
+    { plugin: control, components: controlComponents },
+    { plugin: effects, components: effectComponents },
+    { plugin: trees, components: treeComponents },
+    { plugin: waits, components: waitComponents },
+    { plugin: eventsPlugin, components: eventsComponents },
+    { plugin: streamPlugin, options: streamOptions, components: streamComponents },
+    { plugin: health, components: healthComponents },
+  ] as ResourcePlugin[];
+}
+
+/** The OpenAPI tags, one per resource (the order in which docs list them). */
+export const openapiTags = [
+  { name: 'deployments', description: 'The deployment catalog.' },
+  { name: 'processes', description: 'Start, list and inspect processes; await their results.' },
+  { name: 'signals', description: 'Deliver ordered, atomic signal batches.' },
+  { name: 'control', description: 'Pause, resume, cancel and kill.' },
+  { name: 'effects', description: "A process's effects; replay and resolution of Unknown outcomes." },
+  { name: 'trees', description: 'Process trees: inspection, snapshots, capture, restore and release.' },
+  { name: 'waits', description: 'The inbox of unanswered waits.' },
+  { name: 'events', description: "A tree's committed events and deltas as pages." },
+  { name: 'stream', description: "A tree's events and deltas as a resumable server-sent event stream." },
+  { name: 'health', description: 'Liveness, readiness and metrics.' },
+  { name: 'docs', description: 'This document.' },
+];
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Honours a caller's `x-request-id` when it is short plain text; otherwise mints a UUID. */
+function requestId(request: IncomingMessage): string {
+  const offered = request.headers['x-request-id'];
+  return typeof offered === 'string' && requestIdPattern.test(offered) ? offered : randomUUID();
+}
+
+function loggerOptions(logger: BuildAppOptions['logger']): Pick<FastifyServerOptions, 'logger' | 'loggerInstance'> {
+  if (logger !== null && typeof logger === 'object' && typeof (logger as FastifyBaseLogger).child === 'function') {
+    return { loggerInstance: logger as FastifyBaseLogger };
+  }
+  return { logger: (logger as FastifyServerOptions['logger']) ?? false };
+}
+
+const registeredRoutes = new WeakMap<FastifyInstance, Array<{ method: string; url: string; hidden: boolean }>>();
+
+/** The routes an app built by {@link buildApp} registered (for the contract test). */
+export function routesOf(app: FastifyInstance): ReadonlyArray<{ method: string; url: string; hidden: boolean }> {
+  return registeredRoutes.get(app) ?? [];
+}
+
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, { operationId?: string; requestBody?: { required?: boolean } }>>;
+}
+
+/** Fastify documents every body as required; control intents also accept an absent body. */
+function markOptionalBodies(document: OpenApiDocument): void {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      if (operation.requestBody !== undefined && bodyOptionalOperations.has(operation.operationId ?? '')) {
+        operation.requestBody.required = false;
+      }
+    }
+  }
+}
+
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const bodyLimit = options.config?.bodyLimit ?? defaultBodyLimit;
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1 || bodyLimit > maxBodyLimit) {
+    throw new RangeError(`bodyLimit must be an integer in 1..${maxBodyLimit}, got ${bodyLimit}`);
+  }
+
+  const app = Fastify({
+    ...loggerOptions(options.logger),
+    bodyLimit,
+    forceCloseConnections: true,
+    genReqId: requestId,
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    // Identities are up to 256 characters, URL-encoded in paths: longer ones must reach validation
+    // (400 invalid_request) instead of missing the route.
+    routerOptions: { maxParamLength: 2048 },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, keywords: ['example'] } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const routes: Array<{ method: string; url: string; hidden: boolean }> = [];
+  registeredRoutes.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const hidden = (route.schema as { hide?: boolean } | undefined)?.hide === true;
+    for (const method of methods) routes.push({ method: String(method), url: route.url, hidden });
+  });
+
+  // Every body is JSON: a text/plain body is 415, not a string that fails the schema.
+  app.removeContentTypeParser('text/plain');
+  app.decorate('host', options.host);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('preValidation', convertQueryText);
+  if (options.config?.closeHost !== false) {
+    const deadline = options.config?.shutdownMs;
+    app.addHook('preClose', async () => {
+      await options.host.close(deadline);
+    });
+  }
+
+  await app.register(problemDetails, { bodyLimit });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Scope API',
+        version: '1',
+        description:
+          'Durable, recoverable agent process trees. JSON everywhere; errors are `application/problem+json` ' +
+          '(RFC 9457) with a stable `code`. Identities in paths are the kernel\'s own strings, URL-encoded.',
+      },
+      servers: [{ url: 'http://127.0.0.1:3000' }],
+      tags: openapiTags,
+    },
+    transform: ({ schema, url }) => ({ schema: documentProblems(schema), url }),
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) return document.swaggerObject;
+      markOptionalBodies(document.openapiObject as OpenApiDocument);
+      return document.openapiObject;
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`),
+    },
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+
+  for (const schema of problemComponents) app.addSchema(schema);
+  const plugins = resourcePlugins(options.config);
+  for (const { components } of plugins) for (const schema of components) app.addSchema(schema);
+
+  app.get(
+    '/openapi.json',
+    {
+      schema: {
+        operationId: 'getOpenApi',
+        tags: ['docs'],
+        summary: 'This OpenAPI document',
+        response: {
+          200: { description: 'The OpenAPI 3.1 document.', type: 'object', additionalProperties: true },
+          ...serverProblemResponses(),
+        },
+      },
+    },
+    async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
+  );
+
+  for (const { plugin, options: pluginOptions } of plugins) await app.register(plugin, (pluginOptions ?? {}) as never);
+  return app;
+}

@@ -1,0 +1,139 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { pino, type Logger } from 'pino';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, redactUrl, type ServerConfig } from './config.js';
+import { EngineHost } from './engine-host.js';
+
+/**
+ * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
+ * Host and the app, listens, and shuts down gracefully on SIGTERM/SIGINT within
+ * `SCOPE_SHUTDOWN_MS` (a second signal, or the deadline passing, exits at once).
+ */
+
+const usage = `usage: scope serve [--no-demos]
+
+  serve        start the HTTP/SSE server (configuration from the environment, see README)
+  --no-demos   do not register the demo deployments (same as SCOPE_DEMOS=off)
+  --help       print this help`;
+
+/** Extra time past the shutdown deadline before the process exits anyway. */
+const exitGraceMs = 2_000;
+
+export interface RunningServer {
+  readonly config: ServerConfig;
+  readonly host: EngineHost;
+  readonly url: string;
+  /** Graceful shutdown (what SIGTERM does), without exiting the process. */
+  stop(): Promise<void>;
+}
+
+/** Parses argv; returns the options or a usage error message. */
+export function parseArguments(argv: readonly string[]): { command: 'serve' | 'help'; demos: boolean | undefined } | { error: string } {
+  let command: 'serve' | 'help' | undefined;
+  let demos: boolean | undefined;
+  for (const argument of argv) {
+    if (argument === 'serve' && command === undefined) command = 'serve';
+    else if (argument === '--no-demos') demos = false;
+    else if (argument === '--help' || argument === '-h') command = 'help';
+    else return { error: `unknown argument ${JSON.stringify(argument)}` };
+  }
+  if (command === undefined) return { error: 'missing command' };
+  return { command, demos };
+}
+
+/** Builds and starts the server; resolves once it listens. */
+export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
+  const { config, logger } = options;
+  const host = new EngineHost({ config, logger: logger.child({ component: 'host' }) });
+  const app = await buildApp({ host, config, logger });
+  let url: string;
+  try {
+    url = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await host.close(0).catch(() => undefined);
+    throw error;
+  }
+  logger.info(
+    { url, mode: config.mode, redis: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl), demos: config.demos },
+    `scope listening on ${url} (${config.mode} mode)`,
+  );
+  let stopping: Promise<void> | undefined;
+  return {
+    config,
+    host,
+    url,
+    stop() {
+      // app.close() runs the app's preClose hook, which closes the Host within the deadline.
+      stopping ??= app.close();
+      return stopping;
+    },
+  };
+}
+
+/** The CLI entry: never throws; sets `process.exitCode` (2 for usage or configuration errors). */
+export async function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const parsed = parseArguments(argv);
+  if ('error' in parsed) {
+    process.stderr.write(`scope: ${parsed.error}\n${usage}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (parsed.command === 'help') {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  let config: ServerConfig;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`scope: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw error;
+  }
+  if (parsed.demos === false) config = { ...config, demos: false };
+  const logger = pino({ level: config.logLevel });
+  let server: RunningServer;
+  try {
+    server = await serve({ config, logger });
+  } catch (error) {
+    logger.fatal({ err: error }, 'scope could not start');
+    process.exitCode = 1;
+    return;
+  }
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal, deadlineMs: config.shutdownMs }, 'shutting down');
+    const hardStop = setTimeout(() => {
+      logger.error('shutdown deadline passed: exiting');
+      process.exit(1);
+    }, config.shutdownMs + exitGraceMs);
+    hardStop.unref();
+    server.stop().then(
+      () => {
+        logger.info('shut down');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+// Run when executed directly (`tsx src/server/cli.ts serve`), not when imported by the launcher or tests.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  void main();
+}

@@ -1,0 +1,235 @@
+import { Budget } from '../kernel/budget.js';
+import { maxPayloadBytes } from '../kernel/canonical-json.js';
+import { CapabilitySet } from '../kernel/capability.js';
+import { KernelError } from '../kernel/errors.js';
+import { TreeLimits } from '../kernel/tree-limits.js';
+import { checkKeyPrefix } from '../store/redis/keys.js';
+import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
+
+/**
+ * The server configuration, read once from the environment and validated as a whole: every bad
+ * variable is reported in one {@link ConfigError}, never one at a time.
+ *
+ * | variable                 | default            | meaning                                                   |
+ * |--------------------------|--------------------|-----------------------------------------------------------|
+ * | `SCOPE_REDIS_URL`        | (absent: embedded) | `redis://` or `rediss://` URL; absent = in-memory mode     |
+ * | `PORT`                   | 3000               | TCP port (0 = any free port)                              |
+ * | `HOST`                   | 127.0.0.1          | listen address                                            |
+ * | `SCOPE_LOG_LEVEL`        | info               | fatal, error, warn, info, debug, trace, silent            |
+ * | `SCOPE_KEY_PREFIX`       | scope              | Redis key prefix (1–64 of `[A-Za-z0-9_.:-]`)              |
+ * | `SCOPE_DEMOS`            | on                 | register the demo deployments (on/off)                    |
+ * | `SCOPE_BODY_LIMIT`       | 1MiB               | request body bound: bytes or `<n>KiB`/`<n>MiB`            |
+ * | `SCOPE_SSE_KEEPALIVE_MS` | 15000              | SSE keep-alive comment period                             |
+ * | `SCOPE_SSE_BUFFER`       | 1000               | per-client SSE buffer, in entries (a slower client drops) |
+ * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
+ * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
+ * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
+ * | `SCOPE_GRANTS`           | unlimited budget, default tree limits, no capabilities | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes |
+ */
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export const logLevelValues: readonly LogLevel[] = Object.freeze(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+export interface SseConfig {
+  /** Period of the `: keep-alive` comment (ms). */
+  readonly keepAliveMs: number;
+  /** Per-client bounded buffer in entries; a client that falls further behind is dropped. */
+  readonly bufferEntries: number;
+}
+
+export interface ServerConfig {
+  /** `redis` when `SCOPE_REDIS_URL` is set, else `embedded` (memory committer + memory log). */
+  readonly mode: 'embedded' | 'redis';
+  readonly redisUrl: string | undefined;
+  readonly port: number;
+  readonly host: string;
+  readonly logLevel: LogLevel;
+  readonly keyPrefix: string;
+  readonly demos: boolean;
+  /** Maximum request body in bytes. */
+  readonly bodyLimit: number;
+  readonly sse: SseConfig;
+  /** Entries kept per tree log. */
+  readonly eventLogMaxLen: number;
+  /** Graceful shutdown deadline (ms). */
+  readonly shutdownMs: number;
+  /** Lifetime of an idempotency record (ms). */
+  readonly idempotencyTtlMs: number;
+  /** What every new root is granted; a start may only narrow it. */
+  readonly grants: Grant;
+}
+
+/** The request envelope allowed on top of the kernel's largest payload. */
+export const bodyEnvelopeBytes = 64 * 1024;
+export const maxBodyLimit = maxPayloadBytes + bodyEnvelopeBytes;
+export const defaultBodyLimit = 1024 * 1024;
+
+/** A configuration that failed validation; `problems` names every bad variable. */
+export class ConfigError extends KernelError {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super('invalid_server_config', `invalid server configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+/** The configuration when nothing is set (embedded mode, demos on). */
+export function defaultGrants(): Grant {
+  return { budget: Budget.unlimited(), treeLimits: TreeLimits.defaults, capabilities: CapabilitySet.empty };
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Reads and validates the configuration; throws {@link ConfigError} listing every bad variable. */
+export function loadConfig(env: Env = process.env): ServerConfig {
+  const problems: string[] = [];
+  const read = (name: string): string | undefined => {
+    const value = env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const text = read(name);
+    if (text === undefined) return fallback;
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)) || Number(text) < min || Number(text) > max) {
+      problems.push(`${name}=${JSON.stringify(text)}: expected an integer in ${min}..${max}`);
+      return fallback;
+    }
+    return Number(text);
+  };
+
+  const redisUrl = read('SCOPE_REDIS_URL');
+  if (redisUrl !== undefined) {
+    let valid = false;
+    try {
+      const url = new URL(redisUrl);
+      valid = url.protocol === 'redis:' || url.protocol === 'rediss:';
+    } catch {
+      valid = false;
+    }
+    if (!valid) problems.push(`SCOPE_REDIS_URL=${JSON.stringify(redactUrl(redisUrl))}: expected a redis:// or rediss:// URL`);
+  }
+
+  const port = integer('PORT', 3000, 0, 65_535);
+  const host = read('HOST') ?? '127.0.0.1';
+  if (/\s/.test(host)) problems.push(`HOST=${JSON.stringify(host)}: expected a host name or address`);
+
+  const levelText = read('SCOPE_LOG_LEVEL')?.toLowerCase() ?? 'info';
+  let logLevel: LogLevel = 'info';
+  if ((logLevelValues as readonly string[]).includes(levelText)) logLevel = levelText as LogLevel;
+  else problems.push(`SCOPE_LOG_LEVEL=${JSON.stringify(levelText)}: expected one of ${logLevelValues.join(', ')}`);
+
+  let keyPrefix = read('SCOPE_KEY_PREFIX') ?? 'scope';
+  try {
+    keyPrefix = checkKeyPrefix(keyPrefix);
+  } catch {
+    problems.push(`SCOPE_KEY_PREFIX=${JSON.stringify(keyPrefix)}: expected 1-64 characters of [A-Za-z0-9_.:-]`);
+    keyPrefix = 'scope';
+  }
+
+  let demos = true;
+  const demosText = read('SCOPE_DEMOS')?.toLowerCase();
+  if (demosText !== undefined) {
+    if (['on', 'true', '1', 'yes'].includes(demosText)) demos = true;
+    else if (['off', 'false', '0', 'no'].includes(demosText)) demos = false;
+    else problems.push(`SCOPE_DEMOS=${JSON.stringify(demosText)}: expected on or off`);
+  }
+
+  let bodyLimit = defaultBodyLimit;
+  const bodyText = read('SCOPE_BODY_LIMIT');
+  if (bodyText !== undefined) {
+    const parsed = parseByteSize(bodyText);
+    if (parsed === undefined || parsed < 1 || parsed > maxBodyLimit) {
+      problems.push(`SCOPE_BODY_LIMIT=${JSON.stringify(bodyText)}: expected a size in 1..${maxBodyLimit} bytes (e.g. 1048576, 512KiB, 8MiB)`);
+    } else {
+      bodyLimit = parsed;
+    }
+  }
+
+  const sse: SseConfig = {
+    keepAliveMs: integer('SCOPE_SSE_KEEPALIVE_MS', 15_000, 100, 15_000),
+    bufferEntries: integer('SCOPE_SSE_BUFFER', 1_000, 1, 1_000_000),
+  };
+  const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
+  const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
+  const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
+
+  let grants = defaultGrants();
+  const grantText = read('SCOPE_GRANTS');
+  if (grantText !== undefined) {
+    try {
+      grants = parseGrants(grantText);
+    } catch (error) {
+      problems.push(`SCOPE_GRANTS: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    mode: redisUrl === undefined ? 'embedded' : 'redis',
+    redisUrl,
+    port,
+    host,
+    logLevel,
+    keyPrefix,
+    demos,
+    bodyLimit,
+    sse: Object.freeze(sse),
+    eventLogMaxLen,
+    shutdownMs,
+    idempotencyTtlMs,
+    grants: Object.freeze(grants),
+  });
+}
+
+/** `SCOPE_GRANTS`: `{budget?, treeLimits?, capabilities?}`, members in the API's view shapes. */
+export function parseGrants(text: string): Grant {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error('expected a JSON object {budget?, treeLimits?, capabilities?}');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error('expected a JSON object {budget?, treeLimits?, capabilities?}');
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!['budget', 'treeLimits', 'capabilities'].includes(key)) throw new Error(`/${key} is not a known member`);
+  }
+  try {
+    const defaults = defaultGrants();
+    return {
+      budget: record.budget === undefined ? defaults.budget : parseBudget(record.budget, '/budget', true),
+      treeLimits: record.treeLimits === undefined ? defaults.treeLimits : parseTreeLimits(record.treeLimits, '/treeLimits', defaults.treeLimits),
+      capabilities: record.capabilities === undefined ? defaults.capabilities : parseCapabilities(record.capabilities, '/capabilities'),
+    };
+  } catch (error) {
+    if (error instanceof AuthorityShapeError) throw new Error(error.message);
+    throw error;
+  }
+}
+
+/** `123`, `512KiB`, `8MiB`, `1kb`, `2mb` (binary multiples); undefined when unparseable. */
+export function parseByteSize(text: string): number | undefined {
+  const match = /^(\d+)\s*(b|k|kb|kib|m|mb|mib)?$/i.exec(text.trim());
+  if (match === null) return undefined;
+  const amount = Number(match[1]);
+  const unit = (match[2] ?? 'b').toLowerCase();
+  const factor = unit === 'b' ? 1 : unit.startsWith('k') ? 1024 : 1024 * 1024;
+  const bytes = amount * factor;
+  return Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+/** A URL with its password hidden, for error messages and logs. */
+export function redactUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (url.password !== '') url.password = '***';
+    return url.toString();
+  } catch {
+    return text.replace(/:[^:@/]*@/, ':***@');
+  }
+}

@@ -1,0 +1,40 @@
+import { approvalDefinition } from '../../strategies/demo/approval.js';
+import { counterDefinition } from '../../strategies/demo/counter.js';
+import { echoDefinition } from '../../strategies/demo/echo.js';
+import { sleepDefinition } from '../../strategies/demo/sleep.js';
+import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
+import type { Definition, Dispatcher } from '../kernel/definition.js';
+import { Deployment } from '../kernel/deployment.js';
+import { Digest } from '../kernel/digest.js';
+import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
+
+/**
+ * The five built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
+ * implementation and configuration digests are fixed strings' SHA-256, so a tree stored by one
+ * server binds exactly the same DeploymentRefs in the next one (restore needs the exact ref). Bump
+ * the version in a digest text whenever a demo's behaviour changes.
+ */
+export const demoNames = ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable'] as const;
+
+function demo(name: string, definition: Definition, dispatcher?: Dispatcher): Deployment {
+  return Deployment.create({
+    definition,
+    dispatcher,
+    implementationDigest: Digest.of(`scope:${name}:implementation:v1`),
+    configurationDigest: Digest.of(`scope:${name}:configuration:v1`),
+  });
+}
+
+/**
+ * Fresh demo deployments (each call builds new dispatchers; unreliable keeps per-instance state).
+ * `shutdown` ends demo sleeps early when the server stops waiting for dispatches.
+ */
+export function demoDeployments(options: { shutdown?: AbortSignal } = {}): Deployment[] {
+  return [
+    demo('demo.echo', echoDefinition, echoDispatcher()),
+    demo('demo.approval', approvalDefinition),
+    demo('demo.counter', counterDefinition),
+    demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
+    demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
+  ];
+}

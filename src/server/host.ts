@@ -1,0 +1,290 @@
+/**
+ * The Host facade: everything the HTTP plugins may call. Plugins never touch the Engine, Redis or
+ * BullMQ directly; `buildApp` decorates the Fastify instance with one Host (`app.host`).
+ *
+ * Views are plain JSON-ready objects (camelCase, identities as strings, uint64 counters as
+ * numbers when safe — see `usageView`), so plugins only attach schemas and status codes. Every
+ * failure is a KernelError (or HostError) with a stable `code` that the problem registry maps to
+ * an HTTP status.
+ */
+
+/** A JSON value as it appears in request and response bodies. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export interface DeploymentView {
+  readonly name: string;
+  readonly description: string;
+  /** `<name>+sha256:<hex>` */
+  readonly deploymentRef: string;
+  readonly inputSchema: Json;
+  readonly outputSchema: Json;
+  /** `false` when the deployment accepts no unaddressed input. */
+  readonly signalSchema: Json;
+}
+
+export interface QuotaView {
+  /** null = unlimited. */
+  readonly maximum: number | null;
+}
+
+export interface BudgetView {
+  readonly steps: QuotaView;
+  readonly effects: QuotaView;
+  readonly signals: QuotaView;
+}
+
+export interface TreeLimitsView {
+  readonly maxDepth: number;
+  readonly maxChildren: QuotaView;
+  readonly maxActiveChildren: number;
+  readonly maxTreeProcesses: QuotaView;
+  readonly maxPendingSignals: number;
+  readonly maxSnapshotBytes: QuotaView;
+  readonly maxProcessSnapshotBytes: QuotaView;
+}
+
+export interface UsageView {
+  readonly committedSteps: number;
+  readonly preparedEffects: number;
+  readonly acceptedSignals: number;
+  readonly droppedDeltas: number;
+}
+
+export interface StartRequest {
+  readonly deployment: string;
+  readonly input: Json;
+  /** May only narrow the server's grant (else `authority_exceeded`). */
+  readonly budget?: BudgetView;
+  readonly treeLimits?: Partial<TreeLimitsView>;
+  readonly capabilities?: readonly string[];
+}
+
+export interface StartOutcome {
+  /** False when an Idempotency-Key replayed an earlier start. */
+  readonly created: boolean;
+  readonly process: ProcessView;
+}
+
+export interface FailureView {
+  readonly kind: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface ResultView {
+  readonly processId: string;
+  readonly status: string;
+  readonly cause: string;
+  readonly reason: string | null;
+  readonly output: Json | null;
+  readonly failure: FailureView | null;
+  readonly unresolvedEffectIds: readonly string[];
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly usage: UsageView;
+}
+
+export interface ReceiptView {
+  readonly id: string;
+  readonly waitId: string | null;
+  readonly payloadDigest: string;
+  readonly arrivalSequence: number;
+  readonly consumed: boolean;
+  /** The payload while unconsumed; null once consumed (its digest stays). */
+  readonly payload: Json | null;
+}
+
+export interface SettlementView {
+  readonly effectId: string;
+  readonly status: 'succeeded' | 'failed' | 'unknown';
+  readonly payload: Json;
+}
+
+export interface RuntimeErrorView {
+  readonly code: string;
+  readonly message: string;
+  readonly headDigest: string;
+  readonly incarnationId: string;
+  readonly unresolvedEffectIds: readonly string[];
+}
+
+export interface ProcessView {
+  readonly processId: string;
+  readonly status: string;
+  readonly rootId: string;
+  readonly parentId: string | null;
+  readonly depth: number;
+  readonly deployment: string;
+  readonly deploymentRef: string;
+  readonly startedAt: string;
+  readonly usage: UsageView;
+  readonly budget: BudgetView;
+  readonly capabilities: readonly string[];
+  readonly waitId: string | null;
+  readonly waitKind: 'external' | 'children' | null;
+  readonly pauseReason: string | null;
+  readonly unknownEffectIds: readonly string[];
+  readonly receipts: readonly ReceiptView[];
+  readonly settlements: readonly SettlementView[];
+  readonly result: ResultView | null;
+  /** Live work in this server's runtime: idle, queued, step, dispatch; `inactive` when no runtime owns the tree. */
+  readonly work: string;
+  readonly runtimeError: RuntimeErrorView | null;
+}
+
+export interface ProcessListQuery {
+  readonly status?: string;
+  readonly deployment?: string;
+  readonly limit?: number;
+  /** Opaque, from a previous page's `nextCursor`. */
+  readonly cursor?: string;
+}
+
+export interface ProcessSummary {
+  readonly processId: string;
+  readonly deployment: string;
+  readonly status: string;
+  readonly startedAt: string;
+}
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor: string | null;
+}
+
+/** Either the terminal result, or the status when the long poll ended first (HTTP 202). */
+export type ResultPoll = { readonly done: true; readonly result: ResultView } | { readonly done: false; readonly status: string };
+
+export interface SignalInput {
+  readonly id: string;
+  readonly waitId?: string;
+  readonly payload: Json;
+}
+
+export type ControlAction = 'pause' | 'resume' | 'cancel' | 'kill';
+
+export interface EffectView {
+  readonly effectId: string;
+  readonly stepSequence: number;
+  readonly batchIndex: number;
+  readonly target: 'framework' | 'dispatcher';
+  /** planned, pending, settled, unknown, resolved */
+  readonly status: string;
+  /** Dispatch attempts this server made, replays included. */
+  readonly attempts: number;
+  readonly settlement: SettlementView | null;
+  readonly diagnostic: FailureView | null;
+}
+
+export interface TreeView {
+  readonly rootId: string;
+  readonly incarnationId: string;
+  readonly headDigest: string;
+  readonly commitPending: boolean;
+  readonly freeze: 'none' | 'acquiring' | 'held';
+  readonly stopped: boolean;
+  /** True when a runtime in this server owns the tree (false: served from the stored head). */
+  readonly active: boolean;
+  readonly processes: readonly ProcessView[];
+}
+
+export interface SnapshotView {
+  /** The canonical TreeSnapshot JSON text. */
+  readonly json: string;
+  readonly digest: string;
+}
+
+export interface WaitView {
+  readonly processId: string;
+  readonly rootId: string;
+  readonly waitId: string;
+  readonly waitKind: 'external' | 'children';
+  readonly deployment: string;
+  /** When the wait opened (the process's last commit time as known to this server). */
+  readonly since: string;
+}
+
+/** One entry of a tree's log: a committed or attempt event, or a delta. */
+export interface LogEntry {
+  /** The resumable position (SSE `id`); positions compare numerically. */
+  readonly position: string;
+  /** The event name, or `agent.delta`. */
+  readonly type: string;
+  readonly processId: string;
+  /** The Event or Delta wire JSON. */
+  readonly data: Json;
+}
+
+export interface LogQuery {
+  readonly after?: string;
+  readonly limit?: number;
+  readonly types?: readonly string[];
+  readonly processId?: string;
+}
+
+export interface StreamOptions extends LogQuery {
+  /** Ends the tail (client gone or server shutting down). */
+  readonly signal: AbortSignal;
+}
+
+export interface Readiness {
+  readonly ready: boolean;
+  readonly checks: Readonly<Record<string, 'ok' | string>>;
+}
+
+/** Why an SSE stream ended, as the stream plugin reports it to {@link HostTelemetry}. */
+export type StreamEndReason = 'completed' | 'client_closed' | 'dropped' | 'shutdown' | 'error';
+
+/** What plugins report into the Host's metrics. */
+export interface HostTelemetry {
+  /** The Prometheus registry `metrics()` renders; the app may register its HTTP metrics on it. */
+  readonly registry: import('prom-client').Registry;
+  /**
+   * Call when an SSE client connects (`scope_sse_clients` + 1); call the returned function once
+   * when its stream ends, with the reason (later calls are ignored).
+   */
+  sseClientConnected(): (reason?: StreamEndReason) => void;
+}
+
+export interface Host {
+  deployments(): readonly DeploymentView[];
+  deployment(name: string): DeploymentView;
+
+  startProcess(request: StartRequest, idempotencyKey?: string): Promise<StartOutcome>;
+  listProcesses(query: ProcessListQuery): Promise<Page<ProcessSummary>>;
+  inspectProcess(processId: string): Promise<ProcessView>;
+  awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll>;
+  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
+  control(processId: string, action: ControlAction, reason?: string): Promise<void>;
+
+  effects(processId: string): Promise<readonly EffectView[]>;
+  replayEffect(processId: string, effectId: string): Promise<EffectView>;
+  resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView>;
+
+  inspectTree(rootId: string): Promise<TreeView>;
+  snapshot(rootId: string): Promise<SnapshotView>;
+  captureTree(rootId: string): Promise<SnapshotView>;
+  restoreTree(rootId: string): Promise<TreeView>;
+  releaseTree(rootId: string, purge: boolean): Promise<void>;
+
+  waits(): Promise<readonly WaitView[]>;
+  /** A page of a tree's log (the tree of `processId`). */
+  events(processId: string, query: LogQuery): Promise<Page<LogEntry>>;
+  /**
+   * Stored entries after the cursor, then live ones, until the root is terminal and drained or
+   * `signal` aborts (also when the Host closes). Bad syntax (root id, cursor) throws at once; a
+   * missing tree rejects the first `next()`: prefer {@link openStream} before sending headers.
+   */
+  stream(rootId: string, options: StreamOptions): AsyncIterable<LogEntry>;
+  /** {@link stream}, after checking that the tree exists (`tree_not_found`) and the cursor parses. */
+  openStream(rootId: string, options: StreamOptions): Promise<AsyncIterable<LogEntry>>;
+
+  readiness(): Promise<Readiness>;
+  /** Prometheus text exposition. */
+  metrics(): Promise<{ contentType: string; body: string }>;
+  /** Metrics the plugins feed (SSE clients) and the registry behind `metrics()`. */
+  readonly telemetry: HostTelemetry;
+
+  /** Stops admission, lets in-flight commits finish, flushes deltas, ends streams; bounded by `deadlineMs`. */
+  close(deadlineMs?: number): Promise<void>;
+}

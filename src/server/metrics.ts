@@ -1,0 +1,128 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Event } from '../kernel/event.js';
+import type { StreamEndReason } from './host.js';
+
+/**
+ * The server's Prometheus metrics, on a registry of its own (one per Host, so tests can run several
+ * Hosts in one process). The Host feeds the event-derived counters from its event listener and the
+ * commit histogram from its committer decorator; the stream plugin reports SSE clients through
+ * `Host.telemetry`. The app may register its HTTP metrics on {@link HostMetrics.registry}.
+ */
+export class HostMetrics {
+  readonly registry = new Registry();
+  readonly processes: Gauge<'status'>;
+  readonly processesFinished: Counter<'status' | 'cause'>;
+  readonly steps: Counter<'status'>;
+  readonly stepsCommitted: Counter;
+  readonly effects: Counter<'status'>;
+  readonly effectsResolved: Counter<'status'>;
+  readonly commitDuration: Histogram<'kind' | 'outcome'>;
+  readonly sseClients: Gauge;
+  readonly sseStreamsEnded: Counter<'reason'>;
+  readonly logAppendFailures: Gauge;
+
+  constructor(options: { processesByStatus: () => ReadonlyMap<string, number>; logAppendFailures: () => number; defaultMetrics?: boolean }) {
+    const registers = [this.registry];
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    this.processes = new Gauge({
+      name: 'scope_processes',
+      help: 'Processes owned by this server runtime, by status',
+      labelNames: ['status'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [status, count] of options.processesByStatus()) this.set({ status }, count);
+      },
+    });
+    this.processesFinished = new Counter({
+      name: 'scope_processes_finished_total',
+      help: 'Processes whose terminal checkpoint committed, by status and cause',
+      labelNames: ['status', 'cause'],
+      registers,
+    });
+    this.steps = new Counter({
+      name: 'scope_steps_total',
+      help: 'Steps run, by outcome (succeeded, failed, discarded)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.stepsCommitted = new Counter({ name: 'scope_steps_committed_total', help: 'Steps whose result committed', registers });
+    this.effects = new Counter({
+      name: 'scope_effects_settled_total',
+      help: 'Dispatch attempts finished, by settlement status (succeeded, failed, unknown)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.effectsResolved = new Counter({
+      name: 'scope_effects_resolved_total',
+      help: 'Unknown effects resolved by replay or host adjudication, by settlement status',
+      labelNames: ['status'],
+      registers,
+    });
+    this.commitDuration = new Histogram({
+      name: 'scope_commit_duration_seconds',
+      help: 'Latency of tree commits (start, checkpoint, effect, activation), by outcome',
+      labelNames: ['kind', 'outcome'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.sseClients = new Gauge({ name: 'scope_sse_clients', help: 'Connected SSE stream clients', registers });
+    this.sseStreamsEnded = new Counter({
+      name: 'scope_sse_streams_ended_total',
+      help: 'SSE streams ended, by reason (completed, client_closed, dropped, shutdown, error)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.logAppendFailures = new Gauge({
+      name: 'scope_event_log_append_failures',
+      help: 'Best-effort event log appends (attempt events, deltas) that failed',
+      registers,
+      collect() {
+        this.set(options.logAppendFailures());
+      },
+    });
+  }
+
+  /** Counts what one published event reports. */
+  observe(event: Event): void {
+    switch (event.name) {
+      case 'agent.step.finished': {
+        const status = event.stepFinished()?.status;
+        if (status !== undefined) this.steps.inc({ status });
+        break;
+      }
+      case 'agent.step.committed':
+        this.stepsCommitted.inc();
+        break;
+      case 'agent.effect.finished': {
+        const status = event.effectFinished()?.settlementStatus;
+        if (status !== undefined) this.effects.inc({ status });
+        break;
+      }
+      case 'agent.effect.resolved': {
+        const status = event.effectResolved()?.settlementStatus;
+        if (status !== undefined) this.effectsResolved.inc({ status });
+        break;
+      }
+      case 'agent.process.finished': {
+        const finished = event.processFinished();
+        if (finished !== undefined) this.processesFinished.inc({ status: finished.status, cause: finished.cause });
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  /** An SSE client connected; the returned function records its end (only the first call counts). */
+  sseClientConnected(): (reason?: StreamEndReason) => void {
+    this.sseClients.inc();
+    let ended = false;
+    return (reason = 'client_closed') => {
+      if (ended) return;
+      ended = true;
+      this.sseClients.dec();
+      this.sseStreamsEnded.inc({ reason });
+    };
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The kernel's public surface is curated (style.md): `src/kernel/index.ts` exports exactly the names
+ * pinned here. Adding or removing one is a decision, so it is a visible change to this list.
+ * And plugins reach the world only through the Host: they import the kernel's public surface and
+ * the Host interface, never Redis, BullMQ, the Engine's internals or the stores.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import ts from 'typescript';
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '../..');
+
+const pinned = [
+  'Budget', 'BudgetConfig', 'CallbackPanicError', 'CapabilitySet', 'ChildKey', 'ChildSpec', 'ChildWaitCondition', 'ChildWaitSpec',
+  'ClassifiedError', 'Clock', 'CommitContext', 'DeltaEmitter', 'DeltaListener', 'DeltaListenerLike', 'Definition', 'Delta', 'Deployment',
+  'DeploymentConfig', 'DeploymentRef', 'DeploymentResolver', 'Descriptor', 'DescriptorConfig', 'Digest', 'Dispatcher', 'Effect',
+  'EffectAttemptId', 'EffectBoundary', 'EffectBoundaryKind', 'EffectId', 'EffectRequest', 'EffectTarget', 'Engine', 'EngineConfig',
+  'ErrorCode', 'Event', 'EventListener', 'EventListenerLike', 'EventName', 'Execution', 'ExecutionState', 'Failure', 'FailureKind',
+  'KernelError', 'MapDeploymentResolver', 'Payload', 'Process', 'ProcessAdmission', 'ProcessAdmitter', 'ProcessId', 'ProcessInspection',
+  'ProcessSnapshot', 'Quota', 'ReplayPolicy', 'Result', 'RuntimeError', 'Schema', 'SchemaValidationError', 'SchemaViolation',
+  'Settlement', 'SettlementStatus', 'Signal', 'SignalId', 'SignalRequest', 'StartOptions', 'Status', 'TerminalStatus', 'Termination',
+  'TerminationCause', 'Transition', 'TransitionKind', 'TreeActivation', 'TreeCheckpoint', 'TreeCheckpointKind', 'TreeCommitter',
+  'TreeIncarnationId', 'TreeInspection', 'TreeLimits', 'TreeLimitsConfig', 'TreeSnapshot', 'TreeStore', 'Usage', 'WaitId', 'WaitKey',
+  'canonicalize', 'commitConflict', 'computeDigest', 'defaultTreeLimits', 'encodeCanonical', 'eventNameValues', 'eventNames',
+  'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'parseCapability',
+  'replayPolicyValues', 'settlementStatusValues', 'statusValues', 'systemClock', 'terminalStatusValues', 'terminationCauseValues',
+  'treeIncarnationConflict',
+].sort();
+
+/** Every name `src/kernel/index.ts` exports, types included, as the compiler sees them. */
+function exportedNames(): string[] {
+  const entry = join(root, 'src/kernel/index.ts');
+  const program = ts.createProgram([entry], {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+  });
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(entry);
+  assert.ok(source);
+  const module = checker.getSymbolAtLocation(source);
+  assert.ok(module);
+  return checker.getExportsOfModule(module).map((symbol) => symbol.getName()).sort();
+}
+
+test('src/kernel/index.ts exports exactly the pinned public surface', () => {
+  assert.deepEqual(exportedNames(), pinned);
+});
+
+test('the runtime values of the surface are all defined', async () => {
+  const kernel = (await import('../../src/kernel/index.js')) as Record<string, unknown>;
+  const values = Object.keys(kernel).sort();
+  assert.ok(values.length > 40);
+  for (const name of values) {
+    assert.ok(pinned.includes(name), `${name} is exported but not pinned`);
+    assert.notEqual(kernel[name], undefined, name);
+  }
+});
+
+test('the package entry points are the curated surfaces', () => {
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, string> };
+  assert.equal(manifest.exports['.'], './src/kernel/index.ts');
+  assert.equal(manifest.exports['./testing'], './src/testing/index.ts');
+});
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+function imports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specifiers = [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]/g),
+    ...text.matchAll(/(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g),
+    ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+  ];
+  return specifiers.map((match) => match[1] as string);
+}
+
+test('plugins reach the system only through the Host and the kernel surface', () => {
+  const allowedSource = new Set(['src/kernel/index.ts', 'src/server/host.ts']);
+  const forbiddenPackages = /^(ioredis|bullmq|redis)(\/|$)/;
+  const plugins = join(root, 'plugins');
+  const files = sources(plugins);
+  assert.ok(files.length >= 10, 'the scan sees the plugins');
+  const violations: string[] = [];
+  for (const file of files) {
+    for (const specifier of imports(file)) {
+      if (forbiddenPackages.test(specifier)) {
+        violations.push(`${relative(root, file)} → ${specifier}`);
+        continue;
+      }
+      if (!specifier.startsWith('.')) continue;
+      const target = relative(root, resolve(dirname(file), specifier)).replace(/\.js$/, '.ts');
+      if (target.startsWith('plugins/')) continue;
+      if (!allowedSource.has(target)) violations.push(`${relative(root, file)} → ${specifier}`);
+    }
+  }
+  assert.deepEqual(violations, []);
+});

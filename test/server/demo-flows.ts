@@ -1,0 +1,205 @@
+/**
+ * The demo deployments end to end through the Host (rest-api.md, "Built-in demo deployments"),
+ * registered once per mode: every behaviour must hold in embedded and in Redis mode alike.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { EngineHost } from '../../src/server/engine-host.js';
+import { drainStream, ofType, payloadOf, rejectsWith, result, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
+
+export interface HostFactory {
+  /** A fresh Host (its own store namespace). */
+  make(): EngineHost;
+}
+
+export function demoFlows(mode: string, factory: HostFactory): void {
+  const withHost = (name: string, body: (host: EngineHost) => Promise<void>): void => {
+    test(`${mode}: ${name}`, async () => {
+      const host = factory.make();
+      try {
+        await body(host);
+      } finally {
+        await host.close(2_000);
+      }
+    });
+  };
+
+  withHost('demo.echo completes with one delta per character in the log and the stream', async (host) => {
+    const process = await start(host, 'demo.echo', { value: 'héllo' });
+    const entries = await drainStream(host, process.processId);
+    const outcome = await result(host, process.processId);
+    assert.equal(outcome.status, 'completed');
+    assert.deepEqual(outcome.output, { value: 'héllo' });
+    const deltas = entries.filter((entry) => entry.type === 'agent.delta');
+    assert.deepEqual(
+      deltas.map((entry) => payloadOf(entry)),
+      [...'héllo'].map((char, index) => ({ index, char })),
+    );
+    // Deltas carry their per-attempt sequence, gap-free here.
+    assert.deepEqual(
+      deltas.map((entry) => (entry.data as { effect_sequence: number }).effect_sequence),
+      [1, 2, 3, 4, 5],
+    );
+    const names = entries.map((entry) => entry.type);
+    assert.equal(names[0], 'agent.process.started');
+    assert.ok(names.includes('agent.process.finished'));
+    // Positions strictly increase.
+    const page = await host.events(process.processId, { limit: 1000 });
+    assert.deepEqual(
+      page.items.map((entry) => entry.position),
+      entries.map((entry) => entry.position),
+    );
+    const effects = await host.effects(process.processId);
+    assert.equal(effects.length, 1);
+    assert.equal(effects[0]?.status, 'settled');
+    assert.equal(effects[0]?.attempts, 1);
+    assert.equal(effects[0]?.target, 'dispatcher');
+    assert.equal(effects[0]?.stepSequence, 1);
+    assert.equal(effects[0]?.batchIndex, 0);
+  });
+
+  withHost('demo.approval waits in the inbox, queues notes, and completes on the answer', async (host) => {
+    const process = await start(host, 'demo.approval', { subject: 'release 1.0' });
+    const pid = process.processId;
+    // A note before the wait is open is read with the answer too.
+    assert.deepEqual(await host.deliverSignals(pid, [{ id: 'note-early', payload: { note: 'first' } }]), { accepted: true });
+    await untilSettled(host, pid, stepCommittedWith('waiting', pid));
+    const view = await host.inspectProcess(pid);
+    assert.equal(view.status, 'waiting');
+    assert.equal(view.waitKind, 'external');
+    const waitId = view.waitId;
+    assert.ok(waitId !== null);
+    const inbox = await host.waits();
+    const wait = inbox.find((entry) => entry.processId === pid);
+    assert.deepEqual(wait && { ...wait, since: typeof wait.since }, {
+      processId: pid,
+      rootId: pid,
+      waitId,
+      waitKind: 'external',
+      deployment: 'demo.approval',
+      since: 'string',
+    });
+    // Notes queue without releasing the wait.
+    assert.deepEqual(await host.deliverSignals(pid, [{ id: 'note-1', payload: { note: 'second' } }]), { accepted: true });
+    assert.equal((await host.inspectProcess(pid)).status, 'waiting');
+    // Unaddressed input outside the signal schema, or an answer to another wait, admits nothing.
+    await rejectsWith(host.deliverSignals(pid, [{ id: 'bad', payload: { approved: true } }]), 'schema_validation_failed');
+    await rejectsWith(
+      host.deliverSignals(pid, [
+        { id: 'note-2', payload: { note: 'never admitted' } },
+        { id: 'wrong', waitId: 'wait:nope', payload: { approved: true } },
+      ]),
+      'signal_rejected',
+    );
+    await host.deliverSignals(pid, [{ id: 'answer', waitId, payload: { approved: true, comment: 'ship it' } }]);
+    const outcome = await result(host, pid);
+    assert.equal(outcome.status, 'completed');
+    assert.deepEqual(outcome.output, { subject: 'release 1.0', approved: true, comment: 'ship it', notes: ['first', 'second'] });
+    assert.equal((await host.waits()).some((entry) => entry.processId === pid), false);
+  });
+
+  withHost('demo.counter deduplicates a repeated signal id and refuses other content under it', async (host) => {
+    const process = await start(host, 'demo.counter', { target: 3 });
+    const pid = process.processId;
+    await untilSettled(host, pid, stepCommittedWith('waiting', pid, 1));
+    const first = (await host.inspectProcess(pid)).waitId as string;
+    assert.deepEqual(await host.deliverSignals(pid, [{ id: 'add-1', waitId: first, payload: { add: 2 } }]), { accepted: true });
+    assert.deepEqual(await host.deliverSignals(pid, [{ id: 'add-1', waitId: first, payload: { add: 2 } }]), { accepted: false });
+    await rejectsWith(host.deliverSignals(pid, [{ id: 'add-1', waitId: first, payload: { add: 5 } }]), 'signal_conflict');
+    await untilSettled(host, pid, stepCommittedWith('waiting', pid, 2));
+    const second = (await host.inspectProcess(pid)).waitId as string;
+    assert.notEqual(second, first);
+    await host.deliverSignals(pid, [{ id: 'add-2', waitId: second, payload: { add: 1 } }]);
+    const outcome = await result(host, pid);
+    assert.deepEqual(outcome.output, { total: 3, rounds: 2 });
+    // A terminal process: identical re-delivery → accepted false; anything new → process_finished.
+    assert.deepEqual(await host.deliverSignals(pid, [{ id: 'add-2', waitId: second, payload: { add: 1 } }]), { accepted: false });
+    await rejectsWith(host.deliverSignals(pid, [{ id: 'add-3', waitId: second, payload: { add: 1 } }]), 'process_finished');
+    await rejectsWith(
+      host.deliverSignals(pid, [
+        { id: 'add-2', waitId: second, payload: { add: 1 } },
+        { id: 'add-4', waitId: second, payload: { add: 1 } },
+      ]),
+      'process_finished',
+    );
+  });
+
+  withHost('demo.unreliable: ok completes, fail fails definitely', async (host) => {
+    const ok = await start(host, 'demo.unreliable', { mode: 'ok', replayable: false });
+    assert.deepEqual((await result(host, ok.processId)).output, { mode: 'ok', attempts: 1 });
+    const fail = await start(host, 'demo.unreliable', { mode: 'fail', replayable: false });
+    const failed = await result(host, fail.processId);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.cause, 'external_failure');
+    assert.equal(failed.failure?.code, 'demo.unreliable.failed');
+    assert.equal((await host.effects(fail.processId))[0]?.status, 'settled');
+  });
+
+  withHost('demo.unreliable unknown → host resolution completes it; replay is forbidden when not replayable', async (host) => {
+    const process = await start(host, 'demo.unreliable', { mode: 'unknown', replayable: false });
+    const pid = process.processId;
+    await untilSettled(host, pid, ofType('agent.effect.finished', pid));
+    const view = await host.inspectProcess(pid);
+    assert.equal(view.unknownEffectIds.length, 1);
+    const effectId = view.unknownEffectIds[0] as string;
+    const [unknown] = await host.effects(pid);
+    assert.equal(unknown?.status, 'unknown');
+    assert.equal(unknown?.attempts, 1);
+    assert.equal(unknown?.settlement?.status, 'unknown');
+    assert.equal(unknown?.diagnostic?.code, 'engine.dispatch.failed');
+    await rejectsWith(host.replayEffect(pid, effectId), 'effect_replay_forbidden');
+    await rejectsWith(host.resolveEffect(pid, 'effect:missing', { status: 'succeeded', payload: {} }), 'effect_not_found');
+    const resolved = await host.resolveEffect(pid, effectId, { status: 'succeeded', payload: { attempts: 7 } });
+    assert.equal(resolved.status, 'resolved');
+    assert.equal(resolved.attempts, 1);
+    const outcome = await result(host, pid);
+    assert.deepEqual(outcome.output, { mode: 'unknown', attempts: 7 });
+    const [after] = await host.effects(pid);
+    assert.equal(after?.status, 'resolved');
+  });
+
+  withHost('demo.unreliable unknown + replayable → replay succeeds under the same identity', async (host) => {
+    const process = await start(host, 'demo.unreliable', { mode: 'unknown', replayable: true });
+    const pid = process.processId;
+    await untilSettled(host, pid, ofType('agent.effect.finished', pid));
+    const effectId = (await host.inspectProcess(pid)).unknownEffectIds[0] as string;
+    const replayed = await host.replayEffect(pid, effectId);
+    assert.equal(replayed.status, 'resolved');
+    assert.equal(replayed.attempts, 2);
+    assert.deepEqual((await result(host, pid)).output, { mode: 'unknown', attempts: 2 });
+    await rejectsWith(host.replayEffect(pid, effectId), 'process_finished');
+  });
+
+  withHost('demo.sleep: pause then resume completes; cancel and kill end with their causes', async (host) => {
+    const paused = await start(host, 'demo.sleep', { ms: 300 });
+    // Pause applies at the next safe boundary, whatever the process is doing right now.
+    await host.control(paused.processId, 'pause', 'hold on');
+    await untilSettled(host, paused.processId, ofType('agent.process.paused', paused.processId));
+    const view = await host.inspectProcess(paused.processId);
+    assert.equal(view.status, 'paused');
+    assert.equal(view.pauseReason, 'hold on');
+    await rejectsWith(host.control(paused.processId, 'pause'), 'invalid_process_control');
+    await host.control(paused.processId, 'resume');
+    const completed = await result(host, paused.processId);
+    assert.equal(completed.status, 'completed');
+    assert.deepEqual(completed.output, { sleptMs: 300 });
+    await rejectsWith(host.control(paused.processId, 'resume'), 'process_finished');
+
+    const canceled = await start(host, 'demo.sleep', { ms: 600_000 });
+    await untilEntry(host, canceled.processId, ofType('agent.effect.started', canceled.processId));
+    await host.control(canceled.processId, 'cancel');
+    const cancelOutcome = await result(host, canceled.processId);
+    assert.equal(cancelOutcome.status, 'canceled');
+    assert.equal(cancelOutcome.cause, 'host_cancellation');
+    assert.equal(cancelOutcome.reason, 'canceled by host request');
+
+    const killed = await start(host, 'demo.sleep', { ms: 600_000 });
+    await untilEntry(host, killed.processId, ofType('agent.effect.started', killed.processId));
+    await host.control(killed.processId, 'kill', 'stop now');
+    const killOutcome = await result(host, killed.processId);
+    assert.equal(killOutcome.status, 'killed');
+    assert.equal(killOutcome.cause, 'engine_kill');
+    assert.equal(killOutcome.reason, 'stop now');
+    await rejectsWith(host.control(killed.processId, 'cancel'), 'process_finished');
+  });
+}
