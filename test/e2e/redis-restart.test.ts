@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { openSse, readSse, streamPath, type SseEvent } from '../plugins/sse-harness.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+
+/**
+ * The issue's restart scenario with real processes: `scope serve` in Redis mode, demo.approval
+ * started and waiting, the server SIGKILLed, a new server started over the same Redis, the tree
+ * restored over HTTP, the wait answered, the result read; the SSE stream resumed from the last id
+ * seen before the crash shows every later committed event exactly once.
+ */
+
+const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
+let redis: RedisServer;
+const children: ChildProcess[] = [];
+
+before(async () => {
+  redis = await startRedisServer({ appendOnly: true, appendFsync: 'always' });
+});
+
+after(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await redis?.stop();
+});
+
+async function serve(prefix: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [launcher, 'serve'], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const scan = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const line = output.split('\n').find((candidate) => candidate.includes('scope listening on'));
+      if (line !== undefined) resolve((JSON.parse(line) as { url: string }).url);
+    };
+    child.stdout?.on('data', scan);
+    child.stderr?.on('data', scan);
+    child.once('exit', (code) => reject(new Error(`scope serve exited (${code}) before listening:\n${output}`)));
+  });
+  return { child, url };
+}
+
+async function json(response: Response): Promise<any> {
+  return response.json();
+}
+
+const post = (url: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+test('redis mode survives a SIGKILLed server: restore, answer, result; the resumed stream repeats and skips nothing', async () => {
+  const prefix = `e2e${process.pid}`;
+  const first = await serve(prefix);
+  const started = await post(`${first.url}/v1/processes`, { deployment: 'demo.approval', input: { subject: 'restart' } });
+  assert.equal(started.status, 201);
+  const rootId = (await json(started)).processId as string;
+
+  // Follow the live stream until the process waits; remember the last id seen before the crash.
+  const live = await openSse(`${first.url}${streamPath(rootId)}`);
+  await live.waitFor((event) => event.event === 'agent.step.committed' && event.data.payload?.status === 'waiting', 'the waiting commit');
+  const before = live.events.filter((event) => event.id !== undefined);
+  const lastId = before.at(-1)?.id as string;
+  live.close();
+  const waits = await json(await fetch(`${first.url}/v1/waits`));
+  const waitId = waits.items.find((wait: { processId: string }) => wait.processId === rootId).waitId as string;
+
+  first.child.kill('SIGKILL');
+  await new Promise((resolve) => first.child.once('exit', resolve));
+
+  const second = await serve(prefix);
+  // Reads come from the stored head; writes wait for the takeover.
+  const inspected = await json(await fetch(`${second.url}/v1/processes/${encodeURIComponent(rootId)}`));
+  assert.equal(inspected.status, 'waiting');
+  const early = await post(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/signals`, {
+    signals: [{ id: 'answer', waitId, payload: { approved: true } }],
+  });
+  assert.equal(early.status, 409);
+  assert.equal((await json(early)).code, 'tree_not_active');
+
+  const restored = await post(`${second.url}/v1/trees/${encodeURIComponent(rootId)}/restore`, {});
+  assert.equal(restored.status, 200);
+  const answered = await post(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/signals`, {
+    signals: [{ id: 'answer', waitId, payload: { approved: true, comment: 'after the crash' } }],
+  });
+  assert.equal(answered.status, 200);
+  assert.deepEqual(await json(answered), { accepted: true });
+  const result = await json(await fetch(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/result?waitMs=10000`));
+  assert.equal(result.status, 'completed');
+  assert.equal(result.output.comment, 'after the crash');
+
+  const resumed = await readSse(`${second.url}${streamPath(rootId)}`, { 'last-event-id': lastId });
+  const full = await readSse(`${second.url}${streamPath(rootId)}`);
+  const committed = (events: SseEvent[]) => events.filter((event) => event.id !== undefined && event.data.phase === 'committed');
+  const ids = (events: SseEvent[]) => events.map((event) => event.id as string);
+  // Exactly once: no position repeats, and resume = the full log after the cursor.
+  assert.equal(new Set(ids(full.events.filter((e) => e.id !== undefined))).size, full.events.filter((e) => e.id !== undefined).length);
+  const fullIds = ids(full.events.filter((event) => event.id !== undefined));
+  assert.deepEqual(ids(resumed.events.filter((event) => event.id !== undefined)), fullIds.slice(fullIds.indexOf(lastId) + 1));
+  // Every committed event before the crash is still in the log, and the restore and finish are after it.
+  for (const event of committed(before)) assert.ok(fullIds.includes(event.id as string), `committed ${event.event} ${event.id} survived`);
+  const afterNames = committed(resumed.events).map((event) => event.event);
+  assert.ok(afterNames.includes('agent.process.restored'));
+  assert.ok(afterNames.includes('agent.signal.accepted'));
+  assert.equal(afterNames.at(-1), 'agent.process.finished');
+  assert.equal(resumed.events.at(-1)?.event, 'scope.stream.end');
+
+  second.child.kill('SIGTERM');
+  await new Promise((resolve) => second.child.once('exit', resolve));
+});
