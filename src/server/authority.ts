@@ -2,6 +2,7 @@ import { Budget } from '../kernel/budget.js';
 import { CapabilitySet, parseCapability } from '../kernel/capability.js';
 import { Quota } from '../kernel/quota.js';
 import { TreeLimits } from '../kernel/tree-limits.js';
+import { encodeWire } from '../kernel/wire.js';
 import type { BudgetView, QuotaView, TreeLimitsView } from './host.js';
 
 /**
@@ -110,7 +111,7 @@ export function parseTreeLimits(value: unknown, path: string, base: TreeLimits):
     max_process_snapshot_bytes: quota('maxProcessSnapshotBytes').toWire(),
   };
   try {
-    return TreeLimits.parse(JSON.stringify(wire));
+    return TreeLimits.parse(encodeWire(wire));
   } catch (error) {
     throw new AuthorityShapeError(path, error instanceof Error ? error.message : String(error));
   }
