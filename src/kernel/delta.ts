@@ -87,11 +87,11 @@ export class Delta {
   /** Strict decode; rejections throw `code` with the JSON path. */
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidDelta): Delta {
     const record: WireRecord = new WireRecord(node, path, code);
-    const attemptId = readIdentity(record, 'attempt_id', (text) => EffectAttemptId.parse(text));
-    const processId = readIdentity(record, 'process_id', (text) => ProcessId.parse(text));
-    const effectId = readIdentity(record, 'effect_id', (text) => EffectId.parse(text));
+    const attemptId = record.identity('attempt_id', (text) => EffectAttemptId.parse(text));
+    const processId = record.identity('process_id', (text) => ProcessId.parse(text));
+    const effectId = record.identity('effect_id', (text) => EffectId.parse(text));
     const treeIncarnationId = record.has('tree_incarnation_id')
-      ? readIdentity(record, 'tree_incarnation_id', (text) => TreeIncarnationId.parse(text))
+      ? record.identity('tree_incarnation_id', (text) => TreeIncarnationId.parse(text))
       : undefined;
     const effectSequence = record.uint64('effect_sequence');
     const emittedAt = record.string('emitted_at');
@@ -186,13 +186,3 @@ function checkSize(payload: Payload, fail: (message: string) => never): void {
   }
 }
 
-function readIdentity<T>(record: WireRecord, member: string, parse: (text: string) => T): T {
-  const text = record.string(member);
-  try {
-    return parse(text);
-  } catch (error) {
-    throw new KernelError(record.code, `${record.childPath(member)} is not a valid identity: ${describe(text)}`, {
-      cause: error,
-    });
-  }
-}

@@ -162,9 +162,9 @@ export class ChildSpec {
 
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidChildStart): ChildSpec {
     const record: WireRecord = new WireRecord(node, path, code);
-    const key = readIdentity(record, 'key', (text) => ChildKey.parse(text));
+    const key = record.identity('key', (text) => ChildKey.parse(text));
     const deploymentRef = DeploymentRef.fromWire(record.required('deployment_ref'), record.childPath('deployment_ref'), code);
-    const input = readPayload(record, 'input');
+    const input = record.payload('input');
     const budget = Budget.fromWire(record.required('budget'), record.childPath('budget'), code);
     const capabilities = CapabilitySet.fromWire(record.required('capabilities'), record.childPath('capabilities'), code);
     record.finish();
@@ -280,7 +280,7 @@ export class ChildWaitSpec {
 
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidChildWait): ChildWaitSpec {
     const record: WireRecord = new WireRecord(node, path, code);
-    const key = readIdentity(record, 'key', (text) => WaitKey.parse(text));
+    const key = record.identity('key', (text) => WaitKey.parse(text));
     const items = record.array('children');
     const children = items.map((item, index) => {
       const itemPath = `${record.childPath('children')}/${index}`;
@@ -532,7 +532,7 @@ export class Effect {
     const record: WireRecord = new WireRecord(node, path, code);
     const target = record.string('target');
     if (!isEffectTarget(target)) record.fail(`must be one of ${effectTargetValues.join(', ')}`, 'target');
-    const payload = readPayload(record, 'payload');
+    const payload = record.payload('payload');
     const capabilitiesNode = record.optional('required_capabilities');
     record.finish();
     if (target === 'framework') {
@@ -623,7 +623,7 @@ function readOperation(node: JsonNode, path: string, code: string): FrameworkOpe
   let operation: FrameworkOperation;
   switch (name) {
     case 'wait':
-      operation = { operation: 'wait', key: readIdentity(record, 'key', (text) => WaitKey.parse(text)) };
+      operation = { operation: 'wait', key: record.identity('key', (text) => WaitKey.parse(text)) };
       break;
     case 'start_child':
       operation = {
@@ -640,12 +640,12 @@ function readOperation(node: JsonNode, path: string, code: string): FrameworkOpe
     case 'signal_child':
       operation = {
         operation: 'signal_child',
-        childId: readIdentity(record, 'child_id', (text) => ProcessId.parse(text)),
+        childId: record.identity('child_id', (text) => ProcessId.parse(text)),
         signal: SignalRequest.fromWire(record.required('signal'), record.childPath('signal'), code),
       };
       break;
     case 'cancel_child': {
-      const childId = readIdentity(record, 'child_id', (text) => ProcessId.parse(text));
+      const childId = record.identity('child_id', (text) => ProcessId.parse(text));
       const reason = record.string('reason');
       if (!validDiagnostic(reason)) {
         record.fail(`must be non-empty, trimmed, well-formed text of at most ${maxDiagnosticBytes} UTF-8 bytes`, 'reason');
@@ -817,24 +817,4 @@ function reject(code: string, message: string): never {
   throw new KernelError(code, message);
 }
 
-function readIdentity<T>(record: WireRecord, member: string, parse: (text: string) => T): T {
-  const text = record.string(member);
-  try {
-    return parse(text);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new KernelError(record.code, `${record.childPath(member)} ${reason}`, { cause: error });
-  }
-}
 
-function readPayload(record: WireRecord, member: string): Payload {
-  const node = record.required(member);
-  try {
-    return Payload.fromNode(node);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new KernelError(record.code, `${record.childPath(member)} is not a valid payload: ${reason}`, {
-      cause: error,
-    });
-  }
-}

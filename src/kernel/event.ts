@@ -371,8 +371,8 @@ export class SignalAccepted implements EventFact {
 
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidEvent): SignalAccepted {
     const record: WireRecord = new WireRecord(node, path, code);
-    const signalId = readIdentity(record, 'signal_id', (text) => SignalId.parse(text));
-    const waitId = record.has('wait_id') ? readIdentity(record, 'wait_id', (text) => WaitId.parse(text)) : undefined;
+    const signalId = record.identity('signal_id', (text) => SignalId.parse(text));
+    const waitId = record.has('wait_id') ? record.identity('wait_id', (text) => WaitId.parse(text)) : undefined;
     record.finish();
     return new SignalAccepted(signalId, waitId);
   }
@@ -569,7 +569,7 @@ export class EffectStarted implements EventFact {
 
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidEvent): EffectStarted {
     const record: WireRecord = new WireRecord(node, path, code);
-    const attemptId = readIdentity(record, 'attempt_id', (text) => EffectAttemptId.parse(text));
+    const attemptId = record.identity('attempt_id', (text) => EffectAttemptId.parse(text));
     const target = readTarget(record);
     record.finish();
     return new EffectStarted(attemptId, target);
@@ -662,7 +662,7 @@ export class EffectFinished implements EventFact {
 
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidEvent): EffectFinished {
     const record: WireRecord = new WireRecord(node, path, code);
-    const attemptId = readIdentity(record, 'attempt_id', (text) => EffectAttemptId.parse(text));
+    const attemptId = record.identity('attempt_id', (text) => EffectAttemptId.parse(text));
     const durationNs = record.uint64('duration_ns');
     const failureNode = record.optional('failure');
     const failure =
@@ -843,7 +843,7 @@ export class DeltaDropped implements EventFact {
 
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidEvent): DeltaDropped {
     const record: WireRecord = new WireRecord(node, path, code);
-    const attemptId = readIdentity(record, 'attempt_id', (text) => EffectAttemptId.parse(text));
+    const attemptId = record.identity('attempt_id', (text) => EffectAttemptId.parse(text));
     const count = record.uint64('count');
     record.finish();
     if (count === 0n) record.fail('must be at least 1', 'count');
@@ -1035,14 +1035,14 @@ export class Event {
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidEvent): Event {
     const record: WireRecord = new WireRecord(node, path, code);
     const processSequence = record.uint64('process_sequence');
-    const processId = readIdentity(record, 'process_id', (text) => ProcessId.parse(text));
+    const processId = record.identity('process_id', (text) => ProcessId.parse(text));
     const deploymentRef = DeploymentRef.fromWire(record.required('deployment_ref'), record.childPath('deployment_ref'), code);
     const relation = ProcessRelation.fromWire(record.required('relation'), processId, record.childPath('relation'), code);
     const treeIncarnationId = record.has('tree_incarnation_id')
-      ? readIdentity(record, 'tree_incarnation_id', (text) => TreeIncarnationId.parse(text))
+      ? record.identity('tree_incarnation_id', (text) => TreeIncarnationId.parse(text))
       : undefined;
     const stepSequence = record.has('step_sequence') ? record.uint64('step_sequence') : undefined;
-    const effectId = record.has('effect_id') ? readIdentity(record, 'effect_id', (text) => EffectId.parse(text)) : undefined;
+    const effectId = record.has('effect_id') ? record.identity('effect_id', (text) => EffectId.parse(text)) : undefined;
     const name = record.string('name');
     const phase = record.string('phase');
     const occurredAt = record.string('occurred_at');
@@ -1335,16 +1335,6 @@ function readTarget(record: WireRecord): EffectTarget {
   return target;
 }
 
-function readIdentity<T>(record: WireRecord, member: string, parse: (text: string) => T): T {
-  const text = record.string(member);
-  try {
-    return parse(text);
-  } catch (error) {
-    throw new KernelError(record.code, `${record.childPath(member)} is not a valid identity: ${describe(text)}`, {
-      cause: error,
-    });
-  }
-}
 
 function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

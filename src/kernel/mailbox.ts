@@ -321,8 +321,8 @@ export class MailboxRecord {
     const answeredNodes = record.optionalArray('answered');
     record.finish();
 
-    const id = idText === undefined ? undefined : readIdentity(record, 'id', idText, (text) => SignalId.parse(text));
-    const waitId = waitText === undefined ? undefined : readIdentity(record, 'wait_id', waitText, (text) => WaitId.parse(text));
+    const id = idText === undefined ? undefined : record.identity('id', (text) => SignalId.parse(text));
+    const waitId = waitText === undefined ? undefined : record.identity('wait_id', (text) => WaitId.parse(text));
     const forbid = (present: boolean, member: string, why: string): void => {
       if (present) record.fail(`is not allowed ${why}`, member);
     };
@@ -390,7 +390,7 @@ export class MailboxRecord {
     }
     forbid(answeredNodes !== undefined, 'answered', 'on a consumed child-wait answer (only its digest is kept)');
     if (digestText === undefined) record.fail('is required on a consumed record', 'payload_digest');
-    const payloadDigest = readIdentity(record, 'payload_digest', digestText, (text) => Digest.parse(text));
+    const payloadDigest = record.identity('payload_digest', (text) => Digest.parse(text));
     return new MailboxRecord({
       kind: 'child_wait_answer',
       id: SignalId.childWaitSatisfied(waitId),
@@ -433,7 +433,7 @@ function readRetention(
   }
   if (payloadNode !== undefined) record.fail('is not allowed on a consumed record (only its digest is kept)', 'payload');
   if (digestText === undefined) record.fail('is required on a consumed record', 'payload_digest');
-  return { payload: undefined, payloadDigest: readIdentity(record, 'payload_digest', digestText, (text) => Digest.parse(text)) };
+  return { payload: undefined, payloadDigest: record.identity('payload_digest', (text) => Digest.parse(text)) };
 }
 
 function readOpening(node: JsonNode, path: string, code: string): WaitOpening {
@@ -443,7 +443,7 @@ function readOpening(node: JsonNode, path: string, code: string): WaitOpening {
   record.finish();
   if ((keyText === undefined) === (specNode === undefined)) record.fail('must carry exactly one of key or spec');
   if (keyText !== undefined) {
-    return { kind: 'external', key: readIdentity(record, 'key', keyText, (text) => WaitKey.parse(text)) };
+    return { kind: 'external', key: record.identity('key', (text) => WaitKey.parse(text)) };
   }
   return { kind: 'children', spec: ChildWaitSpec.fromWire(specNode as JsonNode, record.childPath('spec'), code) };
 }
@@ -826,13 +826,6 @@ function sameOptional(a: WaitId | undefined, b: WaitId | undefined): boolean {
   return a === undefined ? b === undefined : a.equals(b);
 }
 
-function readIdentity<T>(record: WireRecord, member: string, text: string, parse: (text: string) => T): T {
-  try {
-    return parse(text);
-  } catch {
-    return record.fail(`is not valid: ${describe(text)}`, member);
-  }
-}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

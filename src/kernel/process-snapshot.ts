@@ -352,10 +352,10 @@ export class ProcessSnapshot {
   static #decode(node: JsonNode, path: string, options: ProcessSnapshotDecodeOptions, code: string): ProcessSnapshot {
     const limits = options.treeLimits;
     const record: WireRecord = new WireRecord(node, path, code);
-    const processId = readIdentity(record, 'process_id', (text) => ProcessId.parse(text));
+    const processId = record.identity('process_id', (text) => ProcessId.parse(text));
     const relation = readRelation(record, processId, options.relation);
     const childRequestDigest = record.has('child_request_digest')
-      ? readIdentity(record, 'child_request_digest', (text) => Digest.parse(text))
+      ? record.identity('child_request_digest', (text) => Digest.parse(text))
       : undefined;
     const deploymentRef = DeploymentRef.fromWire(record.required('deployment_ref'), record.childPath('deployment_ref'), code);
     const startedAt = record.string('started_at');
@@ -388,7 +388,7 @@ export class ProcessSnapshot {
       });
     }
     const currentWaitId = record.has('current_wait_id')
-      ? readIdentity(record, 'current_wait_id', (text) => WaitId.parse(text))
+      ? record.identity('current_wait_id', (text) => WaitId.parse(text))
       : undefined;
     const pauseReason = record.optionalString('pause_reason');
     const pendingControl = PendingControl.fromWire(
@@ -880,8 +880,8 @@ export function readParentLink(node: JsonNode, path: string, code: string): Pare
   if ((parentText === undefined) !== (keyText === undefined)) record.fail('needs both parent_id and child_key, or neither');
   if (parentText === undefined || keyText === undefined) return undefined;
   return {
-    parentId: readIdentity(record, 'parent_id', (text) => ProcessId.parse(text), parentText),
-    childKey: readIdentity(record, 'child_key', (text) => ChildKey.parse(text), keyText),
+    parentId: record.identity('parent_id', (text) => ProcessId.parse(text), parentText),
+    childKey: record.identity('child_key', (text) => ChildKey.parse(text), keyText),
   };
 }
 
@@ -914,14 +914,6 @@ function readCounters(record: WireRecord, member: string): ProcessCounters {
   return Object.freeze(counters);
 }
 
-function readIdentity<T>(record: WireRecord, member: string, parse: (text: string) => T, text?: string): T {
-  const value = text ?? record.string(member);
-  try {
-    return parse(value);
-  } catch {
-    return record.fail(`is not valid: ${describe(value)}`, member);
-  }
-}
 
 function recode<T>(code: string, decode: () => T, path?: string): T {
   try {

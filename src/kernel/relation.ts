@@ -65,12 +65,12 @@ export class ProcessRelation {
     code: string = ErrorCode.invalidProcessRelation,
   ): ProcessRelation {
     const record: WireRecord = new WireRecord(node, path, code);
-    const rootId = readIdentity(record, 'root_id', (text) => ProcessId.parse(text));
+    const rootId = record.identity('root_id', (text) => ProcessId.parse(text));
     const depth = record.uint32('depth');
     const parentId = record.has('parent_id')
-      ? readIdentity(record, 'parent_id', (text) => ProcessId.parse(text))
+      ? record.identity('parent_id', (text) => ProcessId.parse(text))
       : undefined;
-    const childKey = record.has('child_key') ? readIdentity(record, 'child_key', (text) => ChildKey.parse(text)) : undefined;
+    const childKey = record.has('child_key') ? record.identity('child_key', (text) => ChildKey.parse(text)) : undefined;
     record.finish();
     if (depth === 0) {
       if (!rootId.equals(processId)) record.fail(`depth 0 is a root, but root_id is not the process ${processId.toString()}`, 'root_id');
@@ -154,13 +154,3 @@ function sameOptional(a: ProcessId | ChildKey | undefined, b: ProcessId | ChildK
   return a === undefined ? b === undefined : a.equals(b);
 }
 
-function readIdentity<T>(record: WireRecord, member: string, parse: (text: string) => T): T {
-  const text = record.string(member);
-  try {
-    return parse(text);
-  } catch (error) {
-    throw new KernelError(record.code, `${record.childPath(member)} is not a valid identity: ${describe(text)}`, {
-      cause: error,
-    });
-  }
-}

@@ -57,7 +57,7 @@ export class Settlement {
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidSettlement): Settlement {
     const record: WireRecord = new WireRecord(node, path, code);
     const status = record.string('status');
-    const payload = readPayload(record, 'payload');
+    const payload = record.payload('payload');
     record.finish();
     if (!isSettlementStatus(status)) record.fail(`must be one of ${settlementStatusValues.join(', ')}`, 'status');
     return new Settlement(status, payload);
@@ -93,15 +93,3 @@ export class Settlement {
   }
 }
 
-/** Reads a required canonical payload member; a payload rejection is re-thrown with the record's code and path. */
-function readPayload(record: WireRecord, name: string): Payload {
-  const node = record.required(name);
-  try {
-    return Payload.fromNode(node);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new KernelError(record.code, `${record.childPath(name)} is not a valid payload: ${reason}`, {
-      cause: error,
-    });
-  }
-}

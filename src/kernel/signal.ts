@@ -61,9 +61,9 @@ export class Signal {
   /** Strict decode; rejections throw `code` (a parent record passes its own) with the JSON path. */
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidSignal): Signal {
     const record: WireRecord = new WireRecord(node, path, code);
-    const id = readIdentity(record, 'id', (text) => SignalId.parse(text));
-    const waitId = record.has('wait_id') ? readIdentity(record, 'wait_id', (text) => WaitId.parse(text)) : undefined;
-    const payload = readPayload(record, 'payload');
+    const id = record.identity('id', (text) => SignalId.parse(text));
+    const waitId = record.has('wait_id') ? record.identity('wait_id', (text) => WaitId.parse(text)) : undefined;
+    const payload = record.payload('payload');
     const status = record.optionalString('status');
     record.finish();
     if (status !== undefined) {
@@ -175,9 +175,9 @@ export class SignalRequest {
   /** Strict decode; rejections throw `code` (a parent record passes its own) with the JSON path. */
   static fromWire(node: JsonNode, path = '', code: string = ErrorCode.invalidSignalRequest): SignalRequest {
     const record: WireRecord = new WireRecord(node, path, code);
-    const id = readIdentity(record, 'id', (text) => SignalId.parseExternal(text));
-    const waitId = record.has('wait_id') ? readIdentity(record, 'wait_id', (text) => WaitId.parse(text)) : undefined;
-    const payload = readPayload(record, 'payload');
+    const id = record.identity('id', (text) => SignalId.parseExternal(text));
+    const waitId = record.has('wait_id') ? record.identity('wait_id', (text) => WaitId.parse(text)) : undefined;
+    const payload = record.payload('payload');
     record.finish();
     return new SignalRequest(id, waitId, payload);
   }
@@ -221,24 +221,4 @@ export class SignalRequest {
   }
 }
 
-function readIdentity<T>(record: WireRecord, member: string, parse: (text: string) => T): T {
-  const text = record.string(member);
-  try {
-    return parse(text);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new KernelError(record.code, `${record.childPath(member)} ${reason}`, { cause: error });
-  }
-}
 
-function readPayload(record: WireRecord, member: string): Payload {
-  const node = record.required(member);
-  try {
-    return Payload.fromNode(node);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new KernelError(record.code, `${record.childPath(member)} is not a valid payload: ${reason}`, {
-      cause: error,
-    });
-  }
-}

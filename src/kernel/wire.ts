@@ -1,5 +1,6 @@
 import { quoteString, type JsonNode } from './canonical-json.js';
 import { KernelError } from './errors.js';
+import { Payload } from './payload.js';
 
 /**
  * Wire records: every typed record the kernel persists or hashes is written as canonical JSON
@@ -120,6 +121,30 @@ export class WireRecord {
     if (node === undefined) return undefined;
     if (node.kind !== 'array') this.fail('must be an array', name);
     return node.items;
+  }
+
+  /**
+   * Reads string member `name` and parses it with `parse` (an identity, a digest…); a rejection is
+   * re-thrown under this record's code and path, keeping the original as its cause.
+   */
+  identity<T>(name: string, parse: (text: string) => T, text: string = this.string(name)): T {
+    try {
+      return parse(text);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new KernelError(this.code, `${this.childPath(name)} is not valid: ${reason}`, { cause: error });
+    }
+  }
+
+  /** Reads required member `name` as a canonical payload, re-throwing a rejection under this record's code. */
+  payload(name: string): Payload {
+    const node = this.required(name);
+    try {
+      return Payload.fromNode(node);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new KernelError(this.code, `${this.childPath(name)} is not a valid payload: ${reason}`, { cause: error });
+    }
   }
 
   childPath(name: string): string {
