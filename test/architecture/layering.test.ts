@@ -40,3 +40,26 @@ test('the layering scan sees the kernel (guards against an empty scan)', () => {
   assert.ok(sources(join(root, 'src/kernel')).length > 10);
   assert.ok(imports(join(root, 'src/kernel/payload.ts')).some((specifier) => specifier === './digest.js'));
 });
+
+// Strategies are deterministic Definitions: time and randomness enter only as Signal or input payloads.
+test('strategies/ import only the kernel surface and use no clock, randomness, timers or I/O', () => {
+  const strategies = join(root, 'strategies');
+  const forbidden = /\b(Date\.now|new Date\(|Math\.random|setTimeout|setInterval|setImmediate|fetch\(|process\.env|performance\.now)/;
+  const violations: string[] = [];
+  const files = sources(strategies);
+  assert.ok(files.length > 0, 'the scan sees strategies/');
+  for (const file of files) {
+    for (const specifier of imports(file)) {
+      const target = specifier.startsWith('.') ? resolve(dirname(file), specifier) : specifier;
+      const inside = target.startsWith(`${strategies}/`) || target.startsWith(`${join(root, 'src/kernel')}/`);
+      if (!inside) violations.push(`${relative(root, file)} imports ${specifier}`);
+    }
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, index) => {
+        const code = line.replace(/\/\/.*$/, '');
+        if (forbidden.test(code) && !/^\s*\*/.test(code)) violations.push(`${relative(root, file)}:${index + 1} ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(violations, []);
+});
