@@ -11,6 +11,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, SchemaValidationError } from '../src/kernel/index.js';
+import { positionPattern } from './events/schemas.js';
 import { closedObject, ref } from './shared.js';
 
 export interface ProblemType {
@@ -58,6 +59,7 @@ export const problemRegistry = {
   process_finished: { status: 409, title: 'Process finished' },
   effect_not_pending: { status: 409, title: 'Effect not pending' },
   idempotency_key_conflict: { status: 409, title: 'Idempotency key conflict' },
+  idempotency_key_in_progress: { status: 409, title: 'Idempotency key in progress' },
   commit_conflict: { status: 409, title: 'Commit conflict' },
   tree_incarnation_conflict: { status: 409, title: 'Tree incarnation conflict' },
   tree_not_active: { status: 409, title: 'Tree not active' },
@@ -66,6 +68,8 @@ export const problemRegistry = {
   deployment_unavailable: { status: 409, title: 'Deployment unavailable' },
   resource_limit_exceeded: { status: 409, title: 'Resource limit exceeded' },
   counter_exhausted: { status: 409, title: 'Counter exhausted' },
+  // 410: what the request points at existed, and retention removed it.
+  history_trimmed: { status: 410, title: 'History trimmed' },
   // 422: well-formed, but refused on its meaning.
   schema_validation_failed: { status: 422, title: 'Schema validation failed' },
   signal_rejected: { status: 422, title: 'Signal rejected' },
@@ -147,6 +151,16 @@ export const Problem = closedObject(
     requestId: Type.String({ description: 'The request id (also in the `x-request-id` response header).' }),
     instance: Type.String({ description: 'The request path this problem occurred on.' }),
     errors: Type.Optional(Type.Array(ref(ProblemFieldError), { description: 'Validation failures, when there are any.' })),
+    firstAvailable: Type.Optional(
+      Type.String({
+        pattern: positionPattern,
+        maxLength: 41,
+        description:
+          '`history_trimmed` only: the oldest position the log still holds. Reading without a cursor (or with `0`) starts there; ' +
+          'what lay between the refused cursor and it is gone.',
+        example: '1712000000000-0',
+      }),
+    ),
   },
   { $id: 'Problem', description: 'An RFC 9457 problem details body (`application/problem+json`).' },
 );
@@ -162,6 +176,7 @@ export interface ProblemBody {
   requestId: string;
   instance: string;
   errors?: FieldError[];
+  firstAvailable?: string;
 }
 
 export interface FieldError {
@@ -302,6 +317,8 @@ interface Classified {
   readonly code: ProblemCode;
   readonly detail: string;
   readonly errors?: readonly FieldError[];
+  /** `history_trimmed`: the oldest position the log still holds. */
+  readonly firstAvailable?: string;
   /** Logged with the error: 'info' for client mistakes, 'warn' for known 5xx, 'error' for defects. */
   readonly level: 'info' | 'warn' | 'error';
 }
@@ -366,6 +383,8 @@ function classify(error: unknown, bodyLimit: number): Classified {
     if (status >= 500) return { code, detail: `${title}: retry later`, level: 'warn' };
     const message = typeof candidate.message === 'string' && candidate.message !== '' ? candidate.message : title;
     const errors = Array.isArray(candidate.errors) ? candidate.errors : undefined;
+    const firstAvailable = (error as { firstAvailable?: unknown }).firstAvailable;
+    if (code === 'history_trimmed' && typeof firstAvailable === 'string') return { code, detail: message, firstAvailable, level: 'info' };
     return errors === undefined ? { code, detail: message, level: 'info' } : { code, detail: message, errors, level: 'info' };
   }
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -382,7 +401,7 @@ function classify(error: unknown, bodyLimit: number): Classified {
   return { code: 'internal_error', detail: 'the server could not answer this request', level: 'error' };
 }
 
-function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[]): ProblemBody {
+function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[], firstAvailable?: string): ProblemBody {
   const { status, title } = problemRegistry[code];
   const body: ProblemBody = {
     type: problemTypeUri(code),
@@ -394,6 +413,7 @@ function render(request: FastifyRequest, code: ProblemCode, detail: string, erro
     instance: request.url.split('?')[0] ?? request.url,
   };
   if (errors !== undefined && errors.length > 0) body.errors = [...errors];
+  if (firstAvailable !== undefined) body.firstAvailable = firstAvailable;
   return body;
 }
 
@@ -419,7 +439,7 @@ async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptio
     else if (classified.level === 'warn') request.log.warn(log, 'request failed');
     else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
     if (reply.sent || reply.raw.headersSent) return;
-    return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors));
+    return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified.firstAvailable));
   });
 
   app.setNotFoundHandler((request, reply) => {

@@ -23,11 +23,15 @@ const eventsPlugin: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Page through the events and deltas of the tree of a process',
         description:
           'Entries of the log of the tree the process belongs to, strictly after `after`, oldest first: committed events, ' +
-          'attempt events and deltas (best-effort; retention may trim them). `position` is the SSE `id` of the same entry on ' +
-          '`/v1/trees/{rootId}/stream`; pass `nextCursor` as `after` for the next page. An unparseable cursor is 400 `invalid_request`.',
+          'attempt events and deltas (best-effort). `position` is the SSE `id` of the same entry on ' +
+          '`/v1/trees/{rootId}/stream`; pass `nextCursor` as `after` for the next page. An unparseable cursor is 400 `invalid_request`. ' +
+          'The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`): retention trims the oldest entries. Without `after` (or with `0`) a page ' +
+          'starts at the oldest entry still held. A cursor whose successors were trimmed is never skipped over: it is ' +
+          '410 `history_trimmed`, whose `firstAvailable` names the oldest position still held (read again without a cursor to ' +
+          'start there); when trimmed entries lie inside a page, the page ends before them and the next one is the 410.',
         params: ProcessParams,
         querystring: EventsQuery,
-        response: { 200: ref(LogPage), ...problemResponses('process_not_found', 'tree_not_found') },
+        response: { 200: ref(LogPage), ...problemResponses('process_not_found', 'tree_not_found', 'history_trimmed') },
       },
     },
     async (request) => {
@@ -36,7 +40,7 @@ const eventsPlugin: FastifyPluginAsyncTypebox = async (app) => {
         ...(after === undefined ? {} : { after }),
         limit: limit ?? defaultEventsPageLimit,
       });
-      return wire(page);
+      return wire({ items: page.items, nextCursor: page.nextCursor });
     },
   );
 };

@@ -41,7 +41,11 @@ export const maxEventsPageLimit = 1_000;
 
 export const EventsQuery = closedObject({
   after: Type.Optional(
-    position('Return entries strictly after this position (a previous `nextCursor` or an SSE `id`); omit to start at the beginning.', '0'),
+    position(
+      'Return entries strictly after this position (a previous `nextCursor` or an SSE `id`); omit (or `0`) to start at the oldest entry the log still holds. ' +
+        'A position whose successors retention trimmed is 410 `history_trimmed`.',
+      '0',
+    ),
   ),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: maxEventsPageLimit, description: `Entries per page (default ${defaultEventsPageLimit}).`, example: 100 }),

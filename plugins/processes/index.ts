@@ -29,7 +29,10 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: NoQuery,
         description:
           'Validates the input against the deployment input schema and commits the start checkpoint before answering. ' +
-          'With `Idempotency-Key`, a repeated request with the same body returns the same process (200).',
+          'With `Idempotency-Key`, a repeated request with the same body returns the same process (200), from any server ' +
+          'of a deployment sharing one Redis: a key starts at most one process. While another start with the key is still ' +
+          'unfinished, the request waits a few seconds for it, then answers 409 `idempotency_key_in_progress` (retry to get ' +
+          'that process).',
         headers: StartHeaders,
         body: ref(StartProcessRequest),
         response: {
@@ -43,6 +46,7 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
             'deployment_not_found',
             'authority_exceeded',
             'idempotency_key_conflict',
+            'idempotency_key_in_progress',
             'schema_validation_failed',
             'payload_too_large',
             'unsupported_media_type',

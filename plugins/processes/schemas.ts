@@ -186,7 +186,9 @@ export const StartHeaders = Type.Object({
       minLength: 1,
       maxLength: 256,
       pattern: '^[\\x21-\\x7e]+$',
-      description: 'Same key + same body returns the same process (200); same key + other body is 409.',
+      description:
+        'Same key + same body returns the same process (200); same key + other body is 409 `idempotency_key_conflict`; ' +
+        'a start with the key still unfinished elsewhere is 409 `idempotency_key_in_progress` (retry).',
       example: 'start-7f3a',
     }),
   ),

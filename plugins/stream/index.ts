@@ -13,6 +13,11 @@
  * Each phase starts strictly after the last position actually written, so across phases and reconnects
  * no committed entry is skipped or repeated.
  *
+ * Trimmed history is never skipped silently: a cursor whose successors the bounded log no longer holds is
+ * a 410 `history_trimmed` before any header; a client that falls behind the retention while streaming gets
+ * a final `scope.stream.error` (`reason: "history_trimmed"`, `firstAvailable`); a stream from the beginning
+ * of a trimmed log opens with a `scope.stream.notice` naming where it starts.
+ *
  * The stream ends with `scope.stream.end` (no id) when the Host's tail ends (the root is terminal and its
  * subtree drained) or the server closes; `preClose` writes it to every open stream and waits (briefly) for
  * it to reach the clients before Fastify reaps connections.
@@ -24,7 +29,7 @@ import type { Host, LogEntry, LogQuery, Page, StreamEndReason } from '../../src/
 import { ProblemError, problemResponses } from '../problem-details.js';
 import { TreeParams } from '../shared.js';
 import { StreamHeaders, StreamQuery, StreamResponse, streamDescription } from './schemas.js';
-import { SseWriter, streamEndEvent, streamErrorEvent, type SseMessage } from './sse-writer.js';
+import { SseWriter, streamEndEvent, streamErrorEvent, streamNoticeEvent, type SseMessage } from './sse-writer.js';
 
 export interface StreamPluginOptions {
   /** Interval of the `: keep-alive` comment (default 15 000 ms; `SCOPE_SSE_KEEPALIVE_MS`). */
@@ -188,6 +193,12 @@ async function rootFinished(host: Host, rootId: string, withinMs: number): Promi
   }
 }
 
+/** The oldest position still held, when `error` is the Host's `history_trimmed` (host.ts, `stream`). */
+function trimmedAt(error: unknown): string | undefined {
+  const candidate = error as { code?: unknown; firstAvailable?: unknown } | null;
+  return candidate?.code === 'history_trimmed' && typeof candidate.firstAvailable === 'string' ? candidate.firstAvailable : undefined;
+}
+
 function errorCode(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[a-z][a-z_]{0,63}$/.test(code) ? code : 'internal_error';
@@ -228,7 +239,7 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
         params: TreeParams,
         querystring: StreamQuery,
         headers: StreamHeaders,
-        response: { 200: StreamResponse, ...problemResponses('tree_not_found') },
+        response: { 200: StreamResponse, ...problemResponses('tree_not_found', 'history_trimmed') },
       },
     },
     async (request, reply) => {
@@ -243,9 +254,10 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
       };
       const cursor = after === undefined ? {} : { after };
 
-      // Before any byte is sent: an unknown tree (404) or a cursor the log refuses (400) is still a
-      // problem response, not a 200 stream that ends at once. `openStream` checks both; the history
-      // is then read in pages and the live tail opened where the history ends.
+      // Before any byte is sent: an unknown tree (404), a cursor the log refuses (400) or one whose
+      // successors retention trimmed (410) is still a problem response, not a 200 stream that ends at
+      // once. `openStream` checks all three (and the first page again); the history is then read in
+      // pages and the live tail opened where the history ends.
       const check = new AbortController();
       await host.openStream(rootId, { ...filters, ...cursor, signal: check.signal }).finally(() => check.abort());
       const first = await host.events(rootId, { ...filters, ...cursor, limit: settings.pageSize });
@@ -276,6 +288,10 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
         stream.ended(writer.dropReason === undefined ? 'client_closed' : 'dropped');
       });
       writer.open(reply.getHeaders() as Record<string, string | number | readonly string[]>);
+      // A stream from the beginning of a log that retention already trimmed says where it starts.
+      if (first.trimmed !== undefined) {
+        writer.send({ event: streamNoticeEvent, data: { reason: 'history_trimmed', firstAvailable: first.trimmed.firstAvailable } });
+      }
 
       try {
         if (await pump(host, settings, stream, filters, first)) {
@@ -286,8 +302,25 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
           request.log.warn({ rootId, reason: writer.dropReason, lastEventId: stream.lastEventId }, 'SSE client dropped');
         }
       } catch (error) {
-        request.log.warn({ err: error, rootId, lastEventId: stream.lastEventId }, 'SSE stream failed');
         stream.ended('error');
+        const firstAvailable = trimmedAt(error);
+        if (firstAvailable !== undefined) {
+          // The client fell behind the log's retention: what it has not received yet is gone. Said once,
+          // at the point it happened; a reconnect from the last id would be refused with 410.
+          request.log.info({ rootId, lastEventId: stream.lastEventId, firstAvailable }, 'SSE client fell behind the log retention');
+          writer.end({
+            event: streamErrorEvent,
+            data: {
+              reason: 'history_trimmed',
+              code: 'history_trimmed',
+              firstAvailable,
+              lastEventId: stream.lastEventId,
+              detail: 'the log trimmed entries this stream had not delivered yet; reconnect without Last-Event-ID to start at firstAvailable',
+            },
+          });
+          return;
+        }
+        request.log.warn({ err: error, rootId, lastEventId: stream.lastEventId }, 'SSE stream failed');
         writer.end({
           event: streamErrorEvent,
           data: { reason: 'log_unavailable', code: errorCode(error), detail: 'reading the event log failed; reconnect with the last id to resume' },

@@ -53,6 +53,14 @@ export const streamDescription = [
   'or stops reading is dropped with a final `event: scope.stream.error` (data `{reason, detail}`); a failure',
   'to read the log ends the stream the same way (`reason: "log_unavailable"`). Reconnecting with the last',
   'id received resumes losslessly.',
+  'The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`), and trimmed history is never skipped silently. A cursor',
+  '(`Last-Event-ID` or `?after=`) whose successors retention already trimmed is answered 410 `history_trimmed`',
+  'before the stream starts (the problem\'s `firstAvailable` is the oldest position still held; EventSource stops',
+  'reconnecting on it): reconnect without a cursor to start there. A client that falls behind retention while',
+  'streaming gets a final `event: scope.stream.error` with data `{reason: "history_trimmed", firstAvailable,',
+  'lastEventId, detail}`. A stream without a cursor (or from `0`) over a trimmed log starts at the oldest entry',
+  'still held and first sends `event: scope.stream.notice` (no id) with data `{reason: "history_trimmed",',
+  'firstAvailable}`.',
 ].join(' ');
 
 export const StreamResponse = {

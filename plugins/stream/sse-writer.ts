@@ -61,6 +61,8 @@ export type WriterState = 'open' | 'ended' | 'closed';
 export const streamErrorEvent = 'scope.stream.error';
 /** The final message of a stream that ended normally or on shutdown. */
 export const streamEndEvent = 'scope.stream.end';
+/** Something the client should know about the stream itself (no id; e.g. it starts after trimmed history). */
+export const streamNoticeEvent = 'scope.stream.notice';
 
 export class SseWriter {
   readonly #res: ServerResponse;

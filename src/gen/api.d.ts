@@ -67,7 +67,7 @@ export interface paths {
         put?: never;
         /**
          * Start a root process
-         * @description Validates the input against the deployment input schema and commits the start checkpoint before answering. With `Idempotency-Key`, a repeated request with the same body returns the same process (200).
+         * @description Validates the input against the deployment input schema and commits the start checkpoint before answering. With `Idempotency-Key`, a repeated request with the same body returns the same process (200), from any server of a deployment sharing one Redis: a key starts at most one process. While another start with the key is still unfinished, the request waits a few seconds for it, then answers 409 `idempotency_key_in_progress` (retry to get that process).
          */
         post: operations["startProcess"];
         delete?: never;
@@ -356,7 +356,7 @@ export interface paths {
         };
         /**
          * Page through the events and deltas of the tree of a process
-         * @description Entries of the log of the tree the process belongs to, strictly after `after`, oldest first: committed events, attempt events and deltas (best-effort; retention may trim them). `position` is the SSE `id` of the same entry on `/v1/trees/{rootId}/stream`; pass `nextCursor` as `after` for the next page. An unparseable cursor is 400 `invalid_request`.
+         * @description Entries of the log of the tree the process belongs to, strictly after `after`, oldest first: committed events, attempt events and deltas (best-effort). `position` is the SSE `id` of the same entry on `/v1/trees/{rootId}/stream`; pass `nextCursor` as `after` for the next page. An unparseable cursor is 400 `invalid_request`. The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`): retention trims the oldest entries. Without `after` (or with `0`) a page starts at the oldest entry still held. A cursor whose successors were trimmed is never skipped over: it is 410 `history_trimmed`, whose `firstAvailable` names the oldest position still held (read again without a cursor to start there); when trimmed entries lie inside a page, the page ends before them and the next one is the 410.
          */
         get: operations["listProcessEvents"];
         put?: never;
@@ -376,7 +376,7 @@ export interface paths {
         };
         /**
          * Stream the events and deltas of a tree (SSE)
-         * @description Server-sent events of the tree: committed events replayed from the durable log, then live events and best-effort deltas. Each message has `id:` (a resumable position; `Last-Event-ID` or `?after=` resumes strictly after it, with no gap and no repeat), `event:` (the event name, `agent.delta` for deltas) and one JSON `data:` line (the Event or Delta wire JSON). A `: keep-alive` comment is sent at a fixed interval (15 s by default). The stream ends with `event: scope.stream.end` (no id; data `{rootId, reason, lastEventId}`) once the root is terminal and its subtree has drained (`reason: "completed"`), or when the server shuts down (`reason: "shutdown"`: reconnect with `lastEventId`). A client that falls too far behind or stops reading is dropped with a final `event: scope.stream.error` (data `{reason, detail}`); a failure to read the log ends the stream the same way (`reason: "log_unavailable"`). Reconnecting with the last id received resumes losslessly.
+         * @description Server-sent events of the tree: committed events replayed from the durable log, then live events and best-effort deltas. Each message has `id:` (a resumable position; `Last-Event-ID` or `?after=` resumes strictly after it, with no gap and no repeat), `event:` (the event name, `agent.delta` for deltas) and one JSON `data:` line (the Event or Delta wire JSON). A `: keep-alive` comment is sent at a fixed interval (15 s by default). The stream ends with `event: scope.stream.end` (no id; data `{rootId, reason, lastEventId}`) once the root is terminal and its subtree has drained (`reason: "completed"`), or when the server shuts down (`reason: "shutdown"`: reconnect with `lastEventId`). A client that falls too far behind or stops reading is dropped with a final `event: scope.stream.error` (data `{reason, detail}`); a failure to read the log ends the stream the same way (`reason: "log_unavailable"`). Reconnecting with the last id received resumes losslessly. The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`), and trimmed history is never skipped silently. A cursor (`Last-Event-ID` or `?after=`) whose successors retention already trimmed is answered 410 `history_trimmed` before the stream starts (the problem's `firstAvailable` is the oldest position still held; EventSource stops reconnecting on it): reconnect without a cursor to start there. A client that falls behind retention while streaming gets a final `event: scope.stream.error` with data `{reason: "history_trimmed", firstAvailable, lastEventId, detail}`. A stream without a cursor (or from `0`) over a trimmed log starts at the oldest entry still held and first sends `event: scope.stream.notice` (no id) with data `{reason: "history_trimmed", firstAvailable}`.
          */
         get: operations["streamTree"];
         put?: never;
@@ -470,13 +470,18 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "not_acceptable" | "payload_too_large" | "unsupported_media_type" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "not_acceptable" | "payload_too_large" | "unsupported_media_type" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on. */
             instance: string;
             /** @description Validation failures, when there are any. */
             errors?: components["schemas"]["ProblemFieldError"][];
+            /**
+             * @description `history_trimmed` only: the oldest position the log still holds. Reading without a cursor (or with `0`) starts there; what lay between the refused cursor and it is gone.
+             * @example 1712000000000-0
+             */
+            firstAvailable?: string;
         };
         /** @description One entry of the deployment catalog. */
         Deployment: {
@@ -1052,7 +1057,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key + same body returns the same process (200); same key + other body is 409. */
+                /** @description Same key + same body returns the same process (200); same key + other body is 409 `idempotency_key_conflict`; a start with the key still unfinished elsewhere is 409 `idempotency_key_in_progress` (retry). */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -1111,7 +1116,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `idempotency_key_conflict` */
+            /** @description `idempotency_key_conflict`, `idempotency_key_in_progress` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2211,7 +2216,7 @@ export interface operations {
     listProcessEvents: {
         parameters: {
             query?: {
-                /** @description Return entries strictly after this position (a previous `nextCursor` or an SSE `id`); omit to start at the beginning. */
+                /** @description Return entries strictly after this position (a previous `nextCursor` or an SSE `id`); omit (or `0`) to start at the oldest entry the log still holds. A position whose successors retention trimmed is 410 `history_trimmed`. */
                 after?: string;
                 /** @description Entries per page (default 100). */
                 limit?: number;
@@ -2245,6 +2250,15 @@ export interface operations {
             };
             /** @description `process_not_found`, `tree_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `history_trimmed` */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2305,6 +2319,15 @@ export interface operations {
             };
             /** @description `tree_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `history_trimmed` */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

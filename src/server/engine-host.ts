@@ -22,7 +22,7 @@ import { isStatus } from '../kernel/status.js';
 import type { TreeLimits } from '../kernel/tree-limits.js';
 import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
 import type { Usage } from '../kernel/usage.js';
-import { isPosition, type EventLog, type StoredLogRecord } from '../store/event-log.js';
+import { comparePositions, followsDirectly, isPosition, type EventLog, type StoredLogRecord } from '../store/event-log.js';
 import { MemoryTreeCommitter } from '../store/memory-committer.js';
 import { MemoryEventLog } from '../store/memory-event-log.js';
 import { RedisTreeCommitter } from '../store/redis/redis-committer.js';
@@ -31,7 +31,7 @@ import { AuthorityShapeError, budgetView, excessOf, parseBudget, parseCapabiliti
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
-import { invalidRequest, ServerErrorCode, serverError } from './errors.js';
+import { HistoryTrimmedError, invalidRequest, ServerErrorCode, serverError } from './errors.js';
 import { EmbeddedCommitter, RedisHostCommitter, type HostCommitter } from './host-committer.js';
 import type {
   ControlAction,
@@ -42,6 +42,7 @@ import type {
   HostTelemetry,
   Json,
   LogEntry,
+  LogPage,
   LogQuery,
   Page,
   ProcessListQuery,
@@ -95,6 +96,12 @@ export interface EngineHostOptions {
    * readable from the store, and answer signals and control as finished processes do.
    */
   readonly finishedTreeRetention?: number;
+  /**
+   * Redis mode: timing of same-key starts across servers (tests shorten them): how long a reservation
+   * lives before its start commits, when a `committing` start counts as gone, and how long a start
+   * waits for another one holding its key before `idempotency_key_in_progress`.
+   */
+  readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
 
 /** Default and bound of list page sizes. */
@@ -204,7 +211,7 @@ export class EngineHost implements Host {
       const store = new RedisTreeCommitter({ redis, keyPrefix: config.keyPrefix, eventLogMaxLen: config.eventLogMaxLen });
       this.#redisStore = store;
       this.#roots = new RedisRootIndex({ redis, keyPrefix: config.keyPrefix });
-      this.#idempotency = new RedisIdempotencyStore({ redis, keyPrefix: config.keyPrefix, committer: store });
+      this.#idempotency = new RedisIdempotencyStore({ redis, keyPrefix: config.keyPrefix, committer: store, ttlMs: config.idempotencyTtlMs, ...options.idempotency });
       log = new RedisLog({
         redis,
         keyPrefix: config.keyPrefix,
@@ -384,17 +391,34 @@ export class EngineHost implements Host {
     }
   }
 
+  /**
+   * At most one start per key, in this server and across servers sharing the Redis: the claim returns
+   * the earlier start's record, or reserves the key for this start (waiting, bounded, while another
+   * start holds it); a start that fails gives the reservation up.
+   */
   async #idempotentStart(prepared: PreparedStart, keyDigest: string, digest: string): Promise<StartOutcome> {
-    const existing = await this.#storeCall('idempotency lookup', () => this.#idempotency.lookup(keyDigest));
-    if (existing !== undefined) {
-      if (existing.requestDigest !== digest) {
+    const claim = await this.#storeCall('idempotency claim', () => this.#idempotency.claim(keyDigest, this.#shutdown.signal));
+    if (claim.kind === 'existing') {
+      if (claim.record.requestDigest !== digest) {
         throw serverError(ServerErrorCode.idempotencyKeyConflict, 'this Idempotency-Key was used with a different request body');
       }
-      return { created: false, process: await this.inspectProcess(existing.processId) };
+      return { created: false, process: await this.inspectProcess(claim.record.processId) };
     }
-    this.#admit();
-    const intent: IdempotencyIntent = { keyDigest, requestDigest: digest, ttlMs: this.#config.idempotencyTtlMs };
-    return { created: true, process: await this.#start(prepared, intent) };
+    try {
+      this.#admit();
+      const intent: IdempotencyIntent = {
+        keyDigest,
+        requestDigest: digest,
+        ttlMs: this.#config.idempotencyTtlMs,
+        ...(claim.token === undefined ? {} : { token: claim.token }),
+      };
+      return { created: true, process: await this.#start(prepared, intent) };
+    } catch (error) {
+      await this.#idempotency.release(keyDigest, claim.token).catch((failure: unknown) => {
+        this.#logger?.warn({ err: failure }, 'could not give up an idempotency reservation (it expires on its own)');
+      });
+      throw error;
+    }
   }
 
   #prepareStart(request: StartRequest): PreparedStart {
@@ -873,26 +897,35 @@ export class EngineHost implements Host {
     return waits.sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0));
   }
 
-  async events(processId: string, query: LogQuery): Promise<Page<LogEntry>> {
+  async events(processId: string, query: LogQuery): Promise<LogPage> {
     const located = await this.#locateOrThrow(processId);
     const after = query.after ?? '0';
     if (!isPosition(after)) throw invalidRequest('after must be a log position (a decimal number or <n>-<m>)');
     const limit = pageLimit(query.limit, listLimits.events);
     const types = query.types === undefined || query.types.length === 0 ? undefined : new Set(query.types);
     const items: LogEntry[] = [];
+    let trimmed: LogPage['trimmed'];
     let cursor = after;
     // A bounded scan, as in listProcesses: a selective filter may return a short page with a cursor.
     for (let scanned = 0; scanned < 20; scanned += 1) {
       const page = await this.#storeCall('event log read', () => this.#log.readAfter(located.root, cursor, readBatch));
       for (const record of page) {
+        if (!followsDirectly(record, cursor)) {
+          // Retention trimmed what follows the cursor. From the beginning that only moves the start;
+          // from a client's cursor it is refused, at once or (after what this page already holds) on
+          // the next page, never skipped.
+          if (cursor !== after) return withTrimmed({ items, nextCursor: cursor }, trimmed);
+          if (!isLogStart(after)) throw new HistoryTrimmedError(located.root, cursor, record.position);
+          trimmed = { firstAvailable: record.position };
+        }
         cursor = record.position;
         if (!matches(record, types, query.processId)) continue;
         items.push(logEntry(record));
-        if (items.length === limit) return { items, nextCursor: cursor };
+        if (items.length === limit) return withTrimmed({ items, nextCursor: cursor }, trimmed);
       }
-      if (page.length < readBatch) return { items, nextCursor: null };
+      if (page.length < readBatch) return withTrimmed({ items, nextCursor: null }, trimmed);
     }
-    return { items, nextCursor: cursor };
+    return withTrimmed({ items, nextCursor: cursor }, trimmed);
   }
 
   stream(rootId: string, options: StreamOptions): AsyncIterable<LogEntry> {
@@ -903,6 +936,10 @@ export class EngineHost implements Host {
   async openStream(rootId: string, options: StreamOptions): Promise<AsyncIterable<LogEntry>> {
     const { root, after, types } = this.#streamArguments(rootId, options);
     if (!(await this.#treeExists(root))) throw treeNotFound(root);
+    if (!isLogStart(after)) {
+      const [next] = await this.#storeCall('event log read', () => this.#log.readAfter(root, after, 1));
+      if (next !== undefined && !followsDirectly(next, after)) throw new HistoryTrimmedError(root, after, next.position);
+    }
     return this.#streamEntries(root, after, types, options, true);
   }
 
@@ -926,12 +963,20 @@ export class EngineHost implements Host {
     if (!checked && !(await this.#treeExists(root))) throw treeNotFound(root);
     let cursor = after;
     let ended = false;
+    // Every record must directly follow the last one read (a stream from the beginning may start at the
+    // oldest retained entry): a reader that fell behind the log's retention is told, never skipped ahead.
+    const follow = (record: StoredLogRecord): void => {
+      if (!followsDirectly(record, cursor) && !(cursor === after && isLogStart(after))) {
+        throw new HistoryTrimmedError(root, cursor, record.position);
+      }
+      cursor = record.position;
+    };
     // 1. What the log holds after the cursor.
     for (;;) {
       if (stop.aborted) return;
       const page = await this.#storeCall('event log read', () => this.#log.readAfter(root, cursor, readBatch));
       for (const record of page) {
-        cursor = record.position;
+        follow(record);
         if (isRootFinished(record, root)) ended = true;
         if (matches(record, types, options.processId)) yield logEntry(record);
         if (stop.aborted) return;
@@ -941,7 +986,7 @@ export class EngineHost implements Host {
     // 2. Live entries, unless the root already finished (its terminal event may lie before the cursor).
     if (!ended && !(await this.#rootFinished(root))) {
       for await (const record of this.#log.tail(root, cursor, stop)) {
-        cursor = record.position;
+        follow(record);
         if (matches(record, types, options.processId)) yield logEntry(record);
         if (isRootFinished(record, root)) {
           ended = true;
@@ -961,7 +1006,7 @@ export class EngineHost implements Host {
       if (stop.aborted) return;
       const page = await this.#storeCall('event log read', () => this.#log.readAfter(root, cursor, readBatch));
       for (const record of page) {
-        cursor = record.position;
+        follow(record);
         if (matches(record, types, options.processId)) yield logEntry(record);
         if (stop.aborted) return;
       }
@@ -1319,6 +1364,15 @@ function matches(record: StoredLogRecord, types: ReadonlySet<string> | undefined
 
 function isRootFinished(record: StoredLogRecord, root: string): boolean {
   return record.type === eventNames.processFinished && record.processId === root;
+}
+
+/** Whether a cursor means "from the beginning" (`0`, or `0-0`): the oldest entry the log still holds. */
+function isLogStart(position: string): boolean {
+  return comparePositions(position, '0') === 0;
+}
+
+function withTrimmed(page: Page<LogEntry>, trimmed: LogPage['trimmed']): LogPage {
+  return trimmed === undefined ? page : { ...page, trimmed };
 }
 
 function logEntry(record: StoredLogRecord): LogEntry {

@@ -16,6 +16,10 @@ export const ServerErrorCode = {
   effectNotFound: 'effect_not_found',
   /** 409: an Idempotency-Key reused with another request body. */
   idempotencyKeyConflict: 'idempotency_key_conflict',
+  /** 409: another start with this Idempotency-Key is still unfinished (retry shortly). */
+  idempotencyKeyInProgress: 'idempotency_key_in_progress',
+  /** 410: the log no longer holds entries after the cursor (retention trimmed them). */
+  historyTrimmed: 'history_trimmed',
   /** 403: a start asks for more budget, limits or capabilities than the server grants. */
   authorityExceeded: 'authority_exceeded',
   /** 409: the tree is stored but no runtime in this server owns it (restore it first). */
@@ -38,4 +42,25 @@ export function serverError(code: ServerErrorCode, message: string, cause?: unkn
 /** `invalid_request` with `message`. */
 export function invalidRequest(message: string, cause?: unknown): KernelError {
   return serverError(ServerErrorCode.invalidRequest, message, cause);
+}
+
+/**
+ * `history_trimmed`: entries strictly after `cursor` were trimmed from the tree's bounded log before
+ * they were read, so a read from there would skip them. `firstAvailable` is the oldest position the log
+ * still holds (a read with no cursor, or `0`, starts there).
+ */
+export class HistoryTrimmedError extends KernelError {
+  readonly cursor: string;
+  readonly firstAvailable: string;
+
+  constructor(rootId: string, cursor: string, firstAvailable: string) {
+    super(
+      ServerErrorCode.historyTrimmed,
+      `the event log of ${rootId} no longer holds the entries after ${cursor}: retention trimmed them; ` +
+        `the oldest entry it holds is ${firstAvailable} (read without a cursor, or after=0, to start there)`,
+    );
+    this.name = 'HistoryTrimmedError';
+    this.cursor = cursor;
+    this.firstAvailable = firstAvailable;
+  }
 }

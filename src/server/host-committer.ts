@@ -18,7 +18,9 @@ import {
   type IdempotencyIntent,
   type MemoryIdempotencyStore,
 } from './idempotency.js';
+import { ServerErrorCode, serverError } from './errors.js';
 import type { HostMetrics } from './metrics.js';
+import { runHostScript } from './redis-scripts.js';
 import type { MemoryRootIndex, RootIndex } from './root-index.js';
 
 /**
@@ -233,8 +235,10 @@ export interface RedisHostCommitterOptions {
 /**
  * Redis mode: every commit's events, and a start's idempotency record, travel in the commit's Lua
  * script ({@link RedisCommitContext}). Two directory writes precede a start's script: the root
- * index entry and the idempotency pointer. Both only point at the root; readers ignore them while
- * the root has no head or record, so a failed start leaves nothing that reads as true.
+ * index entry and the idempotency pointer (`committing`, from this start's reservation; see
+ * `RedisIdempotencyStore`). Both only point at the root; readers ignore them while the root has no
+ * head or record, so a failed start leaves nothing that reads as true. After the script, the pointer
+ * names the root alone.
  */
 export class RedisHostCommitter extends CommitterBase {
   readonly #store: RedisTreeCommitter;
@@ -267,9 +271,9 @@ export class RedisHostCommitter extends CommitterBase {
 
   protected async checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
     const records = [];
+    const intent = checkpoint.kind === 'start' ? intentOf(context?.hostValues) : undefined;
+    const root = checkpoint.rootId.toString();
     if (checkpoint.kind === 'start') {
-      const root = checkpoint.rootId.toString();
-      const intent = intentOf(context?.hostValues);
       await this.#directory(root, checkpoint.snapshot.root.startedAt, intent);
       if (intent !== undefined) {
         records.push({
@@ -280,6 +284,12 @@ export class RedisHostCommitter extends CommitterBase {
       }
     }
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    if (intent?.token !== undefined) {
+      // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
+      // finds the record through the `committing` pointer finishes this step itself.
+      const pointer = idempotencyPointerKey(this.#store.keyPrefix, intent.keyDigest);
+      await runHostScript(this.#redis, 'idempotencyPromote', [pointer], [intent.token, root, intent.ttlMs]).catch(() => undefined);
+    }
   }
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
@@ -290,16 +300,31 @@ export class RedisHostCommitter extends CommitterBase {
     await this.#store.activateTree(activation, { events: context?.events ?? [] });
   }
 
-  /** The root index entry and the idempotency pointer of a start, before its commit. */
+  /**
+   * The root index entry and the idempotency pointer of a start, before its commit. A start holding a
+   * reservation moves the pointer to `committing` (naming the root) only while the reservation is still
+   * its own; a start that lost it (expired, taken over) does not commit: `idempotency_key_in_progress`.
+   */
   async #directory(root: string, startedAt: string, intent: IdempotencyIntent | undefined): Promise<void> {
+    let reserved = true;
     try {
       const writes: Promise<unknown>[] = [this.#roots.add(root, startedAt)];
       if (intent !== undefined) {
-        writes.push(this.#redis.set(idempotencyPointerKey(this.#store.keyPrefix, intent.keyDigest), root, 'PX', intent.ttlMs));
+        const pointer = idempotencyPointerKey(this.#store.keyPrefix, intent.keyDigest);
+        writes.push(
+          intent.token === undefined
+            ? this.#redis.set(pointer, root, 'PX', intent.ttlMs)
+            : runHostScript(this.#redis, 'idempotencyCommitting', [pointer], [intent.token, root, intent.ttlMs]).then((held) => {
+                reserved = held === 1;
+              }),
+        );
       }
       await Promise.all(writes);
     } catch (error) {
       throw unavailable('start directory write', error);
+    }
+    if (!reserved) {
+      throw serverError(ServerErrorCode.idempotencyKeyInProgress, 'this start lost its Idempotency-Key reservation to another start; retry to get that one');
     }
   }
 }

@@ -215,7 +215,20 @@ export interface LogEntry {
   readonly data: Json;
 }
 
+/** A page of a tree's log. */
+export interface LogPage extends Page<LogEntry> {
+  /**
+   * Set when the read started from the beginning (no cursor, or `0`) of a log that retention has
+   * already trimmed: `firstAvailable` is the oldest position it still holds, where the page starts.
+   */
+  readonly trimmed?: { readonly firstAvailable: string };
+}
+
 export interface LogQuery {
+  /**
+   * Read strictly after this position. Absent or `0`: from the oldest entry the log still holds. A
+   * position whose successors were trimmed is refused with `history_trimmed` (never skipped silently).
+   */
   readonly after?: string;
   readonly limit?: number;
   readonly types?: readonly string[];
@@ -268,15 +281,25 @@ export interface Host {
   releaseTree(rootId: string, purge: boolean): Promise<void>;
 
   waits(): Promise<readonly WaitView[]>;
-  /** A page of a tree's log (the tree of `processId`). */
-  events(processId: string, query: LogQuery): Promise<Page<LogEntry>>;
+  /**
+   * A page of a tree's log (the tree of `processId`). A cursor whose successors were trimmed is
+   * `history_trimmed` (a `HistoryTrimmedError`, errors.ts); when trimmed entries lie further on, the page ends
+   * before them and the next page is refused.
+   */
+  events(processId: string, query: LogQuery): Promise<LogPage>;
   /**
    * Stored entries after the cursor, then live ones, until the root is terminal and drained or
    * `signal` aborts (also when the Host closes). Bad syntax (root id, cursor) throws at once; a
-   * missing tree rejects the first `next()`: prefer {@link openStream} before sending headers.
+   * missing tree rejects the first `next()`: prefer {@link openStream} before sending headers. When
+   * entries the iteration has not reached yet are trimmed (the reader fell behind retention), it
+   * rejects with `history_trimmed` instead of skipping them: an error whose `code` is
+   * `history_trimmed` and whose `firstAvailable` member is the oldest position the log still holds.
    */
   stream(rootId: string, options: StreamOptions): AsyncIterable<LogEntry>;
-  /** {@link stream}, after checking that the tree exists (`tree_not_found`) and the cursor parses. */
+  /**
+   * {@link stream}, after checking that the tree exists (`tree_not_found`), that the cursor parses and
+   * that the log still holds what follows it (`history_trimmed`).
+   */
   openStream(rootId: string, options: StreamOptions): Promise<AsyncIterable<LogEntry>>;
 
   readiness(): Promise<Readiness>;

@@ -8,6 +8,10 @@
  * - Attempt events and deltas are appended best-effort with {@link EventLog.append}.
  * - Every entry has a position: `<n>` or `<n>-<m>` in decimal, compared numerically part by part
  *   ({@link comparePositions}), never as strings. `0` is "before everything".
+ * - The log is bounded: the oldest entries are trimmed. Each entry also records the position of the
+ *   entry appended just before it ({@link StoredLogRecord.previous}), so a reader can tell a read that
+ *   continues from its cursor from one that skipped trimmed entries ({@link followsDirectly}) — with no
+ *   extra query, exactly, also under Redis's approximate trimming.
  */
 
 /** One entry to append. */
@@ -23,6 +27,13 @@ export interface LogRecord {
 /** One entry read back, with its position. */
 export interface StoredLogRecord extends LogRecord {
   readonly position: string;
+  /**
+   * The position of the entry appended just before this one (`0` for the first entry of the log), as
+   * recorded when this one was appended. Entries are trimmed oldest first, so an entry whose `previous`
+   * lies after a reader's cursor follows entries the reader never saw and never will: they were trimmed.
+   * Absent on entries written before the log recorded it (their continuity is not checked).
+   */
+  readonly previous?: string;
 }
 
 export interface EventLog {
@@ -31,11 +42,16 @@ export interface EventLog {
    * throws and never waits for storage: a failure only loses the entries (counted by the log).
    */
   append(rootId: string, records: readonly LogRecord[]): void;
-  /** Up to `limit` entries strictly after `after`, oldest first. */
+  /**
+   * Up to `limit` entries strictly after `after`, oldest first, from what the log retains: when entries
+   * after `after` were trimmed, the read starts at the oldest retained entry (check the first entry with
+   * {@link followsDirectly}).
+   */
   readAfter(rootId: string, after: string, limit: number): Promise<StoredLogRecord[]>;
   /**
    * Every entry after `after` as it is appended, until `signal` aborts (the iteration then ends
-   * without an error) or the log is closed.
+   * without an error) or the log is closed. A tail that falls behind the log's retention continues at
+   * the oldest retained entry; {@link followsDirectly} tells.
    */
   tail(rootId: string, after: string, signal: AbortSignal): AsyncIterable<StoredLogRecord>;
   /** Entries lost by best-effort appends (storage errors), for diagnostics. */
@@ -65,4 +81,13 @@ export function comparePositions(a: string, b: string): number {
   if (aMajor !== bMajor) return aMajor < bMajor ? -1 : 1;
   if (aMinor !== bMinor) return aMinor < bMinor ? -1 : 1;
   return 0;
+}
+
+/**
+ * Whether `record`, read strictly after `cursor`, directly follows it: false when entries between the
+ * cursor and the record were appended and then trimmed before the reader got them. Records that do not
+ * carry their predecessor's position (written before the log recorded it) count as following.
+ */
+export function followsDirectly(record: StoredLogRecord, cursor: string): boolean {
+  return record.previous === undefined || comparePositions(record.previous, cursor) <= 0;
 }

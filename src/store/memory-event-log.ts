@@ -5,7 +5,9 @@ import { isPosition, type EventLog, type LogRecord, type StoredLogRecord } from 
  *
  * Bound: each tree keeps its newest `maxLen` entries (default 10 000, `SCOPE_EVENT_LOG_MAXLEN`);
  * appending beyond that drops the oldest entry, committed or not, exactly as Redis trims its
- * stream. Trees are kept until {@link delete} (a purge), so memory grows with the number of trees,
+ * stream; every entry records its predecessor's position (`previous`), so a reader whose cursor
+ * precedes what the ring still holds sees the gap instead of skipping it silently.
+ * Trees are kept until {@link delete} (a purge), so memory grows with the number of trees,
  * like the memory committer's heads. Positions are per-tree sequence numbers from 1, as decimal
  * strings; `0` is before everything. Appends are synchronous, so the server's committer decorator
  * can append a commit's events right after the synchronous memory commit with nothing in between.
@@ -135,7 +137,9 @@ class Ring {
   }
 
   push(record: LogRecord): void {
-    this.#entries.push(Object.freeze({ position: String(this.#next), type: record.type, processId: record.processId, data: record.data }));
+    const position = String(this.#next);
+    const previous = String(this.#next - 1);
+    this.#entries.push(Object.freeze({ position, previous, type: record.type, processId: record.processId, data: record.data }));
     this.#next += 1;
     if (this.size > this.#capacity) this.#head += 1;
     // Compact once the dropped prefix is as large as the capacity (amortised O(1)).

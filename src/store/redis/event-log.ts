@@ -19,8 +19,24 @@ export type EventLogFields = Readonly<Record<string, string>>;
 /** One entry read back from the log. */
 export interface EventLogEntry {
   readonly id: string;
+  /** The entry's own fields ({@link previousEntryField} is not among them). */
   readonly fields: EventLogFields;
+  /**
+   * The id of the entry appended just before this one (`0` for the first of the stream), recorded by
+   * the script that appended it; absent on entries written before it was recorded. Trimming removes the
+   * oldest entries, so an entry whose `previous` lies after a reader's last id follows trimmed entries.
+   */
+  readonly previous?: string;
 }
+
+/**
+ * The field every append adds last to an entry: the id of the stream's last entry when it was appended
+ * (`0` for none). Redis's approximate MAXLEN trims whole nodes at unpredictable points and keeps no
+ * trace of what it removed (XINFO's `max-deleted-entry-id` only follows XDEL), so each entry carries
+ * its own link: a read after an id can tell, from its first entry alone, whether entries in between were
+ * trimmed. Reserved: host entries may not use this field name. Readers take it out of `fields`.
+ */
+export const previousEntryField = 'scope.prev';
 
 /** A host idempotency record, stored at `<prefix>:{<root>}:record:<suffix>`. */
 export interface IdempotencyRecord {
@@ -58,8 +74,9 @@ export interface HostWriteSet {
  * The commit's script applies all of it **only when its compare-and-swap installs a new head**
  * (reply status 1), in the same atomic step:
  * 1. each kernel Event, in order, then each host entry (direct ones, then those in `hostValues`):
- *    `XADD <events> MAXLEN ~ <eventLogMaxLen> * field value …` — a kernel Event becomes
- *    `name <event name> event <canonical Event JSON>`;
+ *    `XADD <events> MAXLEN ~ <eventLogMaxLen> * field value … scope.prev <previous id>` — a kernel Event
+ *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
+ *    entry to the one before it;
  * 2. each record, in order: `SET <record key> <value>` (`PX <ttlMs>` when given), overwriting any
  *    previous value.
  * A conflict applies none of it. An identical retry acknowledged as a duplicate (status 2) applies
@@ -157,6 +174,7 @@ export function encodeHostWrites(prefix: string, rootId: ProcessId, context: Red
     if (pairs.length > hostWriteLimits.fieldsPerEntry) throw invalid(`${where} has more than ${hostWriteLimits.fieldsPerEntry} fields`);
     args.push(String(pairs.length));
     for (const [field, value] of pairs) {
+      if (field === previousEntryField) throw invalid(`${where} uses the reserved field ${previousEntryField}`);
       if (typeof value !== 'string') throw invalid(`${where}.${field} must be a string`);
       args.push(field, value);
     }
@@ -193,24 +211,33 @@ function checkStreamId(id: unknown, what: string): string {
   return id;
 }
 
-function fieldsOf(raw: unknown): EventLogFields {
-  const fields: Record<string, string> = {};
+function pairsOf(raw: unknown): [string, string][] {
   if (Array.isArray(raw)) {
-    for (let index = 0; index + 1 < raw.length; index += 2) fields[String(raw[index])] = String(raw[index + 1]);
-  } else if (raw instanceof Map) {
-    for (const [field, value] of raw) fields[String(field)] = String(value);
-  } else if (typeof raw === 'object' && raw !== null) {
-    for (const [field, value] of Object.entries(raw)) fields[field] = String(value);
+    const pairs: [string, string][] = [];
+    for (let index = 0; index + 1 < raw.length; index += 2) pairs.push([String(raw[index]), String(raw[index + 1])]);
+    return pairs;
   }
-  return Object.freeze(fields);
+  if (raw instanceof Map) return [...raw].map(([field, value]): [string, string] => [String(field), String(value)]);
+  if (typeof raw === 'object' && raw !== null) return Object.entries(raw).map(([field, value]): [string, string] => [field, String(value)]);
+  return [];
 }
 
-/** Normalises XRANGE entries: `[[id, [field, value, …]], …]`. */
+/** Normalises XRANGE entries: `[[id, [field, value, …]], …]`; the link to the previous entry is taken out of the fields. */
 function entriesOf(raw: unknown): EventLogEntry[] {
   if (!Array.isArray(raw)) return [];
   return raw.map((item: unknown) => {
-    const [id, fields] = item as [unknown, unknown];
-    return Object.freeze({ id: String(id), fields: fieldsOf(fields) });
+    const [id, rawFields] = item as [unknown, unknown];
+    const fields: Record<string, string> = {};
+    let previous: string | undefined;
+    for (const [field, value] of pairsOf(rawFields)) {
+      if (field === previousEntryField) previous = value;
+      else fields[field] = value;
+    }
+    const entry: EventLogEntry =
+      previous !== undefined && streamIdPattern.test(previous)
+        ? { id: String(id), fields: Object.freeze(fields), previous }
+        : { id: String(id), fields: Object.freeze(fields) };
+    return Object.freeze(entry);
   });
 }
 

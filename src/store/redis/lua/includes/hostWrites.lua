@@ -48,13 +48,23 @@ local function readHostWrites(at, eventsKey, firstRecordKey)
   return { maxLen = maxLen, entries = entries, records = records, eventsKey = eventsKey }
 end
 
--- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), then SET
--- each record (overwriting, PX ttl when given). Returns the new entries' ids in order.
+-- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), each with a
+-- last field `scope.prev` naming the entry appended just before it ('0' for the first of the stream:
+-- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given).
+-- Returns the new entries' ids in order.
 local function applyHostWrites(plan)
   local ids = {}
   if not plan then return ids end
+  local previous = nil
   for index, fields in ipairs(plan.entries) do
-    ids[index] = redis.call('XADD', plan.eventsKey, 'MAXLEN', '~', plan.maxLen, '*', unpack(fields))
+    if previous == nil then
+      local last = redis.call('XREVRANGE', plan.eventsKey, '+', '-', 'COUNT', 1)[1]
+      previous = last and last[1] or '0'
+    end
+    fields[#fields + 1] = 'scope.prev'
+    fields[#fields + 1] = previous
+    previous = redis.call('XADD', plan.eventsKey, 'MAXLEN', '~', plan.maxLen, '*', unpack(fields))
+    ids[index] = previous
   end
   for _, record in ipairs(plan.records) do
     if record[3] == '0' then
