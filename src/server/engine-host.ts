@@ -70,6 +70,7 @@ import {
   type IdempotencyIntent,
   type IdempotencyStore,
 } from './idempotency.js';
+import { abortable } from '../supervisor/deferred.js';
 import { HostMetrics } from './metrics.js';
 import { deltaType, RedisLog } from './redis-log.js';
 import { isRootIndexMember, MemoryRootIndex, RedisRootIndex, rootOfMember, type RootIndex } from './root-index.js';
@@ -1000,7 +1001,7 @@ export class EngineHost implements Host {
     const handle = this.#engine.process(ProcessId.parse(root));
     if (handle !== undefined) {
       await handle.join({ signal: stop }).catch(() => undefined);
-      if (!stop.aborted) await raceAbort(this.#engine.flushDeltas(), stop).catch(() => undefined);
+      if (!stop.aborted) await abortable(this.#engine.flushDeltas(), stop).catch(() => undefined);
     }
     for (;;) {
       if (stop.aborted) return;
@@ -1396,21 +1397,3 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
 }
 
-/** `promise`, or the abort reason once `signal` aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
