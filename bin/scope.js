@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `scope` command: runs src/server/cli.ts through tsx's ESM loader (no build step needed).
+// The `scope` command: runs src/app/cli.ts through tsx's ESM loader (no build step needed).
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('../src/server/cli.ts');
+const { main } = await import('../src/app/cli.ts');
 await main(process.argv.slice(2));

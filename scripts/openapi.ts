@@ -6,7 +6,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { buildApp } from '../src/server/app.js';
+import { buildApp } from '../src/app/app.js';
 import type { Host } from '../src/server/host.js';
 
 export const openapiPath = fileURLToPath(new URL('../openapi.yaml', import.meta.url));

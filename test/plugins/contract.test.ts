@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { parse } from 'yaml';
 import { problemCodes, problemRegistry, isProblemCode } from '../../plugins/problem-details.js';
-import { buildApp, openapiTags, routesOf } from '../../src/server/app.js';
+import { buildApp, openapiTags, routesOf } from '../../src/app/app.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import type { FastifyInstance } from 'fastify';

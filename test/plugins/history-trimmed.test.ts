@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { buildApp } from '../../src/server/app.js';
+import { buildApp } from '../../src/app/app.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { HistoryTrimmedError } from '../../src/server/errors.js';

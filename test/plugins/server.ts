@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import createClient, { type Client } from 'openapi-fetch';
 import type { FastifyInstance } from 'fastify';
 import type { components, paths } from '../../src/gen/api.js';
-import { buildApp, type AppConfig } from '../../src/server/app.js';
+import { buildApp, type AppConfig } from '../../src/app/app.js';
 import { loadConfig, type ServerConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 

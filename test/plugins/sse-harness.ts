@@ -12,7 +12,7 @@ import type { EffectRequest } from '../../src/kernel/effect.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Schema } from '../../src/kernel/schema.js';
 import { Settlement } from '../../src/kernel/settlement.js';
-import { buildApp } from '../../src/server/app.js';
+import { buildApp } from '../../src/app/app.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { singleEffectDefinition } from '../../strategies/demo/single-effect.js';

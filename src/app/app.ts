@@ -11,7 +11,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from '@sinclair/typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
-import type { Host } from './host.js';
+import type { Host } from '../server/host.js';
 import problemDetails, { documentProblems, problemComponents, serverProblemResponses } from '../../plugins/problem-details.js';
 import { convertQueryText } from '../../plugins/shared.js';
 import deployments, { deploymentComponents } from '../../plugins/deployments/index.js';
@@ -24,7 +24,7 @@ import waits, { waitComponents } from '../../plugins/waits/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
 import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
-import { defaultBodyLimit, maxBodyLimit, type SseConfig } from './config.js';
+import { defaultBodyLimit, maxBodyLimit, type SseConfig } from '../server/config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

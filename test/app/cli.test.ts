@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { test } from 'node:test';
-import { parseArguments } from '../../src/server/cli.js';
+import { parseArguments } from '../../src/app/cli.js';
 
 const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
 

@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig, redactUrl, type ServerConfig } from './config.js';
-import { EngineHost } from './engine-host.js';
+import { ConfigError, loadConfig, redactUrl, type ServerConfig } from '../server/config.js';
+import { EngineHost } from '../server/engine-host.js';
 
 /**
  * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
