@@ -10,6 +10,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HostErrorCode } from '../src/errors.js';
 import { ErrorCode, SchemaValidationError } from '../src/kernel/index.js';
 import { positionPattern } from './events/schemas.js';
 import { closedObject, ref } from './shared.js';
@@ -63,6 +64,7 @@ export const problemRegistry = {
   commit_conflict: { status: 409, title: 'Commit conflict' },
   tree_incarnation_conflict: { status: 409, title: 'Tree incarnation conflict' },
   tree_not_active: { status: 409, title: 'Tree not active' },
+  cursor_ahead: { status: 409, title: 'Cursor ahead of the log' },
   tree_live: { status: 409, title: 'Tree still live' },
   process_already_exists: { status: 409, title: 'Process already exists' },
   deployment_unavailable: { status: 409, title: 'Deployment unavailable' },
@@ -119,7 +121,9 @@ export const internalCodes: readonly string[] = Object.freeze([
   ErrorCode.listenerReentrancy,
   ErrorCode.callbackPanic,
   ErrorCode.engineHasActiveProcesses,
-  'value_not_representable',
+  HostErrorCode.valueNotRepresentable,
+  HostErrorCode.invalidServerConfig,
+  HostErrorCode.timeout,
 ]);
 
 export function isProblemCode(code: unknown): code is ProblemCode {
@@ -161,6 +165,14 @@ export const Problem = closedObject(
         example: '1712000000000-0',
       }),
     ),
+    lastPosition: Type.Optional(
+      Type.String({
+        pattern: positionPattern,
+        maxLength: 41,
+        description: '`cursor_ahead` only: the newest position the log holds; the refused cursor lies beyond it.',
+        example: '1712000000000-3',
+      }),
+    ),
   },
   { $id: 'Problem', description: 'An RFC 9457 problem details body (`application/problem+json`).' },
 );
@@ -177,6 +189,7 @@ export interface ProblemBody {
   instance: string;
   errors?: FieldError[];
   firstAvailable?: string;
+  lastPosition?: string;
 }
 
 export interface FieldError {
@@ -319,6 +332,8 @@ interface Classified {
   readonly errors?: readonly FieldError[];
   /** `history_trimmed`: the oldest position the log still holds. */
   readonly firstAvailable?: string;
+  /** `cursor_ahead`: the newest position the log holds. */
+  readonly lastPosition?: string;
   /** Logged with the error: 'info' for client mistakes, 'warn' for known 5xx, 'error' for defects. */
   readonly level: 'info' | 'warn' | 'error';
 }
@@ -385,6 +400,8 @@ function classify(error: unknown, bodyLimit: number): Classified {
     const errors = Array.isArray(candidate.errors) ? candidate.errors : undefined;
     const firstAvailable = (error as { firstAvailable?: unknown }).firstAvailable;
     if (code === 'history_trimmed' && typeof firstAvailable === 'string') return { code, detail: message, firstAvailable, level: 'info' };
+    const lastPosition = (error as { lastPosition?: unknown }).lastPosition;
+    if (code === 'cursor_ahead' && typeof lastPosition === 'string') return { code, detail: message, lastPosition, level: 'info' };
     return errors === undefined ? { code, detail: message, level: 'info' } : { code, detail: message, errors, level: 'info' };
   }
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -401,7 +418,7 @@ function classify(error: unknown, bodyLimit: number): Classified {
   return { code: 'internal_error', detail: 'the server could not answer this request', level: 'error' };
 }
 
-function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[], firstAvailable?: string): ProblemBody {
+function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[], positions: Pick<Classified, 'firstAvailable' | 'lastPosition'> = {}): ProblemBody {
   const { status, title } = problemRegistry[code];
   const body: ProblemBody = {
     type: problemTypeUri(code),
@@ -413,7 +430,8 @@ function render(request: FastifyRequest, code: ProblemCode, detail: string, erro
     instance: request.url.split('?')[0] ?? request.url,
   };
   if (errors !== undefined && errors.length > 0) body.errors = [...errors];
-  if (firstAvailable !== undefined) body.firstAvailable = firstAvailable;
+  if (positions.firstAvailable !== undefined) body.firstAvailable = positions.firstAvailable;
+  if (positions.lastPosition !== undefined) body.lastPosition = positions.lastPosition;
   return body;
 }
 
@@ -439,7 +457,7 @@ async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptio
     else if (classified.level === 'warn') request.log.warn(log, 'request failed');
     else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
     if (reply.sent || reply.raw.headersSent) return;
-    return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified.firstAvailable));
+    return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified));
   });
 
   app.setNotFoundHandler((request, reply) => {

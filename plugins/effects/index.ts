@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../problem-details.js';
 import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
-import { Effect, EffectList, EffectParams, EffectResolution } from './schemas.js';
+import { Effect, EffectList, EffectListQuery, EffectParams, EffectResolution } from './schemas.js';
 
 export { effectComponents } from './schemas.js';
 
@@ -18,11 +18,15 @@ const effects: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['effects'],
         summary: "A process's effects",
         params: ProcessParams,
-        querystring: NoQuery,
-        response: { 200: { description: 'Every effect of the process, in step order.', ...ref(EffectList) }, ...problemResponses('process_not_found') },
+        querystring: EffectListQuery,
+        response: { 200: { description: 'A page of the effects of the process, in step order.', ...ref(EffectList) }, ...problemResponses('process_not_found') },
       },
     },
-    async (request) => ({ items: wire([...(await app.host.effects(request.params.id))]) }),
+    async (request) => {
+      const { cursor, limit } = request.query;
+      const page = await app.host.effects(request.params.id, { ...(cursor === undefined ? {} : { cursor }), ...(limit === undefined ? {} : { limit }) });
+      return wire({ items: [...page.items], nextCursor: page.nextCursor });
+    },
   );
 
   app.post(

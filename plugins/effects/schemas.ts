@@ -17,7 +17,18 @@ export const Effect = closedObject(
   { $id: 'Effect', description: 'One effect of a process.' },
 );
 
-export const EffectList = closedObject({ items: Type.Array(ref(Effect)) }, { $id: 'EffectList', description: "A process's effects." });
+export const EffectList = closedObject(
+  {
+    items: Type.Array(ref(Effect)),
+    nextCursor: nullable(Type.String({ description: 'Pass as `cursor` for the next page; null on the last page.' })),
+  },
+  { $id: 'EffectList', description: "A page of a process's effects, in step order." },
+);
+
+export const EffectListQuery = closedObject({
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 16, description: 'From a previous page’s `nextCursor`.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size (default 100).', example: 100 })),
+});
 
 export const EffectResolution = closedObject(
   {

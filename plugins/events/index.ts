@@ -7,7 +7,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { TSchema } from '@sinclair/typebox';
 import { problemResponses } from '../problem-details.js';
-import { ProcessParams, ref, wire } from '../shared.js';
+import type { LogEntry as LogEntryView, LogPage as LogPageView } from '../../src/server/host.js';
+import { ProcessParams, ref } from '../shared.js';
 import { EventsQuery, LogEntry, LogPage, defaultEventsPageLimit } from './schemas.js';
 
 /** Named components the routes reference; `buildApp` adds them at the root. */
@@ -28,21 +29,36 @@ const eventsPlugin: FastifyPluginAsyncTypebox = async (app) => {
           'The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`): retention trims the oldest entries. Without `after` (or with `0`) a page ' +
           'starts at the oldest entry still held. A cursor whose successors were trimmed is never skipped over: it is ' +
           '410 `history_trimmed`, whose `firstAvailable` names the oldest position still held (read again without a cursor to ' +
-          'start there); when trimmed entries lie inside a page, the page ends before them and the next one is the 410.',
+          'start there); when trimmed entries lie inside a page, the page ends before them and the next one is the 410. ' +
+          'A cursor beyond the newest position of the log (never issued for this tree) is 409 `cursor_ahead`.',
         params: ProcessParams,
         querystring: EventsQuery,
-        response: { 200: ref(LogPage), ...problemResponses('process_not_found', 'tree_not_found', 'history_trimmed') },
+        response: { 200: ref(LogPage), ...problemResponses('process_not_found', 'tree_not_found', 'cursor_ahead', 'history_trimmed') },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { after, limit } = request.query;
       const page = await app.host.events(request.params.id, {
         ...(after === undefined ? {} : { after }),
         limit: limit ?? defaultEventsPageLimit,
       });
-      return wire({ items: page.items, nextCursor: page.nextCursor });
+      // A string with a JSON content type is sent as it is (the typed reply expects the object it encodes).
+      return reply.type('application/json; charset=utf-8').send(pageJson(page) as never);
     },
   );
 };
+
+/**
+ * The page as JSON text, each entry's `data` spliced in as the canonical JSON the log holds: the
+ * server does not change it, so it does not parse and re-serialise it. (Fastify sends a string with a
+ * JSON content type as is.)
+ */
+export function pageJson(page: LogPageView): string {
+  return `{"items":[${page.items.map(entryJson).join(',')}],"nextCursor":${JSON.stringify(page.nextCursor)}}`;
+}
+
+function entryJson(entry: LogEntryView): string {
+  return `{"position":${JSON.stringify(entry.position)},"type":${JSON.stringify(entry.type)},"processId":${JSON.stringify(entry.processId)},"data":${entry.data}}`;
+}
 
 export default eventsPlugin;

@@ -139,7 +139,14 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
       try {
         const poll = await app.host.awaitResult(processId, request.query.waitMs ?? 0, gone.signal);
         if (poll.done) return reply.code(200).send(wire(poll.result));
-        return reply.code(202).send({ processId, status: poll.status });
+        const next =
+          poll.work === 'inactive'
+            ? {
+                code: 'tree_not_active',
+                detail: `no runtime in this server owns tree ${poll.rootId}, so the process will not move: restore it (POST /v1/trees/${poll.rootId}/restore), then wait again`,
+              }
+            : null;
+        return reply.code(202).send({ processId, rootId: poll.rootId, status: poll.status, work: poll.work, next });
       } finally {
         reply.raw.off('close', onClose);
       }

@@ -123,8 +123,10 @@ export const Process = closedObject(
     waitKind: nullable(stringEnum(['external', 'children'])),
     pauseReason: nullable(Type.String()),
     unknownEffectIds: Type.Array(Type.String(), { description: 'Effects whose outcome is Unknown (resolve or replay them).' }),
-    receipts: Type.Array(ref(Receipt)),
-    settlements: Type.Array(ref(Settlement)),
+    receiptCount: Type.Integer({
+      minimum: 0,
+      description: 'Signals the mailbox holds (engine-minted ones included); page them with `GET /v1/processes/{id}/signals`.',
+    }),
     result: nullable(ref(Result)),
     work: stringEnum(['idle', 'queued', 'step', 'dispatch', 'inactive'], {
       description: "Live work in this server's runtime; `inactive` when no runtime here owns the tree.",
@@ -175,10 +177,36 @@ export const StartProcessRequest = closedObject(
 export const ResultPending = closedObject(
   {
     processId: Type.String(),
+    rootId: Type.String(),
     status: stringEnum(statusValues, { description: 'The current, non-terminal status.' }),
+    work: stringEnum(['idle', 'queued', 'step', 'dispatch', 'inactive'], {
+      description: "Live work in this server's runtime; `inactive`: no runtime here owns the tree, so nothing will move it until it is restored.",
+    }),
+    next: nullable(
+      closedObject(
+        {
+          code: stringEnum(['tree_not_active'], { description: 'Why waiting longer will not help.' }),
+          detail: Type.String({ description: 'What to do instead.' }),
+        },
+        { description: 'Set when waiting again would not help (the tree is inactive here).' },
+      ),
+    ),
   },
   { $id: 'ResultPending', description: 'The process was not terminal when the wait ended.' },
 );
+
+export const ReceiptPage = closedObject(
+  {
+    items: Type.Array(ref(Receipt)),
+    nextCursor: nullable(Type.String({ description: 'Pass as `after` for the next page; null on the last page.' })),
+  },
+  { $id: 'ReceiptPage', description: "A page of a process's signal receipts, in arrival order." },
+);
+
+export const ReceiptQuery = closedObject({
+  after: Type.Optional(Type.Integer({ minimum: 0, description: 'Receipts with an arrival sequence above this one (default 0).' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size (default 100).', example: 100 })),
+});
 
 export const StartHeaders = Type.Object({
   'idempotency-key': Type.Optional(
@@ -197,7 +225,7 @@ export const StartHeaders = Type.Object({
 export const ListProcessesQuery = closedObject({
   status: Type.Optional(stringEnum(statusValues, { description: 'Only processes with this status.' })),
   deployment: Type.Optional(qualifiedName('Only processes of this deployment.', 'demo.echo')),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size.', example: 50 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size (default 20).', example: 50 })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'From a previous page’s `nextCursor`.' })),
 });
 
@@ -226,4 +254,5 @@ export const processComponents: readonly TSchema[] = [
   ProcessPage,
   StartProcessRequest,
   ResultPending,
+  ReceiptPage,
 ];

@@ -1,7 +1,8 @@
-/** `POST /v1/processes/{id}/signals`: deliver an ordered, atomic batch. */
+/** `POST /v1/processes/{id}/signals`: deliver an ordered, atomic batch; `GET`: page the receipts. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../problem-details.js';
-import { NoQuery, ProcessParams, ref } from '../shared.js';
+import { ReceiptPage, ReceiptQuery } from '../processes/schemas.js';
+import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
 import { SignalBatch, SignalOutcome } from './schemas.js';
 
 export { signalComponents } from './schemas.js';
@@ -45,6 +46,27 @@ const signals: FastifyPluginAsyncTypebox = async (app) => {
           payload: signal.payload as never,
         })),
       ),
+  );
+
+  app.get(
+    '/v1/processes/:id/signals',
+    {
+      schema: {
+        operationId: 'listSignals',
+        tags: ['signals'],
+        summary: "A page of the process's signal receipts",
+        description:
+          'Every signal the mailbox holds, in arrival order (engine-minted settlements and wait openings included): ' +
+          'its id, addressed wait, payload digest, whether a Step consumed it, and the payload until then.',
+        params: ProcessParams,
+        querystring: ReceiptQuery,
+        response: { 200: { description: 'A page of receipts.', ...ref(ReceiptPage) }, ...problemResponses('process_not_found') },
+      },
+    },
+    async (request) => {
+      const { after, limit } = request.query;
+      return wire(await app.host.signals(request.params.id, { ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit }) }));
+    },
   );
 };
 

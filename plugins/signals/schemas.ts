@@ -2,6 +2,9 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { anyJson, closedObject, identity, ref } from '../shared.js';
 
+/** The largest batch one request may deliver. */
+export const maxSignalsPerBatch = 1_000;
+
 export const SignalInput = closedObject(
   {
     id: identity('The signal id: delivering the same id with the same content again is a no-op.', 'approval-1'),
@@ -13,7 +16,11 @@ export const SignalInput = closedObject(
 
 export const SignalBatch = closedObject(
   {
-    signals: Type.Array(ref(SignalInput), { minItems: 1, description: 'Admitted all together, in order, or not at all.' }),
+    signals: Type.Array(ref(SignalInput), {
+      minItems: 1,
+      maxItems: maxSignalsPerBatch,
+      description: `Admitted all together, in order, or not at all; at most ${maxSignalsPerBatch} per batch.`,
+    }),
   },
   {
     $id: 'SignalBatch',

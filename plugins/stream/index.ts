@@ -2,30 +2,28 @@
  * `GET /v1/trees/{rootId}/stream`: the tree's events and deltas as server-sent events (rest-api.md,
  * "The SSE stream"), over the Host only.
  *
- * A stream has two phases:
- * 1. history: pages of the durable log (`host.events`) after the client's cursor, written at the
- *    client's pace. Waiting here holds back nobody but this client (the log is read, not pushed); a
- *    client that takes nothing for `stallTimeoutMs` is dropped.
- * 2. live: `host.stream` strictly after the last position written, pulled as fast as the Host yields and
- *    never waiting on the socket, so the tail does not slow down because one client reads slowly. What the
- *    socket has not taken yet is bounded (`bufferEntries`, `maxBufferBytes`); past the bound the client is
- *    dropped with a final `scope.stream.error` and can reconnect with its last id to resume.
- * Each phase starts strictly after the last position actually written, so across phases and reconnects
- * no committed entry is skipped or repeated.
+ * The Host opens one stream (`host.openStream`) after every check a client must hear as a problem
+ * response rather than a stream that ends at once: an unknown tree (404), a bad cursor (400), a cursor
+ * beyond the log (409 `cursor_ahead`), one whose successors retention trimmed (410 `history_trimmed`).
+ * Its entries then come in two kinds, and are written differently:
+ * - history (stored entries after the cursor) at the client's pace: waiting holds back nobody but this
+ *   client (the log is read, not pushed); a client that takes nothing for `stallTimeoutMs` is dropped;
+ * - live entries as fast as the Host yields, never waiting on the socket, so the tail does not slow down
+ *   because one client reads slowly. What the socket has not taken yet is bounded (`bufferEntries`,
+ *   `maxBufferBytes`); past the bound the client is dropped with a final `scope.stream.error` and can
+ *   reconnect with its last id to resume.
+ * Entry data passes through as the canonical JSON the log holds.
  *
- * Trimmed history is never skipped silently: a cursor whose successors the bounded log no longer holds is
- * a 410 `history_trimmed` before any header; a client that falls behind the retention while streaming gets
- * a final `scope.stream.error` (`reason: "history_trimmed"`, `firstAvailable`); a stream from the beginning
- * of a trimmed log opens with a `scope.stream.notice` naming where it starts.
- *
- * The stream ends with `scope.stream.end` (no id) when the Host's tail ends (the root is terminal and its
- * subtree drained) or the server closes; `preClose` writes it to every open stream and waits (briefly) for
- * it to reach the clients before Fastify reaps connections.
+ * Endings: `scope.stream.end` (no id) only when the root is terminal and its subtree drained — the tree
+ * is done. Everything else that ends a stream is a final `scope.stream.error` with a `reason`: `shutdown`
+ * (this server is stopping: reconnect after `retryMs`, here or on another node, with the last id),
+ * `history_trimmed` (the client fell behind retention), `log_unavailable`, or a drop (`slow_client`).
+ * A stream from the beginning of a log that retention already trimmed opens with `scope.stream.notice`.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { TSchema } from '@sinclair/typebox';
 import { eventNameValues } from '../../src/kernel/index.js';
-import type { Host, LogEntry, LogQuery, Page, StreamEndReason } from '../../src/server/host.js';
+import type { LogEntry, LogQuery, StreamEndReason, TreeStream } from '../../src/server/host.js';
 import { ProblemError, problemResponses } from '../problem-details.js';
 import { TreeParams } from '../shared.js';
 import { StreamHeaders, StreamQuery, StreamResponse, streamDescription } from './schemas.js';
@@ -106,7 +104,7 @@ function parseTypes(text: string | undefined): string[] | undefined {
 }
 
 function messageOf(entry: LogEntry): SseMessage {
-  return { id: entry.position, event: entry.type, data: entry.data };
+  return { id: entry.position, event: entry.type, json: entry.data };
 }
 
 /** One open stream, as the route and shutdown see it. */
@@ -150,47 +148,38 @@ async function* untilAborted<T>(source: AsyncIterable<T>, signal: AbortSignal): 
 type Filters = Pick<LogQuery, 'types' | 'processId'>;
 
 /**
- * Writes history, then live entries, until the Host's tail ends (true), or the client goes or is dropped
- * (false). Throws what the Host throws.
+ * Writes the stream's entries until it ends (true), or the client goes or is dropped (false): history
+ * at the client's pace, live entries without waiting. Throws what the Host throws.
  */
-async function pump(host: Host, settings: Settings, stream: OpenStream, filters: Filters, first: Page<LogEntry>): Promise<boolean> {
+async function pump(settings: Settings, stream: OpenStream, tree: TreeStream): Promise<boolean> {
   const { writer } = stream;
-  let page = first;
-  let cursor = stream.lastEventId;
-  for (;;) {
-    for (const entry of page.items) {
-      if (!(await writer.sendPaced(messageOf(entry), settings.stallTimeoutMs))) return false;
+  for await (const { entry, live } of untilAborted(tree, stream.abort.signal)) {
+    const message = messageOf(entry);
+    if (live) {
+      if (!writer.send(message)) return false;
+      stream.lastEventId = entry.position;
+      await writer.relieve();
+    } else {
+      if (!(await writer.sendPaced(message, settings.stallTimeoutMs))) return false;
       stream.lastEventId = entry.position;
     }
-    if (page.nextCursor === null || page.nextCursor === cursor) break;
-    if (writer.state !== 'open') return false;
-    cursor = page.nextCursor;
-    page = await host.events(stream.rootId, { ...filters, after: cursor, limit: settings.pageSize });
-  }
-  if (writer.state !== 'open') return false;
-  const after = stream.lastEventId === null ? {} : { after: stream.lastEventId };
-  const tail = host.stream(stream.rootId, { ...filters, ...after, signal: stream.abort.signal });
-  for await (const entry of untilAborted(tail, stream.abort.signal)) {
-    if (!writer.send(messageOf(entry))) return false;
-    stream.lastEventId = entry.position;
-    await writer.relieve();
   }
   return writer.state === 'open';
 }
 
-/** Whether the root is terminal: the tail ended because the tree is done, not because the Host closed. */
-async function rootFinished(host: Host, rootId: string, withinMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), withinMs);
-  });
-  try {
-    return await Promise.race([host.inspectProcess(rootId).then((view) => view.result !== null), timeout]);
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
+/** The final message of a stream ended by this server's shutdown: reconnect (here or elsewhere) and resume. */
+function shutdownMessage(stream: OpenStream, retryMs: number): Omit<SseMessage, 'id'> {
+  return {
+    event: streamErrorEvent,
+    retryMs,
+    data: {
+      reason: 'shutdown',
+      code: 'shutting_down',
+      lastEventId: stream.lastEventId,
+      retryMs,
+      detail: 'this server is shutting down; the tree goes on: reconnect with Last-Event-ID to resume, here or on another node',
+    },
+  };
 }
 
 /** The oldest position still held, when `error` is the Host's `history_trimmed` (host.ts, `stream`). */
@@ -216,7 +205,7 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
   app.addHook('preClose', async () => {
     for (const stream of [...open]) {
       stream.ended('shutdown');
-      stream.writer.end({ event: streamEndEvent, data: { rootId: stream.rootId, reason: 'shutdown', lastEventId: stream.lastEventId } });
+      stream.writer.end(shutdownMessage(stream, settings.retryMs));
     }
     if (unflushed.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
@@ -239,7 +228,7 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
         params: TreeParams,
         querystring: StreamQuery,
         headers: StreamHeaders,
-        response: { 200: StreamResponse, ...problemResponses('tree_not_found', 'history_trimmed') },
+        response: { 200: StreamResponse, ...problemResponses('tree_not_found', 'cursor_ahead', 'history_trimmed') },
       },
     },
     async (request, reply) => {
@@ -254,13 +243,9 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
       };
       const cursor = after === undefined ? {} : { after };
 
-      // Before any byte is sent: an unknown tree (404), a cursor the log refuses (400) or one whose
-      // successors retention trimmed (410) is still a problem response, not a 200 stream that ends at
-      // once. `openStream` checks all three (and the first page again); the history is then read in
-      // pages and the live tail opened where the history ends.
-      const check = new AbortController();
-      await host.openStream(rootId, { ...filters, ...cursor, signal: check.signal }).finally(() => check.abort());
-      const first = await host.events(rootId, { ...filters, ...cursor, limit: settings.pageSize });
+      // Every check a client must hear as a problem (404, 400, 409, 410) happens here, before any byte.
+      const abort = new AbortController();
+      const tree = await host.openStream(rootId, { ...filters, ...cursor, signal: abort.signal });
 
       reply.hijack();
       const writer = new SseWriter(reply.raw, {
@@ -273,7 +258,7 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
       const stream: OpenStream = {
         rootId,
         writer,
-        abort: new AbortController(),
+        abort,
         lastEventId: after ?? null,
         ended: host.telemetry.sseClientConnected(),
       };
@@ -289,15 +274,19 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
       });
       writer.open(reply.getHeaders() as Record<string, string | number | readonly string[]>);
       // A stream from the beginning of a log that retention already trimmed says where it starts.
-      if (first.trimmed !== undefined) {
-        writer.send({ event: streamNoticeEvent, data: { reason: 'history_trimmed', firstAvailable: first.trimmed.firstAvailable } });
+      if (tree.trimmedStart !== undefined) {
+        writer.send({ event: streamNoticeEvent, data: { reason: 'history_trimmed', firstAvailable: tree.trimmedStart } });
       }
 
       try {
-        if (await pump(host, settings, stream, filters, first)) {
-          const reason = (await rootFinished(host, rootId, settings.closeGraceMs)) ? 'completed' : 'shutdown';
-          stream.ended(reason);
-          writer.end({ event: streamEndEvent, data: { rootId, reason, lastEventId: stream.lastEventId } });
+        if (await pump(settings, stream, tree)) {
+          if (tree.end === 'completed') {
+            stream.ended('completed');
+            writer.end({ event: streamEndEvent, data: { rootId, reason: 'completed', lastEventId: stream.lastEventId } });
+          } else {
+            stream.ended('shutdown');
+            writer.end(shutdownMessage(stream, settings.retryMs));
+          }
         } else if (writer.dropReason !== undefined) {
           request.log.warn({ rootId, reason: writer.dropReason, lastEventId: stream.lastEventId }, 'SSE client dropped');
         }

@@ -24,13 +24,20 @@ export interface SseMessage {
   /** Omitted for messages that must not move the client's Last-Event-ID (`scope.stream.end`). */
   readonly id?: string;
   /** Serialised as one JSON line. */
-  readonly data: unknown;
+  readonly data?: unknown;
+  /**
+   * Instead of `data`: JSON text written as it is (a log entry's canonical JSON, which the server
+   * passes through unparsed). It must be one line: text with a CR or LF is refused.
+   */
+  readonly json?: string;
+  /** A new reconnection delay for EventSource, in ms (`retry:`). */
+  readonly retryMs?: number;
 }
 
 /**
  * Encodes one message. `id` and `event` must be safe fields, else a TypeError (a caller bug, never
- * repaired silently). `data` is JSON text, which escapes every CR and LF inside strings, so it always fits
- * one `data:` line.
+ * repaired silently). `data` is serialised as JSON text, which escapes every CR and LF inside strings, so
+ * it always fits one `data:` line; `json` text is checked for line breaks.
  */
 export function encodeMessage(message: SseMessage): string {
   if (!isSafeField(message.event)) throw new TypeError(`unsafe SSE event name ${JSON.stringify(message.event)}`);
@@ -39,7 +46,18 @@ export function encodeMessage(message: SseMessage): string {
     if (!isSafeField(message.id)) throw new TypeError(`unsafe SSE id ${JSON.stringify(message.id)}`);
     frame += `id: ${message.id}\n`;
   }
-  return `${frame}event: ${message.event}\ndata: ${JSON.stringify(message.data) ?? 'null'}\n\n`;
+  if (message.retryMs !== undefined) {
+    if (!Number.isSafeInteger(message.retryMs) || message.retryMs < 0) throw new TypeError(`unsafe SSE retry ${String(message.retryMs)}`);
+    frame += `retry: ${message.retryMs}\n`;
+  }
+  let data: string;
+  if (message.json !== undefined) {
+    if (/[\r\n]/.test(message.json)) throw new TypeError('SSE json data must be one line');
+    data = message.json;
+  } else {
+    data = JSON.stringify(message.data) ?? 'null';
+  }
+  return `${frame}event: ${message.event}\ndata: ${data}\n\n`;
 }
 
 export interface SseWriterOptions {
@@ -57,9 +75,16 @@ export interface SseWriterOptions {
 
 export type WriterState = 'open' | 'ended' | 'closed';
 
-/** The final message of a dropped client. */
+/**
+ * The final message of a stream that ended before the tree did: the client was dropped, fell behind
+ * retention, the log failed, or the server is shutting down (`reason: "shutdown"`). Reconnect with the
+ * last id to resume (after `retryMs`, to this or another node).
+ */
 export const streamErrorEvent = 'scope.stream.error';
-/** The final message of a stream that ended normally or on shutdown. */
+/**
+ * The final message of a stream whose root is terminal and whose subtree drained: nothing more will
+ * come. A stream ended for any other reason (shutdown included) ends with {@link streamErrorEvent}.
+ */
 export const streamEndEvent = 'scope.stream.end';
 /** Something the client should know about the stream itself (no id; e.g. it starts after trimmed history). */
 export const streamNoticeEvent = 'scope.stream.notice';
@@ -160,7 +185,7 @@ export class SseWriter {
   /** Sends a last message (never an id) and ends the response. */
   end(message: Omit<SseMessage, 'id'>): void {
     if (this.#state !== 'open') return;
-    this.#res.write(encodeMessage({ event: message.event, data: message.data }));
+    this.#res.write(encodeMessage({ ...message, id: undefined }));
     this.#finish();
   }
 

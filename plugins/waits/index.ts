@@ -1,8 +1,8 @@
 /** `GET /v1/waits`: the inbox of unanswered waits. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../problem-details.js';
-import { NoQuery, ref, wire } from '../shared.js';
-import { WaitList } from './schemas.js';
+import { ref, wire } from '../shared.js';
+import { WaitList, WaitQuery } from './schemas.js';
 
 export { waitComponents } from './schemas.js';
 
@@ -14,11 +14,14 @@ const waits: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listWaits',
         tags: ['waits'],
         summary: 'Unanswered waits',
-        querystring: NoQuery,
+        querystring: WaitQuery,
         response: { 200: { description: 'Every non-terminal process with an unanswered wait.', ...ref(WaitList) }, ...problemResponses() },
       },
     },
-    async () => ({ items: wire([...(await app.host.waits())]) }),
+    async (request) => {
+      const { deployment, rootId } = request.query;
+      return { items: wire([...(await app.host.waits({ ...(deployment === undefined ? {} : { deployment }), ...(rootId === undefined ? {} : { rootId }) }))]) };
+    },
   );
 };
 

@@ -120,7 +120,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A page of the process's signal receipts
+         * @description Every signal the mailbox holds, in arrival order (engine-minted settlements and wait openings included): its id, addressed wait, payload digest, whether a Step consumed it, and the payload until then.
+         */
+        get: operations["listSignals"];
         put?: never;
         /**
          * Deliver a batch of signals
@@ -356,7 +360,7 @@ export interface paths {
         };
         /**
          * Page through the events and deltas of the tree of a process
-         * @description Entries of the log of the tree the process belongs to, strictly after `after`, oldest first: committed events, attempt events and deltas (best-effort). `position` is the SSE `id` of the same entry on `/v1/trees/{rootId}/stream`; pass `nextCursor` as `after` for the next page. An unparseable cursor is 400 `invalid_request`. The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`): retention trims the oldest entries. Without `after` (or with `0`) a page starts at the oldest entry still held. A cursor whose successors were trimmed is never skipped over: it is 410 `history_trimmed`, whose `firstAvailable` names the oldest position still held (read again without a cursor to start there); when trimmed entries lie inside a page, the page ends before them and the next one is the 410.
+         * @description Entries of the log of the tree the process belongs to, strictly after `after`, oldest first: committed events, attempt events and deltas (best-effort). `position` is the SSE `id` of the same entry on `/v1/trees/{rootId}/stream`; pass `nextCursor` as `after` for the next page. An unparseable cursor is 400 `invalid_request`. The log is bounded (`SCOPE_EVENT_LOG_MAXLEN`): retention trims the oldest entries. Without `after` (or with `0`) a page starts at the oldest entry still held. A cursor whose successors were trimmed is never skipped over: it is 410 `history_trimmed`, whose `firstAvailable` names the oldest position still held (read again without a cursor to start there); when trimmed entries lie inside a page, the page ends before them and the next one is the 410. A cursor beyond the newest position of the log (never issued for this tree) is 409 `cursor_ahead`.
          */
         get: operations["listProcessEvents"];
         put?: never;
@@ -470,7 +474,7 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "not_acceptable" | "payload_too_large" | "unsupported_media_type" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "not_acceptable" | "payload_too_large" | "unsupported_media_type" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on. */
@@ -482,6 +486,11 @@ export interface components {
              * @example 1712000000000-0
              */
             firstAvailable?: string;
+            /**
+             * @description `cursor_ahead` only: the newest position the log holds; the refused cursor lies beyond it.
+             * @example 1712000000000-3
+             */
+            lastPosition?: string;
         };
         /** @description One entry of the deployment catalog. */
         Deployment: {
@@ -647,8 +656,8 @@ export interface components {
             pauseReason: string | null;
             /** @description Effects whose outcome is Unknown (resolve or replay them). */
             unknownEffectIds: string[];
-            receipts: components["schemas"]["Receipt"][];
-            settlements: components["schemas"]["Settlement"][];
+            /** @description Signals the mailbox holds (engine-minted ones included); page them with `GET /v1/processes/{id}/signals`. */
+            receiptCount: number;
             result: components["schemas"]["Result"] | null;
             /**
              * @description Live work in this server's runtime; `inactive` when no runtime here owns the tree.
@@ -699,11 +708,31 @@ export interface components {
         /** @description The process was not terminal when the wait ended. */
         ResultPending: {
             processId: string;
+            rootId: string;
             /**
              * @description The current, non-terminal status.
              * @enum {string}
              */
             status: "running" | "waiting" | "paused" | "completed" | "failed" | "canceled" | "timed_out" | "killed";
+            /**
+             * @description Live work in this server's runtime; `inactive`: no runtime here owns the tree, so nothing will move it until it is restored.
+             * @enum {string}
+             */
+            work: "idle" | "queued" | "step" | "dispatch" | "inactive";
+            next: {
+                /**
+                 * @description Why waiting longer will not help.
+                 * @enum {string}
+                 */
+                code: "tree_not_active";
+                /** @description What to do instead. */
+                detail: string;
+            } | null;
+        };
+        /** @description A page of a process's signal receipts, in arrival order. */
+        ReceiptPage: {
+            items: components["schemas"]["Receipt"][];
+            nextCursor: string | null;
         };
         /** @description One signal of a batch. */
         SignalInput: {
@@ -734,7 +763,7 @@ export interface components {
          *     }
          */
         SignalBatch: {
-            /** @description Admitted all together, in order, or not at all. */
+            /** @description Admitted all together, in order, or not at all; at most 1000 per batch. */
             signals: components["schemas"]["SignalInput"][];
         };
         /** @description Whether the batch was newly accepted. */
@@ -772,9 +801,10 @@ export interface components {
             settlement: components["schemas"]["Settlement"] | null;
             diagnostic: components["schemas"]["Failure"] | null;
         };
-        /** @description A process's effects. */
+        /** @description A page of a process's effects, in step order. */
         EffectList: {
             items: components["schemas"]["Effect"][];
+            nextCursor: string | null;
         };
         /**
          * @description Host adjudication of an Unknown effect.
@@ -826,7 +856,7 @@ export interface components {
             waitKind: "external" | "children";
             deployment: string;
             /**
-             * @description When the wait opened (as known to this server).
+             * @description When the wait opened: the time of the committed event that opened it (unchanged by restores).
              * @example 2025-01-01T00:00:00.000Z
              */
             since: string;
@@ -1013,7 +1043,7 @@ export interface operations {
                 status?: "running" | "waiting" | "paused" | "completed" | "failed" | "canceled" | "timed_out" | "killed";
                 /** @description Only processes of this deployment. */
                 deployment?: string;
-                /** @description Page size. */
+                /** @description Page size (default 20). */
                 limit?: number;
                 /** @description From a previous page’s `nextCursor`. */
                 cursor?: string;
@@ -1244,6 +1274,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ResultPending"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `process_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed` (503). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSignals: {
+        parameters: {
+            query?: {
+                /** @description Receipts with an arrival sequence above this one (default 0). */
+                after?: number;
+                /** @description Page size (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The process id (URL-encoded where it appears in the path). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of receipts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiptPage"];
                 };
             };
             /** @description `invalid_request` */
@@ -1691,7 +1776,12 @@ export interface operations {
     };
     listEffects: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description From a previous page’s `nextCursor`. */
+                cursor?: string;
+                /** @description Page size (default 100). */
+                limit?: number;
+            };
             header?: never;
             path: {
                 /** @description The process id (URL-encoded where it appears in the path). */
@@ -1701,7 +1791,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every effect of the process, in step order. */
+            /** @description A page of the effects of the process, in step order. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2177,7 +2267,12 @@ export interface operations {
     };
     listWaits: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only waits of processes of this deployment. */
+                deployment?: string;
+                /** @description Only waits in this tree. */
+                rootId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2257,6 +2352,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `cursor_ahead` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `history_trimmed` */
             410: {
                 headers: {
@@ -2319,6 +2423,15 @@ export interface operations {
             };
             /** @description `tree_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `cursor_ahead` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
 import type { DeploymentResolver } from '../kernel/definition.js';
 import { Deployment, type DeploymentRef } from '../kernel/deployment.js';
 import { ErrorCode, KernelError } from '../kernel/errors.js';
-import { ServerErrorCode, serverError } from './errors.js';
+import { codedError, HostErrorCode } from '../errors.js';
 
 /**
  * The deployment catalog: exact DeploymentRef → Deployment (the Engine's DeploymentResolver, so a
@@ -32,7 +32,7 @@ export class DeploymentCatalog implements DeploymentResolver {
   /** The current deployment of `name` (`deployment_not_found`). */
   byName(name: string): Deployment {
     const deployment = this.#byName.get(name);
-    if (deployment === undefined) throw serverError(ServerErrorCode.deploymentNotFound, `no deployment named ${JSON.stringify(name)}`);
+    if (deployment === undefined) throw codedError(HostErrorCode.deploymentNotFound, `no deployment named ${JSON.stringify(name)}`);
     return deployment;
   }
 

@@ -1,48 +1,10 @@
+import { HostErrorCode } from '../errors.js';
 import { KernelError } from '../kernel/errors.js';
 
 /**
- * Stable codes of the errors the Host adds to the kernel's (`ErrorCode`). Every Host failure is a
- * KernelError with one of these or a kernel code; the problem registry maps codes to HTTP statuses
- * (rest-api.md, "Errors").
+ * The log errors that carry more than a code: where the log stands, so a client knows where to
+ * resume. Their codes are in the catalogue (src/errors.ts) like every other.
  */
-export const ServerErrorCode = {
-  /** 404: no process with this id in this runtime or the store. */
-  processNotFound: 'process_not_found',
-  /** 404: no tree (runtime or stored head) with this root id. */
-  treeNotFound: 'tree_not_found',
-  /** 404: no deployment with this name in the catalog. */
-  deploymentNotFound: 'deployment_not_found',
-  /** 404: the process has no effect with this id. */
-  effectNotFound: 'effect_not_found',
-  /** 409: an Idempotency-Key reused with another request body. */
-  idempotencyKeyConflict: 'idempotency_key_conflict',
-  /** 409: another start with this Idempotency-Key is still unfinished (retry shortly). */
-  idempotencyKeyInProgress: 'idempotency_key_in_progress',
-  /** 410: the log no longer holds entries after the cursor (retention trimmed them). */
-  historyTrimmed: 'history_trimmed',
-  /** 403: a start asks for more budget, limits or capabilities than the server grants. */
-  authorityExceeded: 'authority_exceeded',
-  /** 409: the tree is stored but no runtime in this server owns it (restore it first). */
-  treeNotActive: 'tree_not_active',
-  /** 503: the server is shutting down and admits no new work. */
-  shuttingDown: 'shutting_down',
-  /** 400: a malformed request (shape, identity syntax, cursor, range). */
-  invalidRequest: 'invalid_request',
-  /** 500: a stored uint64 counter does not fit a JSON-safe number (never expected in practice). */
-  valueNotRepresentable: 'value_not_representable',
-} as const;
-
-export type ServerErrorCode = (typeof ServerErrorCode)[keyof typeof ServerErrorCode];
-
-/** A KernelError with a server code. */
-export function serverError(code: ServerErrorCode, message: string, cause?: unknown): KernelError {
-  return new KernelError(code, message, cause === undefined ? undefined : { cause });
-}
-
-/** `invalid_request` with `message`. */
-export function invalidRequest(message: string, cause?: unknown): KernelError {
-  return serverError(ServerErrorCode.invalidRequest, message, cause);
-}
 
 /**
  * `history_trimmed`: entries strictly after `cursor` were trimmed from the tree's bounded log before
@@ -55,12 +17,33 @@ export class HistoryTrimmedError extends KernelError {
 
   constructor(rootId: string, cursor: string, firstAvailable: string) {
     super(
-      ServerErrorCode.historyTrimmed,
+      HostErrorCode.historyTrimmed,
       `the event log of ${rootId} no longer holds the entries after ${cursor}: retention trimmed them; ` +
         `the oldest entry it holds is ${firstAvailable} (read without a cursor, or after=0, to start there)`,
     );
     this.name = 'HistoryTrimmedError';
     this.cursor = cursor;
     this.firstAvailable = firstAvailable;
+  }
+}
+
+/**
+ * `cursor_ahead`: a cursor beyond the newest position of the tree's log. No such position was ever
+ * issued (a cursor from another tree, a typo, a store that was reset): reading after it would skip
+ * whatever the log appends up to it, so it is refused. `lastPosition` is where the log stands.
+ */
+export class CursorAheadError extends KernelError {
+  readonly cursor: string;
+  readonly lastPosition: string;
+
+  constructor(rootId: string, cursor: string, lastPosition: string) {
+    super(
+      HostErrorCode.cursorAhead,
+      `the cursor ${cursor} is beyond the newest position of the event log of ${rootId} (${lastPosition}); ` +
+        'it was never issued for this tree: resume from a position the log gave you, or read from the beginning',
+    );
+    this.name = 'CursorAheadError';
+    this.cursor = cursor;
+    this.lastPosition = lastPosition;
   }
 }

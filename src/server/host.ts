@@ -124,8 +124,8 @@ export interface ProcessView {
   readonly waitKind: 'external' | 'children' | null;
   readonly pauseReason: string | null;
   readonly unknownEffectIds: readonly string[];
-  readonly receipts: readonly ReceiptView[];
-  readonly settlements: readonly SettlementView[];
+  /** Accepted signals in the mailbox (engine-minted ones included); paged by `GET …/signals`. */
+  readonly receiptCount: number;
   readonly result: ResultView | null;
   /** Live work in this server's runtime: idle, queued, step, dispatch; `inactive` when no runtime owns the tree. */
   readonly work: string;
@@ -152,8 +152,25 @@ export interface Page<T> {
   readonly nextCursor: string | null;
 }
 
-/** Either the terminal result, or the status when the long poll ended first (HTTP 202). */
-export type ResultPoll = { readonly done: true; readonly result: ResultView } | { readonly done: false; readonly status: string };
+/**
+ * Either the terminal result, or the status when the long poll ended first (HTTP 202). `work` is
+ * `inactive` when no runtime in this server owns the tree: nothing will move it until it is restored.
+ */
+export type ResultPoll =
+  | { readonly done: true; readonly result: ResultView }
+  | { readonly done: false; readonly status: string; readonly work: string; readonly rootId: string };
+
+export interface ReceiptQuery {
+  /** Receipts with an arrival sequence above this one (default 0: from the first). */
+  readonly after?: number;
+  readonly limit?: number;
+}
+
+export interface EffectQuery {
+  /** Opaque, from a previous page's `nextCursor`. */
+  readonly cursor?: string;
+  readonly limit?: number;
+}
 
 export interface SignalInput {
   readonly id: string;
@@ -200,8 +217,13 @@ export interface WaitView {
   readonly waitId: string;
   readonly waitKind: 'external' | 'children';
   readonly deployment: string;
-  /** When the wait opened (the process's last commit time as known to this server). */
+  /** When the wait opened: the `occurredAt` of the committed event that opened it (kept across restores). */
   readonly since: string;
+}
+
+export interface WaitQuery {
+  readonly deployment?: string;
+  readonly rootId?: string;
 }
 
 /** One entry of a tree's log: a committed or attempt event, or a delta. */
@@ -211,8 +233,8 @@ export interface LogEntry {
   /** The event name, or `agent.delta`. */
   readonly type: string;
   readonly processId: string;
-  /** The Event or Delta wire JSON. */
-  readonly data: Json;
+  /** The Event or Delta wire JSON, as the canonical text the log holds (passed through unparsed). */
+  readonly data: string;
 }
 
 /** A page of a tree's log. */
@@ -235,9 +257,34 @@ export interface LogQuery {
   readonly processId?: string;
 }
 
-export interface StreamOptions extends LogQuery {
-  /** Ends the tail (client gone or server shutting down). */
+export interface StreamOptions extends Omit<LogQuery, 'limit'> {
+  /** Ends the stream (the client went away). */
   readonly signal: AbortSignal;
+}
+
+/** One entry of a stream, and whether it came from the live tail (not from stored history). */
+export interface StreamItem {
+  readonly entry: LogEntry;
+  readonly live: boolean;
+}
+
+/**
+ * Why a stream ended: `completed` — the root is terminal and its subtree's entries drained (the only
+ * real end); `shutdown` — this server is stopping (reconnect, to it or another node, and resume);
+ * `aborted` — the caller's signal.
+ */
+export type StreamEnd = 'completed' | 'shutdown' | 'aborted';
+
+/**
+ * A tree's log from a cursor: the stored history, then the live tail, in one iteration with no gap
+ * and no repeat. Iteration rejects with `history_trimmed` (`HistoryTrimmedError`) when the reader
+ * falls behind retention, never skipping what was trimmed.
+ */
+export interface TreeStream extends AsyncIterable<StreamItem> {
+  /** Set when the stream starts at the beginning of a log retention already trimmed: where it starts. */
+  readonly trimmedStart: string | undefined;
+  /** Why the iteration ended; undefined until it has. */
+  readonly end: StreamEnd | undefined;
 }
 
 export interface Readiness {
@@ -270,7 +317,11 @@ export interface Host {
   deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
   control(processId: string, action: ControlAction, reason?: string): Promise<void>;
 
-  effects(processId: string): Promise<readonly EffectView[]>;
+  /** A page of the process's signal receipts, in arrival order. */
+  signals(processId: string, query: ReceiptQuery): Promise<Page<ReceiptView>>;
+
+  /** A page of the process's effects, oldest step first. */
+  effects(processId: string, query: EffectQuery): Promise<Page<EffectView>>;
   replayEffect(processId: string, effectId: string): Promise<EffectView>;
   resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView>;
 
@@ -280,7 +331,7 @@ export interface Host {
   restoreTree(rootId: string): Promise<TreeView>;
   releaseTree(rootId: string, purge: boolean): Promise<void>;
 
-  waits(): Promise<readonly WaitView[]>;
+  waits(query?: WaitQuery): Promise<readonly WaitView[]>;
   /**
    * A page of a tree's log (the tree of `processId`). A cursor whose successors were trimmed is
    * `history_trimmed` (a `HistoryTrimmedError`, errors.ts); when trimmed entries lie further on, the page ends
@@ -288,19 +339,12 @@ export interface Host {
    */
   events(processId: string, query: LogQuery): Promise<LogPage>;
   /**
-   * Stored entries after the cursor, then live ones, until the root is terminal and drained or
-   * `signal` aborts (also when the Host closes). Bad syntax (root id, cursor) throws at once; a
-   * missing tree rejects the first `next()`: prefer {@link openStream} before sending headers. When
-   * entries the iteration has not reached yet are trimmed (the reader fell behind retention), it
-   * rejects with `history_trimmed` instead of skipping them: an error whose `code` is
-   * `history_trimmed` and whose `firstAvailable` member is the oldest position the log still holds.
+   * The tree's log after the cursor, history then live (see {@link TreeStream}). Everything a client
+   * must hear before any stream byte is checked here, once: the root id and cursor syntax
+   * (`invalid_request`), the tree (`tree_not_found`), a cursor beyond the log's newest position
+   * (`cursor_ahead`), a cursor whose successors retention trimmed (`history_trimmed`).
    */
-  stream(rootId: string, options: StreamOptions): AsyncIterable<LogEntry>;
-  /**
-   * {@link stream}, after checking that the tree exists (`tree_not_found`), that the cursor parses and
-   * that the log still holds what follows it (`history_trimmed`).
-   */
-  openStream(rootId: string, options: StreamOptions): Promise<AsyncIterable<LogEntry>>;
+  openStream(rootId: string, options: StreamOptions): Promise<TreeStream>;
 
   readiness(): Promise<Readiness>;
   /** Prometheus text exposition. */

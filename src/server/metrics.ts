@@ -10,7 +10,8 @@ import type { StreamEndReason } from './host.js';
  */
 export class HostMetrics {
   readonly registry = new Registry();
-  readonly processes: Gauge<'status'>;
+  readonly processes: Gauge;
+  readonly residentProcesses: Gauge<'status'>;
   readonly processesFinished: Counter<'status' | 'cause'>;
   readonly steps: Counter<'status'>;
   readonly stepsCommitted: Counter;
@@ -19,19 +20,35 @@ export class HostMetrics {
   readonly commitDuration: Histogram<'kind' | 'outcome'>;
   readonly sseClients: Gauge;
   readonly sseStreamsEnded: Counter<'reason'>;
-  readonly logAppendFailures: Gauge;
+  readonly logAppendFailures: Counter;
 
-  constructor(options: { processesByStatus: () => ReadonlyMap<string, number>; logAppendFailures: () => number; defaultMetrics?: boolean }) {
+  constructor(options: {
+    /** Root processes that exist (the root index: every server's, in Redis mode). */
+    rootProcesses: () => Promise<number>;
+    /** Processes resident in this server's runtime, by status. */
+    residentByStatus: () => ReadonlyMap<string, number>;
+    defaultMetrics?: boolean;
+  }) {
     const registers = [this.registry];
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.processes = new Gauge({
       name: 'scope_processes',
-      help: 'Processes owned by this server runtime, by status',
+      help: 'Root processes that exist in the store (from the root index, shared by every server on one Redis)',
+      registers,
+      async collect() {
+        // Storage down: the last known value stays (readiness reports the outage), /metrics still answers.
+        const count = await options.rootProcesses().catch(() => undefined);
+        if (count !== undefined) this.set(count);
+      },
+    });
+    this.residentProcesses = new Gauge({
+      name: 'scope_resident_processes',
+      help: "Processes resident in this server's runtime (owned here and in memory), by status",
       labelNames: ['status'],
       registers,
       collect() {
         this.reset();
-        for (const [status, count] of options.processesByStatus()) this.set({ status }, count);
+        for (const [status, count] of options.residentByStatus()) this.set({ status }, count);
       },
     });
     this.processesFinished = new Counter({
@@ -73,13 +90,10 @@ export class HostMetrics {
       labelNames: ['reason'],
       registers,
     });
-    this.logAppendFailures = new Gauge({
-      name: 'scope_event_log_append_failures',
-      help: 'Best-effort event log appends (attempt events, deltas) that failed',
+    this.logAppendFailures = new Counter({
+      name: 'scope_event_log_append_failures_total',
+      help: 'Best-effort event log entries (attempt events, deltas) lost to failed appends',
       registers,
-      collect() {
-        this.set(options.logAppendFailures());
-      },
     });
   }
 

@@ -14,6 +14,9 @@
  *   extra query, exactly, also under Redis's approximate trimming.
  */
 
+/** The type of a Delta's entry (events are typed by their name). */
+export const deltaType = 'agent.delta';
+
 /** One entry to append. */
 export interface LogRecord {
   /** The event name (`agent.step.started`, …) or `agent.delta`. */
@@ -54,6 +57,11 @@ export interface EventLog {
    * the oldest retained entry; {@link followsDirectly} tells.
    */
   tail(rootId: string, after: string, signal: AbortSignal): AsyncIterable<StoredLogRecord>;
+  /**
+   * The newest position of the tree's log (`0` when it holds nothing): a cursor beyond it was never
+   * issued. Trimming removes the oldest entries, never the newest.
+   */
+  lastPosition(rootId: string): Promise<string>;
   /** Entries lost by best-effort appends (storage errors), for diagnostics. */
   readonly failedAppends: number;
   /** Ends every tail and refuses new ones. */

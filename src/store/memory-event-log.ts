@@ -66,6 +66,10 @@ export class MemoryEventLog implements EventLog {
     }
   }
 
+  async lastPosition(rootId: string): Promise<string> {
+    return this.#trees.get(rootId)?.lastPosition ?? '0';
+  }
+
   /** The number of entries a tree holds now. */
   length(rootId: string): number {
     return this.#trees.get(rootId)?.size ?? 0;
@@ -134,6 +138,11 @@ class Ring {
 
   get size(): number {
     return this.#entries.length - this.#head;
+  }
+
+  /** The newest position ever appended (trimming removes the oldest, never the newest). */
+  get lastPosition(): string {
+    return String(this.#next - 1);
   }
 
   push(record: LogRecord): void {

@@ -63,3 +63,35 @@ test('strategies/ import only the kernel surface and use no clock, randomness, t
   }
   assert.deepEqual(violations, []);
 });
+
+// One Redis layer: the stores (and, later, the transport) talk to Redis; everything else holds what they give it.
+test('only src/store/ imports ioredis (src/, plugins/)', () => {
+  const allowed = [join(root, 'src/store'), join(root, 'src/transport')];
+  const files = [...sources(join(root, 'src')), ...sources(join(root, 'plugins'))];
+  const violations = files
+    .filter((file) => !allowed.some((folder) => file.startsWith(`${folder}/`)))
+    .flatMap((file) => imports(file).filter((specifier) => /^ioredis(\/|$)/.test(specifier)).map((specifier) => `${relative(root, file)} → ${specifier}`));
+  assert.deepEqual(violations, []);
+  assert.ok(imports(join(root, 'src/store/redis/connection.ts')).includes('ioredis'), 'the scan sees the one connection module');
+});
+
+// Every Redis key is built in keys.ts: a key formed anywhere else escapes the hash-tag and layout rules.
+test('no file outside src/store/redis/keys.ts forms a Redis key', () => {
+  const keys = join(root, 'src/store/redis/keys.ts');
+  // A template that joins a prefix to more key text, a hash tag, or a literal `scope:` key.
+  const keyShapes = [/\$\{\s*[\w.#]*[pP]refix\s*\}:/, /:\{\$\{/, /['"`]scope:(?!\/\/)[a-z{]/];
+  const files = [...sources(join(root, 'src')), ...sources(join(root, 'plugins'))].filter((file) => file !== keys);
+  const violations: string[] = [];
+  for (const file of files) {
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, index) => {
+        const code = line.replace(/\/\/.*$/, '');
+        if (/^\s*\*/.test(code)) return;
+        if (keyShapes.some((shape) => shape.test(code))) violations.push(`${relative(root, file)}:${index + 1} ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(violations, []);
+  // The guard itself: keys.ts matches the shapes it bans elsewhere.
+  assert.ok(readFileSync(keys, 'utf8').split('\n').some((line) => keyShapes.some((shape) => shape.test(line))));
+});

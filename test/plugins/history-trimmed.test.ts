@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app/app.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { HistoryTrimmedError } from '../../src/server/errors.js';
-import type { Host, LogEntry, StreamOptions } from '../../src/server/host.js';
+import type { Host, StreamOptions, TreeStream } from '../../src/server/host.js';
 import { requireRedisServer, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { openSse, readSse, startTestServer, streamPath, type SseEvent, type TestServer } from './sse-harness.js';
 
@@ -126,16 +126,30 @@ describe('a stream that falls behind retention', () => {
     const engine = new EngineHost({ config, defaultMetrics: false });
     let cut: { cursor: string; firstAvailable: string } | undefined;
     // The Host's live tail reports what a reader that fell behind the log meets (EngineHost does this itself,
-    // see test/server/history-trimmed.test.ts); here it happens on cue, once the history is written.
+    // see test/server/history-trimmed.test.ts); here it happens on cue, once the stored history is written.
     const host = new Proxy(engine, {
       get(target, property) {
-        if (property === 'stream') {
-          return (rootId: string, options: StreamOptions): AsyncIterable<LogEntry> => ({
-            async *[Symbol.asyncIterator]() {
-              cut = { cursor: options.after ?? '0', firstAvailable: '999999' };
-              throw new HistoryTrimmedError(rootId, cut.cursor, cut.firstAvailable);
-            },
-          });
+        if (property === 'openStream') {
+          return async (rootId: string, options: StreamOptions): Promise<TreeStream> => {
+            const opened = await engine.openStream(rootId, options);
+            return {
+              trimmedStart: opened.trimmedStart,
+              end: undefined,
+              async *[Symbol.asyncIterator]() {
+                let cursor = options.after ?? '0';
+                for await (const item of opened) {
+                  if (item.live) break;
+                  yield item;
+                  cursor = item.entry.position;
+                  // The history a page holds now is all written: the "live" part begins behind retention.
+                  const rest = await engine.events(rootId, { after: cursor, limit: 1 });
+                  if (rest.items.length === 0) break;
+                }
+                cut = { cursor, firstAvailable: '999999' };
+                throw new HistoryTrimmedError(rootId, cut.cursor, cut.firstAvailable);
+              },
+            };
+          };
         }
         const value: unknown = Reflect.get(target, property, target);
         return typeof value === 'function' ? value.bind(target) : value;

@@ -60,8 +60,10 @@ describe('demo.approval: waits, the inbox, notes and the answer', () => {
       { id: 'answer-x', waitId: 'wait:not-the-current-one', payload: { approved: true } },
     ]);
     expectProblem(result, 422, 'signal_rejected');
-    const view = await server.client.GET('/v1/processes/{id}', { params: { path: { id: processId } } });
-    assert.ok(!view.data!.receipts.some((receipt) => receipt.id === 'note-a'));
+    const receipts = await server.client.GET('/v1/processes/{id}/signals', { params: { path: { id: processId } } });
+    assert.equal(receipts.response.status, 200);
+    assert.ok(receipts.data!.items.length > 0, 'the receipts page lists what the mailbox holds');
+    assert.ok(!receipts.data!.items.some((receipt) => receipt.id === 'note-a'));
   });
 
   test('an unaddressed payload outside the signal schema is 422 schema_validation_failed', async () => {

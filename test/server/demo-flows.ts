@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { EngineHost } from '../../src/server/engine-host.js';
-import { drainStream, ofType, payloadOf, rejectsWith, result, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
+import { dataOf, drainStream, effectsOf, ofType, payloadOf, rejectsWith, result, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
 
 export interface HostFactory {
   /** A fresh Host (its own store namespace). */
@@ -37,7 +37,7 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     );
     // Deltas carry their per-attempt sequence, gap-free here.
     assert.deepEqual(
-      deltas.map((entry) => (entry.data as { effect_sequence: number }).effect_sequence),
+      deltas.map((entry) => (dataOf(entry) as { effect_sequence: number }).effect_sequence),
       [1, 2, 3, 4, 5],
     );
     const names = entries.map((entry) => entry.type);
@@ -49,7 +49,7 @@ export function demoFlows(mode: string, factory: HostFactory): void {
       page.items.map((entry) => entry.position),
       entries.map((entry) => entry.position),
     );
-    const effects = await host.effects(process.processId);
+    const effects = await effectsOf(host, process.processId);
     assert.equal(effects.length, 1);
     assert.equal(effects[0]?.status, 'settled');
     assert.equal(effects[0]?.attempts, 1);
@@ -132,7 +132,7 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     assert.equal(failed.status, 'failed');
     assert.equal(failed.cause, 'external_failure');
     assert.equal(failed.failure?.code, 'demo.unreliable.failed');
-    assert.equal((await host.effects(fail.processId))[0]?.status, 'settled');
+    assert.equal((await effectsOf(host, fail.processId))[0]?.status, 'settled');
   });
 
   withHost('demo.unreliable unknown → host resolution completes it; replay is forbidden when not replayable', async (host) => {
@@ -142,7 +142,7 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     const view = await host.inspectProcess(pid);
     assert.equal(view.unknownEffectIds.length, 1);
     const effectId = view.unknownEffectIds[0] as string;
-    const [unknown] = await host.effects(pid);
+    const [unknown] = await effectsOf(host, pid);
     assert.equal(unknown?.status, 'unknown');
     assert.equal(unknown?.attempts, 1);
     assert.equal(unknown?.settlement?.status, 'unknown');
@@ -154,7 +154,7 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     assert.equal(resolved.attempts, 1);
     const outcome = await result(host, pid);
     assert.deepEqual(outcome.output, { mode: 'unknown', attempts: 7 });
-    const [after] = await host.effects(pid);
+    const [after] = await effectsOf(host, pid);
     assert.equal(after?.status, 'resolved');
   });
 

@@ -5,9 +5,8 @@ import { classifyCheckpointCut, TreeCheckpoint } from '../../src/kernel/commit.j
 import { ProcessId, TreeIncarnationId } from '../../src/kernel/identity.js';
 import { comparePositions, followsDirectly, isPosition, type EventLog, type LogRecord, type StoredLogRecord } from '../../src/store/event-log.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
-import { previousEntryField } from '../../src/store/redis/event-log.js';
+import { previousEntryField, type RedisEventLog } from '../../src/store/redis/event-log.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
-import { RedisLog } from '../../src/server/redis-log.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix } from './harness.js';
@@ -91,12 +90,12 @@ after(async () => {
   await server?.stop();
 });
 
-test('redis log adapter: committed events and best-effort entries share one stream, read back with their process', async () => {
+test('redis log: committed events and best-effort entries share one stream, read back with their process', async () => {
   const redis = new Redis(server.url);
   const prefix = freshPrefix();
   try {
-    const store = new RedisTreeCommitter({ redis, keyPrefix: prefix });
-    const log = new RedisLog({ redis, keyPrefix: prefix, maxLen: 100, log: store.events });
+    const store = new RedisTreeCommitter({ redis, keyPrefix: prefix, eventLogMaxLen: 100 });
+    const log = store.events;
     const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
     const root = trees.rootId.toString();
     const event = { name: 'agent.process.started', json: () => JSON.stringify({ process_id: root, name: 'agent.process.started' }) };
@@ -157,7 +156,7 @@ test('memory log: each entry names its predecessor, so a read after a trimmed cu
  * Appends `count` best-effort records in chunks, reading each chunk back before trimming can reach it
  * (a chunk smaller than MAXLEN: approximate trimming only drops a node once the newer ones hold MAXLEN).
  */
-async function appendAndCollect(log: RedisLog, root: string, after: string, count: number, chunk: number): Promise<string[]> {
+async function appendAndCollect(log: RedisEventLog, root: string, after: string, count: number, chunk: number): Promise<string[]> {
   const ids: string[] = [after];
   for (let appended = 0; appended < count; appended += chunk) {
     log.append(root, Array.from({ length: chunk }, (_, index) => record(appended + index + 1, root)));
@@ -173,13 +172,13 @@ test('redis log: every entry links to the one before it; approximate trimming is
   const prefix = freshPrefix();
   try {
     const store = new RedisTreeCommitter({ redis, keyPrefix: prefix, eventLogMaxLen: 5 });
-    const log = new RedisLog({ redis, keyPrefix: prefix, maxLen: 5, log: store.events });
+    const log = store.events;
     const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
     const root = trees.rootId.toString();
     // A committed entry (the commit script links it) and best-effort ones (the append script links them).
     const event = { name: 'agent.process.started', json: () => JSON.stringify({ process_id: root, name: 'agent.process.started' }) };
     await store.commitCheckpoint(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), { events: [event] });
-    const [committed] = await store.events.readAfter(trees.rootId, '0', 1);
+    const [committed] = await store.events.entriesAfter(trees.rootId, '0', 1);
     assert.equal(committed?.previous, '0', 'the first entry of a stream links to 0');
     assert.deepEqual(committed?.fields, { name: 'agent.process.started', event: event.json() }, 'the link is not one of the fields');
     const ids = [committed.id];

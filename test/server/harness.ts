@@ -9,7 +9,7 @@ import type { Clock } from '../../src/kernel/clock.js';
 import { KernelError } from '../../src/kernel/errors.js';
 import { loadConfig, type ServerConfig } from '../../src/server/config.js';
 import { EngineHost, type EngineHostOptions } from '../../src/server/engine-host.js';
-import type { Json, LogEntry, ProcessView, StartRequest } from '../../src/server/host.js';
+import type { EffectView, Json, LogEntry, ProcessView, StartRequest, StreamOptions } from '../../src/server/host.js';
 
 /** A clock that advances one millisecond per reading from a fixed instant: starts are strictly ordered. */
 export function steppingClock(start = Date.UTC(2030, 0, 1)): Clock {
@@ -62,6 +62,24 @@ export async function start(host: EngineHost, deployment: string, input: Json, e
   return outcome.process;
 }
 
+/** A tree's log entries through the Host's one stream (history, then live), as plain entries. */
+export async function* streamOf(host: EngineHost, rootId: string, options: StreamOptions): AsyncGenerator<LogEntry, void, undefined> {
+  const stream = await host.openStream(rootId, options);
+  for await (const item of stream) yield item.entry;
+}
+
+/** An entry's wire data (the log passes it through as JSON text). */
+export function dataOf(entry: LogEntry): Record<string, Json> {
+  return JSON.parse(entry.data) as Record<string, Json>;
+}
+
+/** Every effect of a process (one page holds them all in these tests). */
+export async function effectsOf(host: EngineHost, processId: string): Promise<readonly EffectView[]> {
+  const page = await host.effects(processId, { limit: 1000 });
+  assert.equal(page.nextCursor, null, 'every effect fits one page');
+  return page.items;
+}
+
 /**
  * Resolves with the first entry of the tree's log (from the beginning) that satisfies `predicate`:
  * a barrier on a fact, through the Host's own stream. Rejects if the stream ends first.
@@ -69,7 +87,7 @@ export async function start(host: EngineHost, deployment: string, input: Json, e
 export async function untilEntry(host: EngineHost, rootId: string, predicate: (entry: LogEntry) => boolean): Promise<LogEntry> {
   const abort = new AbortController();
   try {
-    for await (const entry of host.stream(rootId, { signal: abort.signal })) {
+    for await (const entry of streamOf(host, rootId, { signal: abort.signal })) {
       if (predicate(entry)) return entry;
     }
   } finally {
@@ -106,7 +124,7 @@ export function ofType(type: string, processId?: string): (entry: LogEntry) => b
 
 /** The `payload` member of an entry's wire data. */
 export function payloadOf(entry: LogEntry): Record<string, Json> {
-  const data = entry.data as Record<string, Json>;
+  const data = dataOf(entry);
   return (data.payload ?? {}) as Record<string, Json>;
 }
 
@@ -114,7 +132,7 @@ export function payloadOf(entry: LogEntry): Record<string, Json> {
 export async function drainStream(host: EngineHost, rootId: string, after?: string): Promise<LogEntry[]> {
   const abort = new AbortController();
   const entries: LogEntry[] = [];
-  for await (const entry of host.stream(rootId, { signal: abort.signal, after })) entries.push(entry);
+  for await (const entry of streamOf(host, rootId, { signal: abort.signal, ...(after === undefined ? {} : { after }) })) entries.push(entry);
   return entries;
 }
 

@@ -5,7 +5,7 @@ import type { EngineHost } from '../../src/server/engine-host.js';
 import { HistoryTrimmedError } from '../../src/server/errors.js';
 import type { LogEntry } from '../../src/server/host.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { embeddedHost, freshPrefix, redisHost, rejectsWith, start, stepCommittedWith, untilSettled } from './harness.js';
+import { embeddedHost, freshPrefix, redisHost, rejectsWith, start, stepCommittedWith, streamOf, untilSettled } from './harness.js';
 
 /**
  * The tree log is bounded (SCOPE_EVENT_LOG_MAXLEN): the memory ring drops its oldest entry, Redis trims
@@ -57,7 +57,7 @@ function trimmedFlows(mode: string, make: () => { host: EngineHost; close: () =>
         await rejectsWith(host.openStream(pid, { after: cursor, signal: abort.signal }), 'history_trimmed');
         const yielded: LogEntry[] = [];
         await rejectsWith(async () => {
-          for await (const entry of host.stream(pid, { after: cursor, signal: abort.signal })) yielded.push(entry);
+          for await (const entry of streamOf(host, pid, { after: cursor, signal: abort.signal })) yielded.push(entry);
         }, 'history_trimmed');
         assert.deepEqual(yielded, [], 'nothing is sent before the refusal');
 
@@ -67,7 +67,7 @@ function trimmedFlows(mode: string, make: () => { host: EngineHost; close: () =>
         assert.deepEqual(inside.items, fromStart.items.slice(1));
 
         // A stream from the beginning starts at the oldest entry held.
-        const fresh = host.stream(pid, { signal: abort.signal })[Symbol.asyncIterator]();
+        const fresh = streamOf(host, pid, { signal: abort.signal })[Symbol.asyncIterator]();
         assert.equal(((await fresh.next()).value as LogEntry).position, firstAvailable);
         abort.abort();
         await fresh.return?.();
@@ -83,7 +83,7 @@ function trimmedFlows(mode: string, make: () => { host: EngineHost; close: () =>
         const pid = (await start(host, 'demo.approval', { subject: 'slow reader' })).processId;
         await untilSettled(host, pid, stepCommittedWith('waiting', pid));
         const before = (await host.events(pid, { limit: 1000 })).items;
-        const reader = host.stream(pid, { signal: abort.signal })[Symbol.asyncIterator]();
+        const reader = streamOf(host, pid, { signal: abort.signal })[Symbol.asyncIterator]();
         const seen: LogEntry[] = [];
         const isWaiting = stepCommittedWith('waiting', pid);
         while (!seen.some(isWaiting)) seen.push((await reader.next()).value as LogEntry);

@@ -5,12 +5,13 @@ import { ProcessId, TreeIncarnationId } from '../../src/kernel/identity.js';
 import { TreeSnapshot } from '../../src/kernel/tree-snapshot.js';
 import { MemoryTreeCommitter } from '../../src/store/memory-committer.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
-import { EmbeddedCommitter } from '../../src/server/host-committer.js';
-import { idempotencyHostValue, MemoryIdempotencyStore } from '../../src/server/idempotency.js';
-import { MemoryRootIndex } from '../../src/server/root-index.js';
+import { MemoryIdempotencyStore } from '../../src/store/memory-idempotency.js';
+import { MemoryRootIndex } from '../../src/store/root-index.js';
+import { EmbeddedCommitter } from '../../src/server/embedded-committer.js';
+import { idempotencyHostValue } from '../../src/server/idempotency.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { demoFlows } from './demo-flows.js';
-import { drainStream, embeddedHost, ofType, rejectsWith, result, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
+import { dataOf, drainStream, embeddedHost, ofType, rejectsWith, result, start, stepCommittedWith, streamOf, untilEntry, untilSettled } from './harness.js';
 
 demoFlows('embedded', { make: () => embeddedHost() });
 
@@ -215,7 +216,7 @@ test('inspection and the result long poll', async () => {
     assert.equal(done.result.failure, null);
     const finished = await host.inspectProcess(pid);
     assert.deepEqual(finished.result, done.result);
-    assert.ok(finished.receipts.some((receipt) => receipt.id === 'yes' && receipt.consumed && receipt.payload === null));
+    assert.ok((await host.signals(pid, {})).items.some((receipt) => receipt.id === 'yes' && receipt.consumed && receipt.payload === null));
     await rejectsWith(host.deliverSignals(pid, []), 'invalid_request');
     await rejectsWith(host.deliverSignals(pid, [{ id: 'signal:engine:forged', payload: {} }]), 'invalid_request');
     await rejectsWith(host.control(pid, 'pause', ' padded '), 'invalid_request');
@@ -223,7 +224,7 @@ test('inspection and the result long poll', async () => {
     await rejectsWith(host.replayEffect(pid, 'not an effect id'), 'invalid_request');
     await rejectsWith(host.resolveEffect(pid, 'effect:x', { status: 'unknown', payload: {} } as never), 'invalid_request');
     await rejectsWith(host.resolveEffect(pid, 'effect:x', { status: 'failed' } as never), 'invalid_request');
-    await rejectsWith(host.effects('process:missing'), 'process_not_found');
+    await rejectsWith(host.effects('process:missing', {}), 'process_not_found');
   } finally {
     await host.close(0);
   }
@@ -322,14 +323,12 @@ test('stream: stored entries, then live, ending after the terminal event; resume
     assert.deepEqual(await drainStream(host, pid, everything.at(-1)?.position), []);
     // Filters.
     const signals: string[] = [];
-    for await (const entry of host.stream(pid, { signal: new AbortController().signal, types: ['agent.signal.accepted'] })) signals.push(entry.type);
+    for await (const entry of streamOf(host, pid, { signal: new AbortController().signal, types: ['agent.signal.accepted'] })) signals.push(entry.type);
     assert.deepEqual(signals, ['agent.signal.accepted', 'agent.signal.accepted']);
     // Bad input.
-    assert.throws(() => host.stream(pid, { signal: new AbortController().signal, after: '1.5' }), { code: 'invalid_request' });
-    assert.throws(() => host.stream('bad id', { signal: new AbortController().signal }), { code: 'invalid_request' });
+    await rejectsWith(host.openStream(pid, { signal: new AbortController().signal, after: '1.5' }), 'invalid_request');
+    await rejectsWith(host.openStream('bad id', { signal: new AbortController().signal }), 'invalid_request');
     await rejectsWith(host.openStream('process:absent', { signal: new AbortController().signal }), 'tree_not_found');
-    const missing = host.stream('process:absent', { signal: new AbortController().signal })[Symbol.asyncIterator]();
-    await rejectsWith(missing.next(), 'tree_not_found');
   } finally {
     await host.close(0);
   }
@@ -341,9 +340,9 @@ test('stream: an abort ends a live tail; close ends every stream', async () => {
   const abort = new AbortController();
   const seen: string[] = [];
   const reader = (async () => {
-    for await (const entry of await host.openStream(process.processId, { signal: abort.signal })) {
+    for await (const { entry } of await host.openStream(process.processId, { signal: abort.signal })) {
       seen.push(entry.type);
-      if (entry.type === 'agent.step.committed' && (entry.data as { payload: { status: string } }).payload.status === 'waiting') abort.abort();
+      if (entry.type === 'agent.step.committed' && (dataOf(entry) as { payload: { status: string } }).payload.status === 'waiting') abort.abort();
     }
   })();
   await reader;

@@ -7,13 +7,16 @@ import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import { headKey } from '../../src/store/redis/keys.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import type { LogEntry } from '../../src/server/host.js';
-import { RedisHostCommitter } from '../../src/server/host-committer.js';
-import { idempotencyHostValue, idempotencyKeyDigest, idempotencyPointerKey, idempotencyRecordSuffix, RedisIdempotencyStore } from '../../src/server/idempotency.js';
-import { RedisRootIndex } from '../../src/server/root-index.js';
+import { RedisHostCommitter } from '../../src/server/redis-host-committer.js';
+import { idempotencyHostValue, idempotencyKeyDigest } from '../../src/server/idempotency.js';
+import { idempotencyRecordSuffix } from '../../src/store/idempotency.js';
+import { RedisIdempotencyStore } from '../../src/store/redis/idempotency-store.js';
+import { idempotencyPointerKey } from '../../src/store/redis/keys.js';
+import { RedisRootIndex } from '../../src/store/redis/root-index.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { demoFlows } from './demo-flows.js';
-import { drainStream, freshPrefix, ofType, rejectsWith, redisHost, result, start, stepCommittedWith, testConfig, untilEntry, untilSettled } from './harness.js';
+import { dataOf, drainStream, effectsOf, freshPrefix, ofType, rejectsWith, redisHost, result, start, stepCommittedWith, testConfig, untilEntry, untilSettled } from './harness.js';
 
 let server: RedisServer;
 
@@ -33,7 +36,7 @@ function ownedHost(prefix = freshPrefix(), env: Record<string, string> = {}): En
 demoFlows('redis', { make: () => ownedHost() });
 
 function committedNames(entries: readonly LogEntry[]): string[] {
-  return entries.filter((entry) => (entry.data as { phase?: string }).phase === 'committed').map((entry) => entry.type);
+  return entries.filter((entry) => (dataOf(entry) as { phase?: string }).phase === 'committed').map((entry) => entry.type);
 }
 
 test('redis committer: the idempotency record lands in the start commit itself, or not at all', async () => {
@@ -41,8 +44,8 @@ test('redis committer: the idempotency record lands in the start commit itself, 
   const prefix = freshPrefix();
   try {
     const store = new RedisTreeCommitter({ redis, keyPrefix: prefix });
-    const committer = new RedisHostCommitter({ store, redis, roots: new RedisRootIndex({ redis, keyPrefix: prefix }) });
     const lookup = new RedisIdempotencyStore({ redis, keyPrefix: prefix, committer: store });
+    const committer = new RedisHostCommitter({ store, idempotency: lookup, roots: new RedisRootIndex({ redis, keyPrefix: prefix }) });
     const keyDigest = idempotencyKeyDigest('the-key');
     const intent = { keyDigest, requestDigest: 'r'.repeat(64), ttlMs: 60_000 };
     const hostValues = { [idempotencyHostValue]: intent };
@@ -188,13 +191,13 @@ test('redis: a dispatch in flight at the crash is replayed under its identity on
   try {
     const view = await host.inspectProcess(pid);
     assert.equal(view.status, 'running');
-    const [pending] = await host.effects(pid);
+    const [pending] = await effectsOf(host, pid);
     assert.equal(pending?.status, 'pending');
     assert.equal(pending?.attempts, 1);
     await host.restoreTree(pid);
     const outcome = await result(host, pid);
     assert.deepEqual(outcome.output, { sleptMs: 200 });
-    const [settled] = await host.effects(pid);
+    const [settled] = await effectsOf(host, pid);
     assert.equal(settled?.attempts, 2);
     assert.equal(settled?.status, 'settled');
   } finally {

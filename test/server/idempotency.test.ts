@@ -9,17 +9,11 @@ import { headKey } from '../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import type { StartOutcome, StartRequest } from '../../src/server/host.js';
-import { RedisHostCommitter } from '../../src/server/host-committer.js';
-import {
-  idempotencyHostValue,
-  idempotencyKeyDigest,
-  idempotencyPointerKey,
-  parsePointer,
-  requestDigest,
-  reservedValue,
-} from '../../src/server/idempotency.js';
-import { runHostScript } from '../../src/server/redis-scripts.js';
-import { RedisRootIndex } from '../../src/server/root-index.js';
+import { RedisHostCommitter } from '../../src/server/redis-host-committer.js';
+import { idempotencyHostValue, idempotencyKeyDigest, requestDigest } from '../../src/server/idempotency.js';
+import { parsePointer, RedisIdempotencyStore, reservedValue } from '../../src/store/redis/idempotency-store.js';
+import { idempotencyPointerKey } from '../../src/store/redis/keys.js';
+import { RedisRootIndex } from '../../src/store/redis/root-index.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { embeddedHost, freshPrefix, redisHost, rejectsWith, type RedisHostOptions } from './harness.js';
@@ -208,7 +202,8 @@ describe('idempotent starts across two servers over one Redis', () => {
     const prefix = freshPrefix();
     const redis = admin();
     const store = new RedisTreeCommitter({ redis, keyPrefix: prefix });
-    const committer = new RedisHostCommitter({ store, redis, roots: new RedisRootIndex({ redis, keyPrefix: prefix }) });
+    const idempotency = new RedisIdempotencyStore({ redis, keyPrefix: prefix, committer: store });
+    const committer = new RedisHostCommitter({ store, idempotency, roots: new RedisRootIndex({ redis, keyPrefix: prefix }) });
     const keyDigest = idempotencyKeyDigest('lost-key');
     const pointer = idempotencyPointerKey(prefix, keyDigest);
     const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
@@ -223,7 +218,7 @@ describe('idempotent starts across two servers over one Redis', () => {
     // What the committer writes before the commit reads back as `committing`, on Redis's clock.
     await redis.set(pointer, reservedValue(ours), 'PX', 60_000);
     const clock = await redisNow(redis);
-    assert.equal(await runHostScript(redis, 'idempotencyCommitting', [pointer], [ours, trees.rootId.toString(), 60_000]), 1);
+    assert.equal(await idempotency.markCommitting(intent, trees.rootId.toString()), true);
     const committing = parsePointer((await redis.get(pointer)) as string);
     assert.equal(committing.kind, 'committing');
     assert.ok(committing.kind === 'committing' && committing.token === ours && committing.root === trees.rootId.toString());

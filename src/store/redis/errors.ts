@@ -15,6 +15,8 @@ import { ErrorCode, KernelError } from '../../kernel/errors.js';
  * | -4     | the caller broke the script's ARGV contract (reason follows)   | `invalid_commit`              |
  * | other  | a reply no script produces                                     | `committer_unavailable`       |
  *
+ * The pointer scripts (idempotency, start fence) answer a bare 1 or 0 instead: {@link mapFlagReply}.
+ *
  * Only `commit_conflict` and `tree_incarnation_conflict` prove something about the head. Every
  * failure that is not a script reply — a timeout, a lost connection, a server error, a shutdown —
  * becomes `committer_unavailable`, whose message says the head is unknown: it is never read as
@@ -82,7 +84,23 @@ export function mapScriptReply(what: string, reply: unknown): ScriptResult {
   }
 }
 
-function describeReply(reply: unknown): string {
+/**
+ * The reply of a compare-and-set script that answers 1 (done) or 0 (the precondition did not hold,
+ * nothing written): true or false. A `{-4, why}` reply is the caller's ARGV mistake
+ * (`invalid_commit`); anything else leaves the outcome unknown (`committer_unavailable`).
+ */
+export function mapFlagReply(what: string, reply: unknown): boolean {
+  const status = asStatus(reply);
+  if (status === 1) return true;
+  if (status === 0) return false;
+  if (Array.isArray(reply) && asStatus(reply[0]) === scriptStatus.invalidArguments) {
+    throw new KernelError(ErrorCode.invalidCommit, `${what}: the redis script refused its arguments (${String(reply[1] ?? 'no reason')}); nothing was written`);
+  }
+  throw committerUnavailable(what, `unexpected reply ${describeReply(reply)}`);
+}
+
+/** A reply as short text for an error message. */
+export function describeReply(reply: unknown): string {
   try {
     const text = JSON.stringify(reply, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
     return text === undefined ? String(reply) : text.slice(0, 200);

@@ -1,16 +1,27 @@
 import type { Redis } from 'ioredis';
-import { ErrorCode, KernelError } from '../../kernel/errors.js';
 import type { ProcessId } from '../../kernel/identity.js';
+import { deltaType, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { checkTimeoutMs, committerUnavailable, StorageDeadlines } from './errors.js';
-import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, recordKey } from './keys.js';
+import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';
+import { runScript } from './scripts.js';
 
 /**
- * The durable event log of each tree: a Redis Stream (`<prefix>:{<root>}:events`) trimmed with an
- * approximate MAXLEN. Entries are written only inside a commit, through its
- * {@link RedisCommitContext} (the kernel's committed Events plus host entries), so the log never
- * disagrees with the head: an entry exists exactly when the commit that carried it was installed.
- * Entries hold string fields — a kernel Event is `{name, event: <canonical JSON>}`, host entries
- * are opaque; their ids are Redis stream ids (`<ms>-<seq>`), usable as SSE `Last-Event-ID`.
+ * The event log of each tree: a Redis Stream (`<prefix>:{<root>}:events`) trimmed with an
+ * approximate MAXLEN, the one Redis implementation of the server's {@link EventLog}.
+ *
+ * - Committed entries are written only inside a commit, through its `RedisCommitContext`
+ *   (host-writes.ts: the kernel's committed Events plus host entries), so they never disagree with
+ *   the head: such an entry exists exactly when the commit that carried it was installed.
+ * - Best-effort entries (attempt events, deltas: no committed fact) are appended with
+ *   {@link RedisEventLog.append} (lua/appendLog-1.lua), issued on the commits' own client so an
+ *   attempt event published before a commit is also ordered before that commit's entries.
+ * - Entries hold string fields: a kernel Event is `{name, event: <canonical JSON>}`, a Delta
+ *   `{name: "agent.delta", delta: <canonical JSON>}`, other host entries are opaque. Ids are Redis
+ *   stream ids (`<ms>-<seq>`), the positions clients resume from (SSE `Last-Event-ID`).
+ *
+ * Raw entries (every field) are read with {@link RedisEventLog.entriesAfter} and
+ * {@link RedisEventLog.tailEntries}; the server reads records ({@link StoredLogRecord}: type,
+ * process, data, link) with `readAfter` and `tail`, which skip entries of no known shape.
  */
 
 /** The fields of one event-log entry, in insertion order (at least one). */
@@ -38,169 +49,11 @@ export interface EventLogEntry {
  */
 export const previousEntryField = 'scope.prev';
 
-/** A host idempotency record, stored at `<prefix>:{<root>}:record:<suffix>`. */
-export interface IdempotencyRecord {
-  /** 1–256 printable ASCII characters, no spaces. */
-  readonly suffix: string;
-  readonly value: string;
-  /** Expiry in milliseconds; absent = no expiry (the record then outlives a purge). */
-  readonly ttlMs?: number;
-}
-
 /** The fields of the log entry a kernel Event becomes: its name and its canonical JSON. */
 export const eventEntryFields = { name: 'name', event: 'event' } as const;
 
-/** What the store needs of a kernel Event (`CommitContext.events`). */
-export interface LoggedEvent {
-  readonly name: string;
-  json(): string;
-}
-
-/**
- * Writes a host adds to one commit, beside the kernel's {@link RedisCommitContext.events}: passed
- * directly (`store.commit(commit, { entries, records })`, a wrapper around the store) or through
- * the Engine as `hostValues[hostWritesValueKey]`.
- */
-export interface HostWriteSet {
-  /** Extra log entries, appended after the context's kernel events. */
-  readonly entries?: readonly EventLogFields[];
-  /** Idempotency records. */
-  readonly records?: readonly IdempotencyRecord[];
-}
-
-/**
- * The second argument of every commit: the kernel's `CommitContext` (the committed-phase Events the
- * Engine publishes once the commit is acknowledged) widened with the host's {@link HostWriteSet}.
- * The commit's script applies all of it **only when its compare-and-swap installs a new head**
- * (reply status 1), in the same atomic step:
- * 1. each kernel Event, in order, then each host entry (direct ones, then those in `hostValues`):
- *    `XADD <events> MAXLEN ~ <eventLogMaxLen> * field value … scope.prev <previous id>` — a kernel Event
- *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
- *    entry to the one before it;
- * 2. each record, in order: `SET <record key> <value>` (`PX <ttlMs>` when given), overwriting any
- *    previous value.
- * A conflict applies none of it. An identical retry acknowledged as a duplicate (status 2) applies
- * none of it either: the original commit already applied its own writes, so a host must build the
- * same writes for the same commit (or accept that only the first ones count). All arguments are
- * checked before anything is written.
- */
-export interface RedisCommitContext extends HostWriteSet {
-  readonly events?: readonly LoggedEvent[];
-  /**
-   * The kernel's host values (`StartOptions.hostValues` reach the start checkpoint this way). A
-   * {@link HostWriteSet} under {@link hostWritesValueKey} is applied like `entries` and `records`
-   * (after them); every other value is ignored.
-   */
-  readonly hostValues?: Readonly<Record<string, unknown>>;
-}
-
-/** The `hostValues` member that carries a {@link HostWriteSet} through the Engine to this store. */
-export const hostWritesValueKey = 'scope.redis.hostWrites';
-
-/** Upper bounds that keep one commit's write set a reasonable single script call. */
-export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256 } as const;
-
-/** The default approximate MAXLEN of each tree's event log. */
-export const defaultEventLogMaxLen = 10_000;
-
-function invalid(message: string): KernelError {
-  return new KernelError(ErrorCode.invalidCommit, `invalid host write set: ${message}`);
-}
-
-/** Checks an event-log MAXLEN option. */
-export function checkMaxLen(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new TypeError(`eventLogMaxLen must be a positive safe integer, got ${String(value)}`);
-  }
-  return value;
-}
-
-/** The extra KEYS and ARGV a commit script receives for its context (see includes/hostWrites.lua). */
-export interface EncodedHostWrites {
-  readonly keys: readonly string[];
-  readonly args: readonly string[];
-}
-
-function hostWritesOf(hostValues: Readonly<Record<string, unknown>> | undefined): HostWriteSet | undefined {
-  const value = hostValues?.[hostWritesValueKey];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalid(`hostValues['${hostWritesValueKey}'] must be a host write set ({ entries?, records? })`);
-  }
-  return value as HostWriteSet;
-}
-
-function eventFields(event: LoggedEvent, index: number): EventLogFields {
-  if (typeof event !== 'object' || event === null || typeof event.json !== 'function' || typeof event.name !== 'string') {
-    throw invalid(`events[${index}] must be a kernel Event`);
-  }
-  return { [eventEntryFields.name]: event.name, [eventEntryFields.event]: event.json() };
-}
-
-const noHostWrites: EncodedHostWrites = Object.freeze({ keys: Object.freeze([]), args: Object.freeze([]) });
-
-/**
- * Validates a commit context and encodes it for the commit scripts (nothing at all when it writes
- * nothing); throws `invalid_commit`.
- */
-export function encodeHostWrites(prefix: string, rootId: ProcessId, context: RedisCommitContext | undefined, maxLen: number): EncodedHostWrites {
-  const events = context?.events ?? [];
-  const extra = context?.entries ?? [];
-  const direct = context?.records ?? [];
-  const carried = hostWritesOf(context?.hostValues);
-  if (!Array.isArray(events)) throw invalid('events must be an array');
-  if (!Array.isArray(extra)) throw invalid('entries must be an array');
-  if (!Array.isArray(direct)) throw invalid('records must be an array');
-  if (events.length === 0 && extra.length === 0 && direct.length === 0 && carried === undefined) {
-    return noHostWrites; // the scripts' fast path: ARGV ends at the snapshot
-  }
-  const carriedEntries = carried?.entries ?? [];
-  const carriedRecords = carried?.records ?? [];
-  if (!Array.isArray(carriedEntries)) throw invalid(`hostValues['${hostWritesValueKey}'].entries must be an array`);
-  if (!Array.isArray(carriedRecords)) throw invalid(`hostValues['${hostWritesValueKey}'].records must be an array`);
-  const entries: [string, EventLogFields][] = [
-    ...events.map((event, index): [string, EventLogFields] => [`events[${index}]`, eventFields(event, index)]),
-    ...extra.map((fields, index): [string, EventLogFields] => [`entries[${index}]`, fields]),
-    ...carriedEntries.map((fields, index): [string, EventLogFields] => [`hostValues entries[${index}]`, fields]),
-  ];
-  const records = [...direct, ...carriedRecords];
-  if (entries.length > hostWriteLimits.entries) throw invalid(`at most ${hostWriteLimits.entries} log entries per commit`);
-  if (records.length > hostWriteLimits.records) throw invalid(`at most ${hostWriteLimits.records} records per commit`);
-  const args: string[] = [String(maxLen), String(entries.length)];
-  for (const [where, fields] of entries) {
-    if (typeof fields !== 'object' || fields === null) throw invalid(`${where} must be an object of string fields`);
-    const pairs = Object.entries(fields);
-    if (pairs.length === 0) throw invalid(`${where} needs at least one field`);
-    if (pairs.length > hostWriteLimits.fieldsPerEntry) throw invalid(`${where} has more than ${hostWriteLimits.fieldsPerEntry} fields`);
-    args.push(String(pairs.length));
-    for (const [field, value] of pairs) {
-      if (field === previousEntryField) throw invalid(`${where} uses the reserved field ${previousEntryField}`);
-      if (typeof value !== 'string') throw invalid(`${where}.${field} must be a string`);
-      args.push(field, value);
-    }
-  }
-  const keys: string[] = [];
-  const seen = new Set<string>();
-  records.forEach((record, index) => {
-    if (typeof record !== 'object' || record === null) throw invalid(`records[${index}] must be an object`);
-    let suffix: string;
-    try {
-      suffix = checkRecordSuffix(record.suffix);
-    } catch (error) {
-      throw invalid(`records[${index}]: ${(error as Error).message}`);
-    }
-    if (seen.has(suffix)) throw invalid(`records[${index}] repeats the suffix ${suffix}`);
-    seen.add(suffix);
-    if (typeof record.value !== 'string') throw invalid(`records[${index}].value must be a string`);
-    const ttl = record.ttlMs;
-    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1)) {
-      throw invalid(`records[${index}].ttlMs must be a positive safe integer`);
-    }
-    keys.push(recordKey(prefix, rootId, suffix));
-    args.push(record.value, ttl === undefined ? '0' : String(ttl));
-  });
-  return { keys, args };
-}
+/** The data field of a Delta's entry (its name field is `agent.delta`). */
+export const deltaField = 'delta';
 
 const streamIdPattern = /^\d{1,20}(-\d{1,20})?$/;
 
@@ -262,6 +115,10 @@ export interface EventLogOptions {
   readonly timeoutMs?: number;
   /** Host shutdown: rejects reads and ends every tail. */
   readonly shutdown?: AbortSignal;
+  /** Approximate MAXLEN of best-effort appends (default 10 000, as the commits'). */
+  readonly maxLen?: number;
+  /** Called with each failed best-effort append and the number of entries it lost. */
+  readonly onAppendError?: (error: unknown, lost: number) => void;
 }
 
 export interface TailOptions {
@@ -273,13 +130,16 @@ export interface TailOptions {
   readonly blockMs?: number;
 }
 
-/** Reads the per-tree event logs that commits append to. */
-export class RedisEventLog {
+/** The per-tree event logs: committed entries written by the commits, best-effort ones appended here. */
+export class RedisEventLog implements EventLog {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #deadlines: StorageDeadlines;
   readonly #shutdown: AbortSignal | undefined;
+  readonly #maxLen: string;
+  readonly #onAppendError: ((error: unknown, lost: number) => void) | undefined;
   readonly #tails = new Set<Redis>();
+  #failed = 0;
   #closed = false;
 
   constructor(options: EventLogOptions) {
@@ -287,10 +147,58 @@ export class RedisEventLog {
     this.#prefix = checkKeyPrefix(options.keyPrefix ?? defaultKeyPrefix);
     this.#deadlines = new StorageDeadlines(options.timeoutMs ?? 5_000, options.shutdown);
     this.#shutdown = options.shutdown;
+    const maxLen = options.maxLen ?? 10_000;
+    if (!Number.isSafeInteger(maxLen) || maxLen < 1) throw new TypeError(`maxLen must be a positive safe integer, got ${String(maxLen)}`);
+    this.#maxLen = String(maxLen);
+    this.#onAppendError = options.onAppendError;
   }
 
-  /** Up to `count` entries strictly after `afterId` (`0` = from the start), oldest first. */
-  async readAfter(rootId: ProcessId, afterId = '0', count = 100): Promise<EventLogEntry[]> {
+  /** Entries lost by best-effort appends (storage errors). */
+  get failedAppends(): number {
+    return this.#failed;
+  }
+
+  /**
+   * Best-effort append of attempt events and deltas, each linked to the entry before it. Issued
+   * synchronously on the shared client (so ordered with the commits issued after it), never awaited;
+   * a failure loses the entries and is counted.
+   */
+  append(rootId: string, records: readonly LogRecord[]): void {
+    if (this.#closed || records.length === 0) return;
+    const args: string[] = [this.#maxLen];
+    for (const record of records) {
+      args.push(record.type, record.type === deltaType ? deltaField : eventEntryFields.event, record.data);
+    }
+    runScript(this.#redis, 'appendLog', [eventsKey(this.#prefix, rootId)], args).then(
+      (reply) => {
+        if (typeof reply !== 'string') throw committerUnavailable('event log append', `unexpected reply ${JSON.stringify(reply)}`);
+      },
+    ).catch((error: unknown) => {
+      this.#failed += records.length;
+      this.#onAppendError?.(error, records.length);
+    });
+  }
+
+  /** Up to `limit` records strictly after `after`, oldest first (entries of no known shape skipped). */
+  async readAfter(rootId: string, after: string, limit: number): Promise<StoredLogRecord[]> {
+    const links = new Links();
+    return (await this.entriesAfter(rootId, after, limit)).flatMap((entry) => links.recordOf(entry));
+  }
+
+  /** Every record after `after` as it is appended, until `signal` aborts or the log closes. */
+  async *tail(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<StoredLogRecord, void, undefined> {
+    const links = new Links();
+    for await (const entry of this.tailEntries(rootId, after, { signal })) yield* links.recordOf(entry);
+  }
+
+  async lastPosition(rootId: string): Promise<string> {
+    const key = eventsKey(this.#prefix, rootId);
+    const raw = await this.#deadlines.run('event log head', () => this.#redis.xrevrange(key, '+', '-', 'COUNT', 1));
+    return entriesOf(raw)[0]?.id ?? '0';
+  }
+
+  /** Up to `count` raw entries strictly after `afterId` (`0` = from the start), oldest first. */
+  async entriesAfter(rootId: ProcessId | string, afterId = '0', count = 100): Promise<EventLogEntry[]> {
     checkStreamId(afterId, 'afterId');
     if (!Number.isSafeInteger(count) || count < 1) throw new TypeError(`count must be a positive integer, got ${String(count)}`);
     const key = eventsKey(this.#prefix, rootId);
@@ -299,7 +207,7 @@ export class RedisEventLog {
   }
 
   /** The number of entries the log holds now (after trimming). */
-  async length(rootId: ProcessId): Promise<number> {
+  async length(rootId: ProcessId | string): Promise<number> {
     return this.#deadlines.run('event log length', () => this.#redis.xlen(eventsKey(this.#prefix, rootId)));
   }
 
@@ -309,7 +217,7 @@ export class RedisEventLog {
    * `close()`) ends the iteration. A connection failure ends it with `committer_unavailable`;
    * resume from the last id seen.
    */
-  async *tail(rootId: ProcessId, afterId = '$', options: TailOptions = {}): AsyncGenerator<EventLogEntry, void, undefined> {
+  async *tailEntries(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<EventLogEntry, void, undefined> {
     if (afterId !== '$') checkStreamId(afterId, 'afterId');
     const count = options.count ?? 100;
     const blockMs = options.blockMs ?? 5_000;
@@ -365,5 +273,45 @@ export class RedisEventLog {
     const connections = [...this.#tails];
     this.#tails.clear();
     for (const connection of connections) connection.disconnect();
+  }
+}
+
+/**
+ * Turns consecutive raw entries into records. Entries of no known shape are skipped; the record after
+ * a skipped run inherits the run's own `previous`, so skipping is never mistaken for a trimmed gap.
+ */
+class Links {
+  /** The `previous` of the first entry of the current skipped run, if any. */
+  #skipped: { previous: string | undefined } | undefined;
+
+  recordOf(entry: EventLogEntry): StoredLogRecord[] {
+    const record = recordShapeOf(entry);
+    if (record === undefined) {
+      this.#skipped ??= { previous: entry.previous };
+      return [];
+    }
+    const previous = this.#skipped === undefined ? entry.previous : this.#skipped.previous;
+    this.#skipped = undefined;
+    return [Object.freeze(previous === undefined ? record : { ...record, previous })];
+  }
+}
+
+/** The record of one entry, without its link; undefined when the entry has no known shape. */
+function recordShapeOf(entry: EventLogEntry): StoredLogRecord | undefined {
+  const type = entry.fields[eventEntryFields.name];
+  const data = entry.fields[eventEntryFields.event] ?? entry.fields[deltaField];
+  if (type === undefined || data === undefined) return undefined;
+  const processId = processIdOf(data);
+  if (processId === undefined) return undefined;
+  return { position: entry.id, type, processId, data };
+}
+
+/** The `process_id` member of an Event or Delta document (user data nested inside may hold the same name). */
+function processIdOf(data: string): string | undefined {
+  try {
+    const processId = (JSON.parse(data) as { process_id?: unknown }).process_id;
+    return typeof processId === 'string' ? processId : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -12,6 +12,16 @@ import type { ProcessId } from '../../kernel/identity.js';
  * | `<prefix>:{<root>}:events`          | stream | the durable event log (approximate MAXLEN)             |
  * | `<prefix>:{<root>}:purged`          | string | the final head digest of a purged tree (tombstone)     |
  * | `<prefix>:{<root>}:record:<suffix>` | string | a host idempotency record (optional TTL)               |
+ *
+ * Keys that span trees (directories: they only point at roots, the heads stay authoritative):
+ *
+ * | key                                 | type   | holds                                                  |
+ * |-------------------------------------|--------|--------------------------------------------------------|
+ * | `<prefix>:roots`                    | zset   | the root index, `<start ms>:<root>` members (lex order) |
+ * | `<prefix>:roots:deployment:<name>`  | zset   | the same, for one deployment name                      |
+ * | `<prefix>:idempotency:<sha256>`     | string | an Idempotency-Key pointer (reserved/committing/root)  |
+ *
+ * No file outside this one forms a Redis key (a layering test checks it).
  */
 
 /** The default key prefix. */
@@ -76,4 +86,21 @@ export function purgedKey(prefix: string, rootId: ProcessId | string): string {
 /** One host idempotency record. */
 export function recordKey(prefix: string, rootId: ProcessId | string, suffix: string): string {
   return `${treeKeyBase(prefix, rootId)}:record:${checkRecordSuffix(suffix)}`;
+}
+
+/** The root index behind `GET /v1/processes` (a sorted set read in lexicographic order). */
+export function rootIndexKey(prefix: string): string {
+  return `${prefix}:roots`;
+}
+
+/** The root index of one deployment name (a qualified name: `[a-z][a-z0-9._-]`, safe in a key). */
+export function deploymentRootIndexKey(prefix: string, deployment: string): string {
+  if (!/^[a-z][a-z0-9._-]{0,127}$/.test(deployment)) throw new TypeError(`a deployment name is a qualified name, got ${JSON.stringify(deployment)}`);
+  return `${prefix}:roots:deployment:${deployment}`;
+}
+
+/** The pointer of an Idempotency-Key digest (outside any tree's hash tag: it only names a root). */
+export function idempotencyPointerKey(prefix: string, keyDigest: string): string {
+  if (!/^[0-9a-f]{64}$/.test(keyDigest)) throw new TypeError(`an idempotency key digest is 64 lowercase hex digits, got ${JSON.stringify(keyDigest)}`);
+  return `${prefix}:idempotency:${keyDigest}`;
 }

@@ -5,7 +5,8 @@ import type { ProcessId, TreeIncarnationId } from '../../kernel/identity.js';
 import type { TreeStore } from '../../kernel/tree-committer.js';
 import { TreeSnapshot } from '../../kernel/tree-snapshot.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
-import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, RedisEventLog, type RedisCommitContext } from './event-log.js';
+import { RedisEventLog } from './event-log.js';
+import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, purgedKey, recordKey } from './keys.js';
 import { runScript } from './scripts.js';
 
@@ -22,6 +23,8 @@ export interface RedisTreeCommitterOptions {
   readonly eventLogMaxLen?: number;
   /** How long a purge tombstone lives in ms; 0 (default) keeps it for good. */
   readonly purgeTombstoneTtlMs?: number;
+  /** Called with each failed best-effort log append ({@link RedisEventLog.append}). */
+  readonly onLogAppendError?: (error: unknown, lost: number) => void;
 }
 
 /** What an acknowledged commit did. */
@@ -73,7 +76,7 @@ export class RedisTreeCommitter implements TreeStore {
   readonly #maxLen: number;
   readonly #tombstoneTtlMs: number;
   #closed = false;
-  /** The durable event logs the commits append to (same client, prefix and deadline). */
+  /** The event logs the commits append to (same client, prefix, deadline and MAXLEN). */
   readonly events: RedisEventLog;
 
   constructor(options: RedisTreeCommitterOptions) {
@@ -89,7 +92,14 @@ export class RedisTreeCommitter implements TreeStore {
     const ttl = options.purgeTombstoneTtlMs ?? 0;
     if (!Number.isSafeInteger(ttl) || ttl < 0) throw new TypeError(`purgeTombstoneTtlMs must be a non-negative integer, got ${String(ttl)}`);
     this.#tombstoneTtlMs = ttl;
-    this.events = new RedisEventLog({ redis, keyPrefix: this.#prefix, timeoutMs: this.#deadlines.timeoutMs, shutdown: options.shutdown });
+    this.events = new RedisEventLog({
+      redis,
+      keyPrefix: this.#prefix,
+      timeoutMs: this.#deadlines.timeoutMs,
+      shutdown: options.shutdown,
+      maxLen: this.#maxLen,
+      onAppendError: options.onLogAppendError,
+    });
   }
 
   get keyPrefix(): string {

@@ -8,7 +8,7 @@ import { ProcessRelation } from '../../../src/kernel/relation.js';
 import type { TreeStore } from '../../../src/kernel/tree-committer.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import type { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
-import { hostWritesValueKey } from '../../../src/store/redis/event-log.js';
+import { hostWritesValueKey } from '../../../src/store/redis/host-writes.js';
 import { eventsKey, factsKey, headKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter, type RedisTreeCommitterOptions } from '../../../src/store/redis/redis-committer.js';
 import { runTreeCommitterConformance } from '../../../src/testing/committer-conformance.js';
@@ -123,7 +123,7 @@ test('redis committer: a successful commit applies its host write set atomically
   });
   assert.equal(first.outcome, 'installed');
   assert.equal(first.eventIds.length, 2);
-  const entries = await store.events.readAfter(trees.rootId, '0');
+  const entries = await store.events.entriesAfter(trees.rootId, '0');
   assert.deepEqual(entries.map((entry) => entry.id), first.eventIds);
   assert.deepEqual(entries.map((entry) => entry.fields), [{ type: 'started', body: '{"n":0}' }, { type: 'note' }]);
   assert.equal(await store.readRecord(trees.rootId, 'idem:start'), 'response-0');
@@ -153,7 +153,7 @@ test('redis committer: a successful commit applies its host write set atomically
   });
   const activated = await store.commit(activation, { entries: [{ type: 'activated' }], records: [{ suffix: 'restore', value: '1' }] });
   assert.equal(activated.outcome, 'installed');
-  const all = await store.events.readAfter(trees.rootId, '0');
+  const all = await store.events.entriesAfter(trees.rootId, '0');
   assert.deepEqual(all.map((entry) => entry.fields.type), ['started', 'note', 'effect', 'activated']);
   assert.deepEqual(all.slice(2).map((entry) => entry.id), [...effect.eventIds, ...activated.eventIds]);
   assert.equal(await store.readRecord(trees.rootId, 'restore'), '1');
@@ -184,7 +184,7 @@ test('redis committer: the kernel CommitContext events land in the event log wit
     entries: [{ host: 'note' }],
   });
   assert.equal(receipt.eventIds.length, 2);
-  const log = await redisStore.events.readAfter(trees.rootId, '0');
+  const log = await redisStore.events.entriesAfter(trees.rootId, '0');
   assert.deepEqual(
     log.map((entry) => entry.fields.name ?? entry.fields.host),
     ['agent.process.started', 'agent.process.paused', 'agent.process.resumed', 'note'],
@@ -207,7 +207,7 @@ test('redis committer: the kernel CommitContext events land in the event log wit
     hostValues: { [hostWritesValueKey]: { records: [{ suffix: 'idem:req-1', value: '{"status":201}', ttlMs: 60_000 }], entries: [{ host: 'carried' }] }, other: 42 },
   });
   assert.equal(await redisStore.readRecord(trees.rootId, 'idem:req-1'), '{"status":201}');
-  const tail = await redisStore.events.readAfter(trees.rootId, log.at(-1)?.id);
+  const tail = await redisStore.events.entriesAfter(trees.rootId, log.at(-1)?.id);
   assert.deepEqual(tail.map((entry) => entry.fields.name ?? entry.fields.host), ['agent.process.paused', 'carried']);
 });
 

@@ -66,26 +66,26 @@ async function blockedClients(count: number): Promise<void> {
 
 test('event log: readAfter returns committed entries after an id, oldest first, with their fields', async () => {
   const tree = new Tree(committer());
-  assert.deepEqual(await tree.store.events.readAfter(tree.rootId), []);
+  assert.deepEqual(await tree.store.events.entriesAfter(tree.rootId), []);
   const first = await tree.commit({ type: 'started', data: '{"a":1}' });
   const second = await tree.commit({ type: 'step', data: '1' }, { type: 'step', data: '2' });
-  const all = await tree.store.events.readAfter(tree.rootId, '0');
+  const all = await tree.store.events.entriesAfter(tree.rootId, '0');
   assert.deepEqual(
     all.map((entry) => entry.id),
     [...first, ...second],
   );
   assert.deepEqual(all[0]?.fields, { type: 'started', data: '{"a":1}' });
   assert.deepEqual(
-    (await tree.store.events.readAfter(tree.rootId, first[0])).map((entry) => entry.fields.data),
+    (await tree.store.events.entriesAfter(tree.rootId, first[0])).map((entry) => entry.fields.data),
     ['1', '2'],
   );
   assert.deepEqual(
-    (await tree.store.events.readAfter(tree.rootId, '0', 2)).map((entry) => entry.id),
+    (await tree.store.events.entriesAfter(tree.rootId, '0', 2)).map((entry) => entry.id),
     [first[0], second[0]],
   );
-  assert.deepEqual(await tree.store.events.readAfter(tree.rootId, second[1]), []);
-  await assert.rejects(tree.store.events.readAfter(tree.rootId, 'not-an-id'), TypeError);
-  await assert.rejects(tree.store.events.readAfter(tree.rootId, '0', 0), TypeError);
+  assert.deepEqual(await tree.store.events.entriesAfter(tree.rootId, second[1]), []);
+  await assert.rejects(tree.store.events.entriesAfter(tree.rootId, 'not-an-id'), TypeError);
+  await assert.rejects(tree.store.events.entriesAfter(tree.rootId, '0', 0), TypeError);
 });
 
 test('event log: tail yields entries as commits append them (blocking reads) and ends on abort', async () => {
@@ -94,7 +94,7 @@ test('event log: tail yields entries as commits append them (blocking reads) and
   const controller = new AbortController();
   const seen: EventLogEntry[] = [];
   const tail = (async () => {
-    for await (const entry of tree.store.events.tail(tree.rootId, startId, { signal: controller.signal, blockMs: 60_000 })) {
+    for await (const entry of tree.store.events.tailEntries(tree.rootId, startId, { signal: controller.signal, blockMs: 60_000 })) {
       seen.push(entry);
       if (seen.length === 3) controller.abort();
     }
@@ -110,7 +110,7 @@ test('event log: tail from "$" skips existing entries; abort while blocked ends 
   const tree = new Tree(committer());
   await tree.commit({ type: 'old' });
   const controller = new AbortController();
-  const iterator = tree.store.events.tail(tree.rootId, '$', { signal: controller.signal });
+  const iterator = tree.store.events.tailEntries(tree.rootId, '$', { signal: controller.signal });
   const next = iterator.next();
   await blockedClients(1);
   const [fresh] = await tree.commit({ type: 'new' });
@@ -134,12 +134,12 @@ test('event log: close() ends every tail; a tail on a closed log is refused', as
   const store = committer();
   const tree = new Tree(store);
   await tree.commit({ type: 'started' });
-  const iterator = store.events.tail(tree.rootId, '$');
+  const iterator = store.events.tailEntries(tree.rootId, '$');
   const pending = iterator.next();
   await blockedClients(1);
   await store.close();
   assert.deepEqual(await pending, { done: true, value: undefined });
-  await assert.rejects(store.events.tail(tree.rootId, '0').next(), (error) => error instanceof KernelError && error.code === 'committer_unavailable');
+  await assert.rejects(store.events.tailEntries(tree.rootId, '0').next(), (error) => error instanceof KernelError && error.code === 'committer_unavailable');
 });
 
 test('event log: the stream is trimmed to an approximate MAXLEN', async () => {
@@ -151,7 +151,7 @@ test('event log: the stream is trimmed to an approximate MAXLEN', async () => {
   // 1000 appended; `MAXLEN ~ 100` trims whole stream nodes (100 entries each by default), so the
   // log keeps at least 100 and well under 1000.
   assert.ok(length >= 100 && length <= 200, `length ${length}`);
-  const kept = await tree.store.events.readAfter(tree.rootId, '0', 1_000);
+  const kept = await tree.store.events.entriesAfter(tree.rootId, '0', 1_000);
   assert.equal(kept.length, length);
   assert.equal(kept.at(-1)?.id, last.at(-1), 'the newest entries are kept');
   const ids = kept.map((entry) => entry.id);

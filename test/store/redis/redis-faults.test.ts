@@ -162,7 +162,7 @@ test('redis faults: SIGKILL between a commit\'s send and its reply: rejected, re
   assert.equal(await store.reconcile(lost), true);
   const done = TreeCheckpoint.create({ kind: 'terminal', sequence: 4n, previous: trees.running(2).digest, snapshot: trees.completed() });
   await store.commit(done, writes('done'));
-  const log = await store.events.readAfter(trees.rootId, '0');
+  const log = await store.events.entriesAfter(trees.rootId, '0');
   assert.deepEqual(log.map((entry) => entry.fields.type), ['start', 'one', 'two', 'done']);
   assert.equal(await store.readRecord(trees.rootId, 'idem:two'), 'two');
 

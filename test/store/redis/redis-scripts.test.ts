@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { ProcessId } from '../../../src/kernel/identity.js';
 import { committerUnavailable, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
-import { encodeHostWrites } from '../../../src/store/redis/event-log.js';
+import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
 import { luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
 

@@ -104,7 +104,7 @@ test('redis slots: every key each script receives, and every key it touches, is 
     await store.commit(activation, writes);
     await store.reconcile(activation);
     await store.loadTree(trees.rootId);
-    await store.events.readAfter(trees.rootId, '0');
+    await store.events.entriesAfter(trees.rootId, '0');
     await store.readRecord(trees.rootId, 'r1');
     assert.equal(await store.purgeTree(trees.rootId), 'purged');
     // The monitor sees this PING after everything above: a barrier, not a wait.

@@ -1,0 +1,73 @@
+import { ErrorCode, KernelError } from './kernel/errors.js';
+
+/**
+ * The one catalogue of stable error codes. Every error Scope throws carries one of these `code`s:
+ * the kernel's contract codes ({@link ErrorCode}, defined in the kernel because the kernel imports
+ * nothing above it), the codes the stores and the Host add, and the codes only the HTTP edge
+ * produces. The problem registry (plugins/problem-details.ts) maps each to an HTTP status, and a
+ * contract test checks the two agree. Code values never change once published; add, don't rename.
+ */
+export const HostErrorCode = {
+  /** 400: a malformed request (shape, identity syntax, cursor, range). */
+  invalidRequest: 'invalid_request',
+  /** 403: a start asks for more budget, limits or capabilities than the server grants. */
+  authorityExceeded: 'authority_exceeded',
+  /** 404: no process with this id in this runtime or the store. */
+  processNotFound: 'process_not_found',
+  /** 404: no tree (runtime or stored head) with this root id. */
+  treeNotFound: 'tree_not_found',
+  /** 404: no deployment with this name in the catalog. */
+  deploymentNotFound: 'deployment_not_found',
+  /** 404: the process has no effect with this id. */
+  effectNotFound: 'effect_not_found',
+  /** 409: an Idempotency-Key reused with another request body. */
+  idempotencyKeyConflict: 'idempotency_key_conflict',
+  /** 409: another start with this Idempotency-Key is still unfinished (retry shortly). */
+  idempotencyKeyInProgress: 'idempotency_key_in_progress',
+  /** 409: the tree is stored but no runtime in this server owns it (restore it first). */
+  treeNotActive: 'tree_not_active',
+  /** 409: a log cursor beyond the newest position the tree's log holds (it was never issued). */
+  cursorAhead: 'cursor_ahead',
+  /** 410: the log no longer holds entries after the cursor (retention trimmed them). */
+  historyTrimmed: 'history_trimmed',
+  /** 503: the server is shutting down and admits no new work. */
+  shuttingDown: 'shutting_down',
+  /** 500: a stored uint64 counter does not fit a JSON-safe number (never expected in practice). */
+  valueNotRepresentable: 'value_not_representable',
+  /** Startup only: the configuration (environment) is invalid. */
+  invalidServerConfig: 'invalid_server_config',
+  /** Internal: a bounded wait (shutdown phase, readiness probe) ran out of time. */
+  timeout: 'timeout',
+} as const;
+
+export type HostErrorCode = (typeof HostErrorCode)[keyof typeof HostErrorCode];
+
+/** Codes only the HTTP edge produces (the request never reached the Host). */
+export const HttpErrorCode = {
+  routeNotFound: 'route_not_found',
+  notAcceptable: 'not_acceptable',
+  payloadTooLarge: 'payload_too_large',
+  unsupportedMediaType: 'unsupported_media_type',
+  /** 500 with nothing but this code: an unexpected error, logged and never sent. */
+  internalError: 'internal_error',
+} as const;
+
+export type HttpErrorCode = (typeof HttpErrorCode)[keyof typeof HttpErrorCode];
+
+/** Every code, by name. */
+export const Code = { ...ErrorCode, ...HostErrorCode, ...HttpErrorCode } as const;
+
+export type Code = (typeof Code)[keyof typeof Code];
+
+/** Every code value, in catalogue order. */
+export const codeValues: readonly Code[] = Object.freeze([...new Set(Object.values(Code))]);
+
+/** A thrown error with a catalogue code (the kernel's error type, so every layer throws one kind). */
+export function codedError(code: Code, message: string, cause?: unknown): KernelError {
+  return new KernelError(code, message, cause === undefined ? undefined : { cause });
+}
+
+/** `invalid_request` with `message`. */
+export function invalidRequest(message: string, cause?: unknown): KernelError {
+  return codedError(HostErrorCode.invalidRequest, message, cause);
+}

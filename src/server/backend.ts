@@ -1,0 +1,100 @@
+import type { Logger } from 'pino';
+import type { EventLog } from '../store/event-log.js';
+import type { IdempotencyStore } from '../store/idempotency.js';
+import { MemoryTreeCommitter } from '../store/memory-committer.js';
+import { MemoryEventLog } from '../store/memory-event-log.js';
+import { MemoryIdempotencyStore } from '../store/memory-idempotency.js';
+import { closeRedis, connectRedis, pingRedis, type RedisClient } from '../store/redis/connection.js';
+import { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
+import { RedisTreeCommitter } from '../store/redis/redis-committer.js';
+import { RedisRootIndex } from '../store/redis/root-index.js';
+import { MemoryRootIndex, type RootIndex } from '../store/root-index.js';
+import type { ServerConfig } from './config.js';
+import { EmbeddedCommitter } from './embedded-committer.js';
+import type { HostCommitter } from './host-committer.js';
+import type { HostMetrics } from './metrics.js';
+import { RedisHostCommitter } from './redis-host-committer.js';
+
+/**
+ * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
+ * in-process indexes) or Redis mode (everything in one Redis). The rest of the Host sees only the
+ * interfaces below, never which backend it has.
+ */
+export interface Backend {
+  readonly mode: 'embedded' | 'redis';
+  /** The committer the Engine commits through (the host committer over the store's). */
+  readonly committer: HostCommitter;
+  readonly log: EventLog;
+  readonly idempotency: IdempotencyStore;
+  readonly roots: RootIndex;
+  /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
+  checks(): Promise<Record<string, string>>;
+  /** Ends tails and closes what the backend opened, within `graceMs`. */
+  close(graceMs: number): Promise<void>;
+}
+
+/** Which parts of the configuration the backend reads. */
+export type BackendConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'eventLogMaxLen' | 'idempotencyTtlMs'>;
+
+export interface BackendOptions {
+  readonly config: BackendConfig;
+  readonly metrics: HostMetrics;
+  readonly logger?: Logger;
+  /**
+   * Redis mode: a client to use instead of connecting to `config.redisUrl`. An injected client is
+   * not closed (its owner keeps control of it); one the backend connected itself is.
+   */
+  readonly redis?: RedisClient;
+  /** Redis mode: idempotent-start timing (tests shorten it). */
+  readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
+}
+
+export function createBackend(options: BackendOptions): Backend {
+  return options.config.mode === 'redis' ? redisBackend(options) : embeddedBackend(options);
+}
+
+function embeddedBackend(options: BackendOptions): Backend {
+  const log = new MemoryEventLog({ maxLen: options.config.eventLogMaxLen });
+  const roots = new MemoryRootIndex();
+  const idempotency = new MemoryIdempotencyStore();
+  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics });
+  return {
+    mode: 'embedded',
+    committer,
+    log,
+    idempotency,
+    roots,
+    checks: async () => ({}),
+    close: async () => log.close(),
+  };
+}
+
+function redisBackend(options: BackendOptions): Backend {
+  const { config, logger, metrics } = options;
+  const redis = options.redis ?? connectRedis(config.redisUrl, { onError: (error) => logger?.warn({ err: error }, 'redis connection error') });
+  const ownsRedis = options.redis === undefined;
+  const store = new RedisTreeCommitter({
+    redis,
+    keyPrefix: config.keyPrefix,
+    eventLogMaxLen: config.eventLogMaxLen,
+    onLogAppendError: (error, lost) => {
+      metrics.logAppendFailures.inc(lost);
+      logger?.warn({ err: error }, 'best-effort event log append failed');
+    },
+  });
+  const roots = new RedisRootIndex({ redis, keyPrefix: config.keyPrefix });
+  const idempotency = new RedisIdempotencyStore({ redis, keyPrefix: config.keyPrefix, committer: store, ttlMs: config.idempotencyTtlMs, ...options.idempotency });
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics });
+  return {
+    mode: 'redis',
+    committer,
+    log: store.events,
+    idempotency,
+    roots,
+    checks: async () => ({ redis: await pingRedis(redis, 1_000) }),
+    close: async (graceMs) => {
+      await store.close().catch(() => undefined);
+      if (ownsRedis) await closeRedis(redis, Math.max(graceMs, 100));
+    },
+  };
+}

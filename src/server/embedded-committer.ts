@@ -1,0 +1,95 @@
+import { treeIncarnationConflict, type EffectBoundary, type TreeActivation, type TreeCheckpoint } from '../kernel/commit.js';
+import { ErrorCode, KernelError } from '../kernel/errors.js';
+import type { ProcessId } from '../kernel/identity.js';
+import type { CommitContext } from '../kernel/tree-committer.js';
+import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import type { MemoryTreeCommitter } from '../store/memory-committer.js';
+import type { MemoryEventLog } from '../store/memory-event-log.js';
+import type { MemoryIdempotencyStore } from '../store/memory-idempotency.js';
+import type { MemoryRootIndex } from '../store/root-index.js';
+import { CommitterBase, recordsOf, rootEntryOf } from './host-committer.js';
+import { intentOf } from './idempotency.js';
+import type { HostMetrics } from './metrics.js';
+
+export interface EmbeddedCommitterOptions {
+  readonly store: MemoryTreeCommitter;
+  readonly log: MemoryEventLog;
+  readonly idempotency: MemoryIdempotencyStore;
+  readonly roots: MemoryRootIndex;
+  readonly metrics?: HostMetrics;
+}
+
+/**
+ * Embedded mode. The memory committer runs its checks and writes synchronously inside its call, so
+ * once it acknowledges, this decorator appends the commit's events to the memory log and sets the
+ * idempotency record before returning to the Engine — nothing can observe the head without them.
+ * Purge is a tombstone here (the memory committer cannot delete a head): a purged tree reads as
+ * absent and refuses further commits.
+ */
+export class EmbeddedCommitter extends CommitterBase {
+  readonly #store: MemoryTreeCommitter;
+  readonly #log: MemoryEventLog;
+  readonly #idempotency: MemoryIdempotencyStore;
+  readonly #roots: MemoryRootIndex;
+  readonly #purged = new Set<string>();
+
+  constructor(options: EmbeddedCommitterOptions) {
+    super(options.metrics);
+    this.#store = options.store;
+    this.#log = options.log;
+    this.#idempotency = options.idempotency;
+    this.#roots = options.roots;
+  }
+
+  async loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {
+    if (this.#purged.has(rootId.toString())) return undefined;
+    return this.#store.loadTree(rootId);
+  }
+
+  async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
+    const root = rootId.toString();
+    const head = await this.loadTree(rootId);
+    if (head === undefined) return 'absent';
+    const live = head.processSnapshots().find((process) => !process.isTerminal);
+    if (live !== undefined) {
+      throw new KernelError(ErrorCode.treeLive, `tree ${root} is live: process ${live.processId.toString()} is ${live.status}`);
+    }
+    this.#purged.add(root);
+    this.#log.delete(root);
+    await this.#roots.remove(rootEntryOf(head));
+    return 'purged';
+  }
+
+  protected async checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
+    this.#checkNotPurged(checkpoint.rootId);
+    await this.#store.commitCheckpoint(checkpoint);
+    this.#apply(checkpoint.rootId, context);
+    if (checkpoint.kind === 'start') {
+      const root = checkpoint.rootId.toString();
+      const intent = intentOf(context?.hostValues);
+      if (intent !== undefined) this.#idempotency.set(intent, root);
+      this.#roots.addNow(rootEntryOf(checkpoint.snapshot));
+    }
+  }
+
+  protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
+    this.#checkNotPurged(boundary.rootId);
+    await this.#store.commitEffect(boundary);
+    this.#apply(boundary.rootId, context);
+  }
+
+  protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    this.#checkNotPurged(activation.rootId);
+    await this.#store.activateTree(activation);
+    this.#apply(activation.rootId, context);
+  }
+
+  #checkNotPurged(rootId: ProcessId): void {
+    if (this.#purged.has(rootId.toString())) throw treeIncarnationConflict('the tree was purged');
+  }
+
+  #apply(rootId: ProcessId, context: CommitContext | undefined): void {
+    const events = context?.events ?? [];
+    if (events.length > 0) this.#log.append(rootId.toString(), recordsOf(events));
+  }
+}

@@ -1,0 +1,236 @@
+import { eventNames } from '../kernel/event.js';
+import { comparePositions, followsDirectly, isPosition, type EventLog, type StoredLogRecord } from '../store/event-log.js';
+import { invalidRequest } from '../errors.js';
+import { CursorAheadError, HistoryTrimmedError } from './errors.js';
+import type { LogEntry, LogPage, LogQuery, StreamEnd, StreamItem, StreamOptions, TreeStream } from './host.js';
+
+/**
+ * Reads a tree's log for `/events` (pages) and the SSE stream (history, then the live tail). Both
+ * start through {@link LogReader.#start}, the one place that checks a cursor against the log: beyond
+ * its newest position is `cursor_ahead`; a cursor whose successors retention trimmed is
+ * `history_trimmed`; reading from the beginning (`0`) of a trimmed log just starts at the oldest entry
+ * kept. Continuing reads check every entry follows the one before it, so trimmed entries are reported,
+ * never skipped. Entries pass through as the canonical text the log holds.
+ */
+
+export interface LogReaderOptions {
+  readonly log: EventLog;
+  /** Whether the tree's root is terminal (the stream then ends once the log is drained). */
+  readonly rootFinished: (root: string) => Promise<boolean>;
+  /** Waits until the subtree's trailing entries (attempt events, deltas) reached the log. */
+  readonly drain: (root: string, signal: AbortSignal) => Promise<void>;
+  /** Aborted when the Host shuts down: every stream ends with `shutdown`. */
+  readonly shutdown: AbortSignal;
+}
+
+const readBatch = 500;
+/** Batches a filtered `/events` page may scan before it returns short (with a cursor to continue). */
+const pageScanBatches = 20;
+
+type Filter = (record: StoredLogRecord) => boolean;
+
+function filterOf(query: Pick<LogQuery, 'types' | 'processId'>): Filter {
+  const types = query.types === undefined || query.types.length === 0 ? undefined : new Set(query.types);
+  const processId = query.processId;
+  return (record) => (types === undefined || types.has(record.type)) && (processId === undefined || record.processId === processId);
+}
+
+function entryOf(record: StoredLogRecord): LogEntry {
+  return { position: record.position, type: record.type, processId: record.processId, data: record.data };
+}
+
+/** Whether a cursor means "from the beginning" (`0`, or `0-0`): the oldest entry the log still holds. */
+function isLogStart(position: string): boolean {
+  return comparePositions(position, '0') === 0;
+}
+
+/**
+ * Continuity from a cursor: each record must directly follow the last one read, except that a read
+ * from the beginning may start at the oldest retained entry.
+ */
+class Continuity {
+  #cursor: string;
+  #fromStart: boolean;
+
+  constructor(
+    readonly root: string,
+    cursor: string,
+  ) {
+    this.#cursor = cursor;
+    this.#fromStart = isLogStart(cursor);
+  }
+
+  get cursor(): string {
+    return this.#cursor;
+  }
+
+  /** Whether `record` continues the read (no trimmed entries in between). */
+  continues(record: StoredLogRecord): boolean {
+    return this.#fromStart || followsDirectly(record, this.#cursor);
+  }
+
+  /** Advances past `record`, or throws `history_trimmed` when entries before it were trimmed. */
+  follow(record: StoredLogRecord): void {
+    if (!this.continues(record)) throw new HistoryTrimmedError(this.root, this.#cursor, record.position);
+    this.#cursor = record.position;
+    this.#fromStart = false;
+  }
+}
+
+export class LogReader {
+  readonly #log: EventLog;
+  readonly #rootFinished: LogReaderOptions['rootFinished'];
+  readonly #drain: LogReaderOptions['drain'];
+  readonly #shutdown: AbortSignal;
+
+  constructor(options: LogReaderOptions) {
+    this.#log = options.log;
+    this.#rootFinished = options.rootFinished;
+    this.#drain = options.drain;
+    this.#shutdown = options.shutdown;
+  }
+
+  /**
+   * The checks every read starts with, and its first batch: the cursor parses, is not beyond the log's
+   * newest position, and the log still holds what directly follows it (or the read starts at the
+   * beginning, where `trimmedStart` then names the oldest entry kept).
+   */
+  async #start(root: string, after: string): Promise<{ first: StoredLogRecord[]; trimmedStart: string | undefined }> {
+    if (!isPosition(after)) throw invalidRequest('a log cursor (after, Last-Event-ID) must be a log position: a decimal number or <n>-<m>');
+    const last = await this.#log.lastPosition(root);
+    if (comparePositions(after, last) > 0) throw new CursorAheadError(root, after, last);
+    const first = await this.#log.readAfter(root, after, readBatch);
+    const head = first[0];
+    if (head === undefined || followsDirectly(head, after)) return { first, trimmedStart: undefined };
+    if (!isLogStart(after)) throw new HistoryTrimmedError(root, after, head.position);
+    return { first, trimmedStart: head.position };
+  }
+
+  /** A page of `/events`: a selective filter may return a short (even empty) page with a cursor to continue. */
+  async page(root: string, query: LogQuery & { readonly limit: number }): Promise<LogPage> {
+    const after = query.after ?? '0';
+    const matches = filterOf(query);
+    const { first, trimmedStart } = await this.#start(root, after);
+    const trimmed = trimmedStart === undefined ? {} : { trimmed: { firstAvailable: trimmedStart } };
+    const continuity = new Continuity(root, after);
+    const items: LogEntry[] = [];
+    let batch = first;
+    for (let scanned = 1; ; scanned += 1) {
+      for (const record of batch) {
+        // Trimmed entries inside the page: it ends before them, and the next page is the 410.
+        if (!continuity.continues(record)) return { items, nextCursor: continuity.cursor, ...trimmed };
+        continuity.follow(record);
+        if (!matches(record)) continue;
+        items.push(entryOf(record));
+        if (items.length === query.limit) return { items, nextCursor: continuity.cursor, ...trimmed };
+      }
+      if (batch.length < readBatch) return { items, nextCursor: null, ...trimmed };
+      if (scanned === pageScanBatches) return { items, nextCursor: continuity.cursor, ...trimmed };
+      batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
+    }
+  }
+
+  /** The stream of a tree from `options.after` (the existence of the tree is the caller's check). */
+  async open(root: string, options: StreamOptions): Promise<TreeStream> {
+    const after = options.after ?? '0';
+    const { first, trimmedStart } = await this.#start(root, after);
+    return new LogStream(this, root, after, first, trimmedStart, filterOf(options), options.signal);
+  }
+
+  /** @internal The stream's body (see {@link LogStream}). */
+  async *entries(
+    root: string,
+    after: string,
+    first: StoredLogRecord[],
+    matches: Filter,
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamItem, StreamEnd, undefined> {
+    const stop = AbortSignal.any([signal, this.#shutdown]);
+    const why = (): StreamEnd => (this.#shutdown.aborted ? 'shutdown' : 'aborted');
+    const continuity = new Continuity(root, after);
+    const isRootFinish = (record: StoredLogRecord): boolean => record.type === eventNames.processFinished && record.processId === root;
+    let ended = false;
+
+    // 1. What the log holds after the cursor, at the reader's pace.
+    for (let batch = first; ; ) {
+      for (const record of batch) {
+        continuity.follow(record);
+        if (isRootFinish(record)) ended = true;
+        if (matches(record)) yield { entry: entryOf(record), live: false };
+        if (stop.aborted) return why();
+      }
+      if (batch.length < readBatch) break;
+      batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
+    }
+    // 2. Live entries, unless the root already finished (its terminal event may lie before the cursor).
+    if (!ended && !(await this.#rootFinished(root))) {
+      for await (const record of this.#log.tail(root, continuity.cursor, stop)) {
+        continuity.follow(record);
+        if (matches(record)) yield { entry: entryOf(record), live: true };
+        if (isRootFinish(record)) {
+          ended = true;
+          break;
+        }
+      }
+      // The tail ends without the root's end only when stopped (or the log closed: the Host is closing).
+      if (!ended) return stop.aborted ? why() : 'shutdown';
+    }
+    // 3. Drain: the subtree's trailing entries (attempt events after the terminal commit, deltas).
+    if (stop.aborted) return why();
+    await this.#drain(root, stop).catch(() => undefined);
+    for (;;) {
+      if (stop.aborted) return why();
+      const batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
+      for (const record of batch) {
+        continuity.follow(record);
+        if (matches(record)) yield { entry: entryOf(record), live: true };
+        if (stop.aborted) return why();
+      }
+      if (batch.length < readBatch) return 'completed';
+    }
+  }
+}
+
+/** One stream: iterable once; `end` is set when the iteration finished. */
+class LogStream implements TreeStream {
+  #end: StreamEnd | undefined;
+  #iterated = false;
+
+  constructor(
+    private readonly reader: LogReader,
+    private readonly root: string,
+    private readonly after: string,
+    private readonly first: StoredLogRecord[],
+    readonly trimmedStart: string | undefined,
+    private readonly matches: Filter,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  get end(): StreamEnd | undefined {
+    return this.#end;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<StreamItem, void, undefined> {
+    if (this.#iterated) throw new TypeError('a tree stream is iterated once');
+    this.#iterated = true;
+    const body = this.reader.entries(this.root, this.after, this.first, this.matches, this.signal);
+    let finished = false;
+    try {
+      for (;;) {
+        const next = await body.next();
+        if (next.done === true) {
+          finished = true;
+          this.#end = next.value;
+          return;
+        }
+        yield next.value;
+      }
+    } finally {
+      // The consumer stopped early: end the body too (it closes its tail).
+      if (!finished) {
+        this.#end ??= 'aborted';
+        void body.return('aborted').catch(() => undefined);
+      }
+    }
+  }
+}

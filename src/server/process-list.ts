@@ -1,0 +1,88 @@
+import { isStatus, statusValues } from '../kernel/status.js';
+import { invalidRequest } from '../errors.js';
+import { isRootIndexMember, rootOfMember, type RootIndex } from '../store/root-index.js';
+import type { Page, ProcessListQuery, ProcessSummary } from './host.js';
+import type { TreeResidency } from './residency.js';
+import { storeCall } from './store-call.js';
+import { summaryOf } from './views.js';
+
+/**
+ * `GET /v1/processes`: root processes newest first, from the root index (whole, or one deployment's
+ * list), each summarised from this runtime or its stored head. A status filter is applied while
+ * scanning, within a bounded number of index batches: a page may come back short (even empty) with a
+ * cursor to continue. `nextCursor` is null exactly when the index holds nothing further.
+ */
+
+const pageSize = { fallback: 20, max: 100 } as const;
+/** Index batches one page may scan for a status filter before it returns what it has. */
+const scanBatches = 20;
+/** Summaries of terminal stored roots cached (they never change). */
+const cachedSummaries = 10_000;
+
+export class ProcessList {
+  readonly #roots: RootIndex;
+  readonly #residency: TreeResidency;
+  readonly #summaries = new Map<string, ProcessSummary>();
+
+  constructor(roots: RootIndex, residency: TreeResidency) {
+    this.#roots = roots;
+    this.#residency = residency;
+  }
+
+  async page(query: ProcessListQuery): Promise<Page<ProcessSummary>> {
+    const status = query.status;
+    if (status !== undefined && !isStatus(status)) throw invalidRequest(`status must be one of ${statusValues.join(', ')}`);
+    const limit = query.limit ?? pageSize.fallback;
+    if (!Number.isInteger(limit) || limit < 1 || limit > pageSize.max) throw invalidRequest(`limit must be an integer in 1..${pageSize.max}`);
+    let before: string | undefined;
+    if (query.cursor !== undefined) {
+      before = decodeCursor(query.cursor);
+      if (before === undefined || !isRootIndexMember(before)) throw invalidRequest('cursor is not a cursor of this list');
+    }
+    const items: ProcessSummary[] = [];
+    // One member more than the page needs tells whether anything follows it.
+    const batch = status === undefined ? limit + 1 : Math.min(100, limit * 2);
+    for (let scanned = 0; scanned < scanBatches; scanned += 1) {
+      const members = await storeCall('process list', () => this.#roots.page(before, batch, query.deployment));
+      for (const member of members) {
+        const summary = await this.#summary(rootOfMember(member));
+        if (summary !== undefined && (status === undefined || summary.status === status)) {
+          if (items.length === limit) return { items, nextCursor: encodeCursor(before as string) };
+          items.push(summary);
+        }
+        before = member;
+      }
+      if (members.length < batch) return { items, nextCursor: null };
+    }
+    return { items, nextCursor: before === undefined ? null : encodeCursor(before) };
+  }
+
+  /** Forgets a cached summary (the tree was restored or purged). */
+  forget(root: string): void {
+    this.#summaries.delete(root);
+  }
+
+  async #summary(root: string): Promise<ProcessSummary | undefined> {
+    const entry = this.#residency.inspectLocal(root)?.processes.find((process) => process.snapshot.processId.toString() === root);
+    if (entry !== undefined) return summaryOf(entry.snapshot);
+    const cached = this.#summaries.get(root);
+    if (cached !== undefined) return cached;
+    const head = await this.#residency.loadHead(root);
+    if (head === undefined) return undefined;
+    const summary = summaryOf(head.root);
+    if (head.root.isTerminal) {
+      this.#summaries.set(root, summary);
+      if (this.#summaries.size > cachedSummaries) this.#summaries.delete(this.#summaries.keys().next().value as string);
+    }
+    return summary;
+  }
+}
+
+function encodeCursor(member: string): string {
+  return Buffer.from(member, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string | undefined {
+  if (typeof cursor !== 'string' || !/^[A-Za-z0-9_-]{1,512}$/.test(cursor)) return undefined;
+  return Buffer.from(cursor, 'base64url').toString('utf8');
+}

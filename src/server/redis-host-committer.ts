@@ -1,0 +1,112 @@
+import type { EffectBoundary, TreeActivation, TreeCheckpoint } from '../kernel/commit.js';
+import type { ProcessId } from '../kernel/identity.js';
+import type { CommitContext } from '../kernel/tree-committer.js';
+import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import { codedError, HostErrorCode } from '../errors.js';
+import { encodeRecord, idempotencyRecordSuffix, type IdempotencyIntent } from '../store/idempotency.js';
+import type { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
+import type { RedisTreeCommitter } from '../store/redis/redis-committer.js';
+import type { RootIndex, RootIndexEntry } from '../store/root-index.js';
+import { CommitterBase, rootEntryOf, unavailable } from './host-committer.js';
+import { intentOf } from './idempotency.js';
+import type { HostMetrics } from './metrics.js';
+
+export interface RedisHostCommitterOptions {
+  readonly store: RedisTreeCommitter;
+  readonly idempotency: RedisIdempotencyStore;
+  readonly roots: RootIndex;
+  readonly metrics?: HostMetrics;
+}
+
+/**
+ * Redis mode: every commit's events, and a start's idempotency record, travel in the commit's Lua
+ * script ({@link RedisCommitContext}). Two directory writes precede a start's script: the root
+ * index entry and the idempotency pointer (`committing`, from this start's reservation; see
+ * `RedisIdempotencyStore`). Both only point at the root; readers ignore them while the root has no
+ * head or record, so a failed start leaves nothing that reads as true. After the script, the pointer
+ * names the root alone.
+ */
+export class RedisHostCommitter extends CommitterBase {
+  readonly #store: RedisTreeCommitter;
+  readonly #idempotency: RedisIdempotencyStore;
+  readonly #roots: RootIndex;
+
+  constructor(options: RedisHostCommitterOptions) {
+    super(options.metrics);
+    this.#store = options.store;
+    this.#idempotency = options.idempotency;
+    this.#roots = options.roots;
+  }
+
+  get store(): RedisTreeCommitter {
+    return this.#store;
+  }
+
+  loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {
+    return this.#store.loadTree(rootId);
+  }
+
+  async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
+    const head = await this.#store.loadTree(rootId);
+    const outcome = await this.#store.purgeTree(rootId);
+    if (outcome === 'purged' && head !== undefined) {
+      await this.#roots.remove(rootEntryOf(head)).catch(() => undefined);
+    }
+    return outcome;
+  }
+
+  protected async checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
+    const records = [];
+    const intent = checkpoint.kind === 'start' ? intentOf(context?.hostValues) : undefined;
+    const root = checkpoint.rootId.toString();
+    if (checkpoint.kind === 'start') {
+      await this.#directory(root, rootEntryOf(checkpoint.snapshot), intent);
+      if (intent !== undefined) {
+        records.push({
+          suffix: idempotencyRecordSuffix,
+          value: encodeRecord({ keyDigest: intent.keyDigest, requestDigest: intent.requestDigest, processId: root }),
+          ttlMs: intent.ttlMs,
+        });
+      }
+    }
+    await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    if (intent !== undefined) {
+      // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
+      // finds the record through the `committing` pointer finishes this step itself.
+      await this.#idempotency.promote(intent, root).catch(() => undefined);
+    }
+  }
+
+  protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
+    await this.#store.commitEffect(boundary, { events: context?.events ?? [] });
+  }
+
+  protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    await this.#store.activateTree(activation, { events: context?.events ?? [] });
+  }
+
+  /**
+   * The root index entry and the idempotency pointer of a start, before its commit. A start holding a
+   * reservation moves the pointer to `committing` (naming the root) only while the reservation is still
+   * its own; a start that lost it (expired, taken over) does not commit: `idempotency_key_in_progress`.
+   */
+  async #directory(root: string, entry: RootIndexEntry, intent: IdempotencyIntent | undefined): Promise<void> {
+    let reserved = true;
+    try {
+      const writes: Promise<unknown>[] = [this.#roots.add(entry)];
+      if (intent !== undefined) {
+        writes.push(
+          this.#idempotency.markCommitting(intent, root).then((held) => {
+            reserved = held;
+          }),
+        );
+      }
+      await Promise.all(writes);
+    } catch (error) {
+      throw unavailable('start directory write', error);
+    }
+    if (!reserved) {
+      throw codedError(HostErrorCode.idempotencyKeyInProgress, 'this start lost its Idempotency-Key reservation to another start; retry to get that one');
+    }
+  }
+}

@@ -1,0 +1,146 @@
+import type { Logger } from 'pino';
+import type { Budget } from '../kernel/budget.js';
+import type { CapabilitySet } from '../kernel/capability.js';
+import type { Deployment } from '../kernel/deployment.js';
+import type { Engine } from '../kernel/engine.js';
+import { Payload } from '../kernel/payload.js';
+import type { Process } from '../kernel/process.js';
+import type { TreeLimits } from '../kernel/tree-limits.js';
+import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
+import type { IdempotencyIntent, IdempotencyStore } from '../store/idempotency.js';
+import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
+import type { DeploymentCatalog } from './catalog.js';
+import type { StartRequest } from './host.js';
+import { idempotencyHostValue, idempotencyKeyDigest, requestDigest } from './idempotency.js';
+import { storeCall } from './store-call.js';
+
+/**
+ * Starting root processes: the request narrowed against the server's grant (a start may only ask
+ * for less), then `Engine.start`; with an `Idempotency-Key`, at most one start per key, in this
+ * server and across every server sharing the store. The body's shape was checked at the HTTP edge;
+ * what is checked here is what only the Host knows (the grant, the catalog, the key's history), and
+ * the kernel checks the input against the deployment's own schema.
+ */
+
+interface PreparedStart {
+  readonly deployment: Deployment;
+  readonly input: Payload;
+  readonly budget: Budget | undefined;
+  readonly treeLimits: TreeLimits | undefined;
+  readonly capabilities: CapabilitySet | undefined;
+}
+
+/** What a start produced: the new process, or (a replayed key) the root of the earlier one. */
+export type Started = { readonly created: true; readonly process: Process } | { readonly created: false; readonly processId: string };
+
+export interface StartsOptions {
+  readonly engine: Engine;
+  readonly catalog: DeploymentCatalog;
+  readonly grants: Grant;
+  readonly idempotency: IdempotencyStore;
+  readonly idempotencyTtlMs: number;
+  /** Throws `shutting_down` once the Host stops admitting work. */
+  readonly admit: () => void;
+  /** Aborted on shutdown: a claim waiting for another start gives up. */
+  readonly shutdown: AbortSignal;
+  readonly logger?: Logger;
+}
+
+export class Starts {
+  readonly #options: StartsOptions;
+  /** Idempotent starts in flight, by key digest (same-key starts in this server run one after the other). */
+  readonly #inFlight = new Map<string, Promise<Started>>();
+
+  constructor(options: StartsOptions) {
+    this.#options = options;
+  }
+
+  async start(request: StartRequest, idempotencyKey: string | undefined): Promise<Started> {
+    this.#options.admit();
+    const prepared = this.#prepare(request);
+    if (idempotencyKey === undefined) return { created: true, process: await this.#engineStart(prepared, undefined) };
+    const keyDigest = idempotencyKeyDigest(idempotencyKey);
+    const digest = requestDigest(request);
+    const previous = this.#inFlight.get(keyDigest) ?? Promise.resolve();
+    const run = previous.catch(() => undefined).then(() => this.#idempotentStart(prepared, keyDigest, digest));
+    this.#inFlight.set(keyDigest, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#inFlight.get(keyDigest) === run) this.#inFlight.delete(keyDigest);
+    }
+  }
+
+  /**
+   * The claim returns the earlier start's record, or reserves the key for this start (waiting, bounded,
+   * while another start holds it); a start that fails gives the reservation up.
+   */
+  async #idempotentStart(prepared: PreparedStart, keyDigest: string, digest: string): Promise<Started> {
+    const { idempotency } = this.#options;
+    const claim = await storeCall('idempotency claim', () => idempotency.claim(keyDigest, this.#options.shutdown));
+    if (claim.kind === 'existing') {
+      if (claim.record.requestDigest !== digest) {
+        throw codedError(HostErrorCode.idempotencyKeyConflict, 'this Idempotency-Key was used with a different request body');
+      }
+      return { created: false, processId: claim.record.processId };
+    }
+    try {
+      this.#options.admit();
+      const intent: IdempotencyIntent = {
+        keyDigest,
+        requestDigest: digest,
+        ttlMs: this.#options.idempotencyTtlMs,
+        ...(claim.token === undefined ? {} : { token: claim.token }),
+      };
+      return { created: true, process: await this.#engineStart(prepared, intent) };
+    } catch (error) {
+      await idempotency.release(keyDigest, claim.token).catch((failure: unknown) => {
+        this.#options.logger?.warn({ err: failure }, 'could not give up an idempotency reservation (it expires on its own)');
+      });
+      throw error;
+    }
+  }
+
+  #prepare(request: StartRequest): PreparedStart {
+    const deployment = this.#options.catalog.byName(request.deployment);
+    let input: Payload;
+    try {
+      input = Payload.encode(request.input);
+    } catch (error) {
+      throw invalidRequest(`input is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, error);
+    }
+    const grant = this.#options.grants;
+    let requested: Grant;
+    try {
+      requested = {
+        budget: request.budget === undefined ? grant.budget : parseBudget(request.budget, '/budget'),
+        treeLimits: request.treeLimits === undefined ? grant.treeLimits : parseTreeLimits(request.treeLimits, '/treeLimits', grant.treeLimits),
+        capabilities: request.capabilities === undefined ? grant.capabilities : parseCapabilities(request.capabilities, '/capabilities'),
+      };
+    } catch (error) {
+      if (error instanceof AuthorityShapeError) throw invalidRequest(error.message, error);
+      throw error;
+    }
+    const excess = excessOf(grant, requested);
+    if (excess.length > 0) {
+      throw codedError(HostErrorCode.authorityExceeded, `the start asks for more than the server grants: ${excess.join('; ')}`);
+    }
+    return {
+      deployment,
+      input,
+      // What the request omits is the grant itself, which the Engine applies as its default.
+      budget: request.budget === undefined ? undefined : requested.budget,
+      treeLimits: request.treeLimits === undefined ? undefined : requested.treeLimits,
+      capabilities: request.capabilities === undefined ? undefined : requested.capabilities,
+    };
+  }
+
+  #engineStart(prepared: PreparedStart, intent: IdempotencyIntent | undefined): Promise<Process> {
+    return this.#options.engine.start(prepared.deployment, prepared.input, {
+      budget: prepared.budget,
+      treeLimits: prepared.treeLimits,
+      capabilities: prepared.capabilities,
+      hostValues: intent === undefined ? undefined : { [idempotencyHostValue]: intent },
+    });
+  }
+}

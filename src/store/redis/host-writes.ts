@@ -1,0 +1,172 @@
+import { ErrorCode, KernelError } from '../../kernel/errors.js';
+import type { ProcessId } from '../../kernel/identity.js';
+import { eventEntryFields, previousEntryField, type EventLogFields } from './event-log.js';
+import { checkRecordSuffix, recordKey } from './keys.js';
+
+/**
+ * The host write set of a commit: what a host adds to one commit beside the kernel's committed
+ * Events (extra event-log entries, records under the tree), validated and encoded here for the
+ * commit scripts (lua/includes/hostWrites.lua), which apply it only when they install the head.
+ */
+
+/** A host idempotency record, stored at `<prefix>:{<root>}:record:<suffix>`. */
+export interface HostRecord {
+  /** 1–256 printable ASCII characters, no spaces. */
+  readonly suffix: string;
+  readonly value: string;
+  /** Expiry in milliseconds; absent = no expiry (the record then outlives a purge). */
+  readonly ttlMs?: number;
+}
+
+/** What the store needs of a kernel Event (`CommitContext.events`). */
+export interface LoggedEvent {
+  readonly name: string;
+  json(): string;
+}
+
+/**
+ * Writes a host adds to one commit, beside the kernel's {@link RedisCommitContext.events}: passed
+ * directly (`store.commit(commit, { entries, records })`, a wrapper around the store) or through
+ * the Engine as `hostValues[hostWritesValueKey]`.
+ */
+export interface HostWriteSet {
+  /** Extra log entries, appended after the context's kernel events. */
+  readonly entries?: readonly EventLogFields[];
+  /** Idempotency records. */
+  readonly records?: readonly HostRecord[];
+}
+
+/**
+ * The second argument of every commit: the kernel's `CommitContext` (the committed-phase Events the
+ * Engine publishes once the commit is acknowledged) widened with the host's {@link HostWriteSet}.
+ * The commit's script applies all of it **only when its compare-and-swap installs a new head**
+ * (reply status 1), in the same atomic step:
+ * 1. each kernel Event, in order, then each host entry (direct ones, then those in `hostValues`):
+ *    `XADD <events> MAXLEN ~ <eventLogMaxLen> * field value … scope.prev <previous id>` — a kernel Event
+ *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
+ *    entry to the one before it;
+ * 2. each record, in order: `SET <record key> <value>` (`PX <ttlMs>` when given), overwriting any
+ *    previous value.
+ * A conflict applies none of it. An identical retry acknowledged as a duplicate (status 2) applies
+ * none of it either: the original commit already applied its own writes, so a host must build the
+ * same writes for the same commit (or accept that only the first ones count). All arguments are
+ * checked before anything is written.
+ */
+export interface RedisCommitContext extends HostWriteSet {
+  readonly events?: readonly LoggedEvent[];
+  /**
+   * The kernel's host values (`StartOptions.hostValues` reach the start checkpoint this way). A
+   * {@link HostWriteSet} under {@link hostWritesValueKey} is applied like `entries` and `records`
+   * (after them); every other value is ignored.
+   */
+  readonly hostValues?: Readonly<Record<string, unknown>>;
+}
+
+/** The `hostValues` member that carries a {@link HostWriteSet} through the Engine to this store. */
+export const hostWritesValueKey = 'scope.redis.hostWrites';
+
+/** Upper bounds that keep one commit's write set a reasonable single script call. */
+export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256 } as const;
+
+/** The default approximate MAXLEN of each tree's event log. */
+export const defaultEventLogMaxLen = 10_000;
+
+function invalid(message: string): KernelError {
+  return new KernelError(ErrorCode.invalidCommit, `invalid host write set: ${message}`);
+}
+
+/** Checks an event-log MAXLEN option. */
+export function checkMaxLen(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(`eventLogMaxLen must be a positive safe integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** The extra KEYS and ARGV a commit script receives for its context (see includes/hostWrites.lua). */
+export interface EncodedHostWrites {
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+}
+
+function hostWritesOf(hostValues: Readonly<Record<string, unknown>> | undefined): HostWriteSet | undefined {
+  const value = hostValues?.[hostWritesValueKey];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(`hostValues['${hostWritesValueKey}'] must be a host write set ({ entries?, records? })`);
+  }
+  return value as HostWriteSet;
+}
+
+function eventFields(event: LoggedEvent, index: number): EventLogFields {
+  if (typeof event !== 'object' || event === null || typeof event.json !== 'function' || typeof event.name !== 'string') {
+    throw invalid(`events[${index}] must be a kernel Event`);
+  }
+  return { [eventEntryFields.name]: event.name, [eventEntryFields.event]: event.json() };
+}
+
+const noHostWrites: EncodedHostWrites = Object.freeze({ keys: Object.freeze([]), args: Object.freeze([]) });
+
+/**
+ * Validates a commit context and encodes it for the commit scripts (nothing at all when it writes
+ * nothing); throws `invalid_commit`.
+ */
+export function encodeHostWrites(prefix: string, rootId: ProcessId, context: RedisCommitContext | undefined, maxLen: number): EncodedHostWrites {
+  const events = context?.events ?? [];
+  const extra = context?.entries ?? [];
+  const direct = context?.records ?? [];
+  const carried = hostWritesOf(context?.hostValues);
+  if (!Array.isArray(events)) throw invalid('events must be an array');
+  if (!Array.isArray(extra)) throw invalid('entries must be an array');
+  if (!Array.isArray(direct)) throw invalid('records must be an array');
+  if (events.length === 0 && extra.length === 0 && direct.length === 0 && carried === undefined) {
+    return noHostWrites; // the scripts' fast path: ARGV ends at the snapshot
+  }
+  const carriedEntries = carried?.entries ?? [];
+  const carriedRecords = carried?.records ?? [];
+  if (!Array.isArray(carriedEntries)) throw invalid(`hostValues['${hostWritesValueKey}'].entries must be an array`);
+  if (!Array.isArray(carriedRecords)) throw invalid(`hostValues['${hostWritesValueKey}'].records must be an array`);
+  const entries: [string, EventLogFields][] = [
+    ...events.map((event, index): [string, EventLogFields] => [`events[${index}]`, eventFields(event, index)]),
+    ...extra.map((fields, index): [string, EventLogFields] => [`entries[${index}]`, fields]),
+    ...carriedEntries.map((fields, index): [string, EventLogFields] => [`hostValues entries[${index}]`, fields]),
+  ];
+  const records = [...direct, ...carriedRecords];
+  if (entries.length > hostWriteLimits.entries) throw invalid(`at most ${hostWriteLimits.entries} log entries per commit`);
+  if (records.length > hostWriteLimits.records) throw invalid(`at most ${hostWriteLimits.records} records per commit`);
+  const args: string[] = [String(maxLen), String(entries.length)];
+  for (const [where, fields] of entries) {
+    if (typeof fields !== 'object' || fields === null) throw invalid(`${where} must be an object of string fields`);
+    const pairs = Object.entries(fields);
+    if (pairs.length === 0) throw invalid(`${where} needs at least one field`);
+    if (pairs.length > hostWriteLimits.fieldsPerEntry) throw invalid(`${where} has more than ${hostWriteLimits.fieldsPerEntry} fields`);
+    args.push(String(pairs.length));
+    for (const [field, value] of pairs) {
+      if (field === previousEntryField) throw invalid(`${where} uses the reserved field ${previousEntryField}`);
+      if (typeof value !== 'string') throw invalid(`${where}.${field} must be a string`);
+      args.push(field, value);
+    }
+  }
+  const keys: string[] = [];
+  const seen = new Set<string>();
+  records.forEach((record, index) => {
+    if (typeof record !== 'object' || record === null) throw invalid(`records[${index}] must be an object`);
+    let suffix: string;
+    try {
+      suffix = checkRecordSuffix(record.suffix);
+    } catch (error) {
+      throw invalid(`records[${index}]: ${(error as Error).message}`);
+    }
+    if (seen.has(suffix)) throw invalid(`records[${index}] repeats the suffix ${suffix}`);
+    seen.add(suffix);
+    if (typeof record.value !== 'string') throw invalid(`records[${index}].value must be a string`);
+    const ttl = record.ttlMs;
+    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1)) {
+      throw invalid(`records[${index}].ttlMs must be a positive safe integer`);
+    }
+    keys.push(recordKey(prefix, rootId, suffix));
+    args.push(record.value, ttl === undefined ? '0' : String(ttl));
+  });
+  return { keys, args };
+}
+
