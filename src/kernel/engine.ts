@@ -27,6 +27,7 @@ import type { TreeCommitter } from './tree-committer.js';
 import { TreeLimits } from './tree-limits.js';
 import { TreeRuntime, type ProcessWork } from './tree-runtime.js';
 import { TreeSnapshot } from './tree-snapshot.js';
+import { waitContractProblem } from './wait.js';
 
 /** What a ProcessAdmitter sees before a Process is created. */
 export interface ProcessAdmission {
@@ -412,6 +413,12 @@ export class Engine {
       const ref = process.deploymentRef;
       const deployment = ref.equals(rootDeployment.ref) ? rootDeployment : this.#resolve(ref);
       deployments.set(process.processId.toString(), deployment);
+      // Answers admitted under the wait contracts this deployment declares (run-time ones were
+      // checked when the snapshot was decoded), terminal evidence included.
+      const contract = waitContractProblem(deployment.descriptor, process);
+      if (contract !== undefined) {
+        throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} contradicts its wait contracts: ${contract}`);
+      }
       if (process.isTerminal) continue;
       const signal = new AbortController().signal;
       try {

@@ -43,6 +43,7 @@ import type { Clock } from './clock.js';
 import { formatUtcTimestamp } from './result.js';
 import type { Result } from './result.js';
 import { admitTree } from './snapshot-admission.js';
+import { answerSchemaOf, waitEffectProblem } from './wait.js';
 
 /** What a tree runtime needs from its Engine. */
 export interface RuntimeServices {
@@ -602,8 +603,13 @@ export class TreeRuntime {
         if (!snapshot.capabilities.allows(effect.requiredCapabilities)) {
           return Failure.create('contract', 'engine.capability.denied', `the process lacks capabilities ${effect.requiredCapabilities.values().join(', ')}`);
         }
-      } else if (effect.frameworkOperation().operation !== 'wait') {
-        return Failure.create('contract', 'execution.effect.invalid', `framework operation ${effect.frameworkOperation().operation} is not supported by this engine yet`);
+      } else {
+        const operation = effect.frameworkOperation();
+        if (operation.operation !== 'wait') {
+          return Failure.create('contract', 'execution.effect.invalid', `framework operation ${operation.operation} is not supported by this engine yet`);
+        }
+        const invalid = waitEffectProblem(process.deployment.descriptor, operation.key, operation.answerSchema);
+        if (invalid !== undefined) return Failure.create('contract', 'execution.effect.invalid', invalid);
       }
     }
     const count = BigInt(effects.length);
@@ -959,9 +965,13 @@ export class TreeRuntime {
       if (snapshot.isTerminal) throw new KernelError(ErrorCode.signalRejected, `process ${process.id} has finished; signal ${id} rejected`);
       if (request.waitId !== undefined) {
         const current = snapshot.waitId;
-        if (current === undefined || !current.equals(request.waitId) || snapshot.waitKind !== 'external' || answered) {
+        const wait = current === undefined ? undefined : snapshot.mailbox.wait(current);
+        if (wait === undefined || !wait.waitId.equals(request.waitId) || wait.kind !== 'external' || answered) {
           throw new KernelError(ErrorCode.signalRejected, `signal ${id} addresses ${request.waitId}, which is not the current external wait`);
         }
+        // The answer contract is the wait's (declared or carried by its Effect); checked here, in
+        // the owner lane with the current-wait check, so a refused answer refuses the whole batch.
+        answerSchemaOf(process.deployment.descriptor, wait)?.validate(request.payload, `answer ${id} to ${request.waitId}`);
         answered = true;
       } else {
         process.deployment.descriptor.validateSignal(request.payload);
