@@ -64,6 +64,12 @@ export interface EngineConfig {
   readonly deltaListeners?: readonly DeltaListenerLike[];
   /** Bounded Delta queue (0 = default 1024; negative is invalid). */
   readonly deltaBufferCapacity?: number;
+  /**
+   * How long (ms, a positive integer; default 1000) an Effect attempt's settlement waits for the
+   * attempt's deltas to reach the delta listeners before its settled boundary is committed. Deltas
+   * still queued then are dropped and counted, so none is delivered after the commit it preceded.
+   */
+  readonly deltaFlushTimeoutMs?: number;
   /** Wall-clock source for timestamps (tests inject a fixed one). */
   readonly clock?: Clock;
 }
@@ -162,6 +168,7 @@ export class Engine {
     this.#deltas = new DeltaPipeline({
       listeners: config.deltaListeners ?? [],
       capacity: config.deltaBufferCapacity ?? 0,
+      flushTimeoutMs: config.deltaFlushTimeoutMs,
       clock: this.#clock,
       failures: this.#failures,
     });
