@@ -569,7 +569,7 @@ export class ProcessSnapshot {
     const wait = id === undefined ? undefined : this.#fields.mailbox.wait(id);
     if (wait === undefined) return undefined;
     const external = wait.kind === 'external';
-    return CurrentWait.of({
+    return CurrentWait.create({
       waitId: wait.waitId,
       key: wait.key,
       kind: wait.kind,

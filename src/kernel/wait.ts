@@ -125,9 +125,24 @@ export class CurrentWait {
     Object.freeze(this);
   }
 
-  /** For the kernel's snapshot accessor; the members are already validated there. */
-  static of(config: CurrentWaitConfig): CurrentWait {
-    return new CurrentWait(config);
+  /** Validates the members (a children wait has no answer contract); rejections are `invalid_snapshot`. */
+  static create(config: CurrentWaitConfig): CurrentWait {
+    const fail = (message: string): never => {
+      throw new KernelError(ErrorCode.invalidSnapshot, `invalid current wait: ${message}`);
+    };
+    if (typeof config !== 'object' || config === null) fail(`expected the wait members, got ${describe(config)}`);
+    const { waitId, key, kind, answerSchema, prompt, description } = config;
+    if (!(waitId instanceof WaitId)) fail('waitId must be a WaitId');
+    if (!(key instanceof WaitKey)) fail('key must be a WaitKey');
+    if (kind !== 'external' && kind !== 'children') fail(`kind must be external or children, got ${describe(kind)}`);
+    if (answerSchema !== undefined && !(answerSchema instanceof Schema)) fail('answerSchema must be a Schema');
+    for (const [name, text] of [['prompt', prompt], ['description', description]] as const) {
+      if (text !== undefined && !validDescription(text)) fail(`${name} must be valid descriptive text`);
+    }
+    if (kind === 'children' && (answerSchema !== undefined || prompt !== undefined || description !== undefined)) {
+      fail('a children wait is answered by the Engine and has no answer contract');
+    }
+    return new CurrentWait({ waitId, key, kind, answerSchema, prompt, description });
   }
 
   get waitId(): WaitId {

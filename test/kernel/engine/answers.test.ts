@@ -15,7 +15,7 @@ import { Schema, SchemaValidationError } from '../../../src/kernel/schema.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
 import { Transition } from '../../../src/kernel/transition.js';
 import { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
-import type { WaitOptions } from '../../../src/kernel/wait.js';
+import { CurrentWait, type WaitOptions } from '../../../src/kernel/wait.js';
 import { committedStatus, deploy, hostRequest, ProgramDefinition, RecordingCommitter, rejectsWith, setup, type Setup } from './harness.js';
 
 const decisionSchema = Schema.of({
@@ -266,4 +266,16 @@ test('restore validation rejects a wait that carries a schema for a key its desc
   wire.process_snapshots[0]!.deployment_ref = JSON.parse(impostor.ref.json());
   const tree = TreeSnapshot.parse(JSON.stringify(wire));
   await rejectsWith(setup().engine.validateRestorableTree(impostor, tree), ErrorCode.invalidTreeSnapshot);
+});
+
+test('CurrentWait values are validated and frozen', async () => {
+  const waitId = WaitId.parse(`wait:${'a'.repeat(64)}`);
+  const key = WaitKey.parse('k');
+  const wait = CurrentWait.create({ waitId, key, kind: 'external', answerSchema: countSchema, prompt: 'Add?' });
+  assert.ok(Object.isFrozen(wait));
+  assert.equal(wait.description, undefined);
+  await rejectsWith(() => CurrentWait.create({ waitId, key, kind: 'children', answerSchema: countSchema }), ErrorCode.invalidSnapshot);
+  await rejectsWith(() => CurrentWait.create({ waitId, key, kind: 'other' as never }), ErrorCode.invalidSnapshot);
+  await rejectsWith(() => CurrentWait.create({ waitId, key, kind: 'external', prompt: ' ' }), ErrorCode.invalidSnapshot);
+  await rejectsWith(() => CurrentWait.create({ waitId: 'wait:x' as never, key, kind: 'external' }), ErrorCode.invalidSnapshot);
 });
