@@ -2,9 +2,10 @@ import { parseJson, type JsonNode } from './canonical-json.js';
 import { describe, Digest } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { maxDescriptionBytes, validDescription } from './failure.js';
-import { isQualifiedName } from './identity.js';
+import { isIdentityText, isQualifiedName, WaitKey } from './identity.js';
 import { Payload } from './payload.js';
 import { Schema } from './schema.js';
+import { WaitDeclaration, type WaitDeclarationConfig } from './wait.js';
 import { encodeWire, WireRecord, type WireValue } from './wire.js';
 
 /** The complete static contract of a Definition (no executable behaviour, no Deployment configuration). */
@@ -21,14 +22,23 @@ export interface DescriptorConfig {
    * never pass through this schema.
    */
   readonly signalSchema?: Schema;
+  /**
+   * The external waits this Definition opens, each under its own WaitKey, with the schema every
+   * answer must satisfy (checked at signal admission). Keys must be distinct. A key decided at run
+   * time carries its contract on the `wait` Effect instead (see `wait.ts`).
+   */
+  readonly waits?: readonly WaitDeclarationConfig[];
 }
 
 /**
- * The immutable, portable contract of a Definition: name, description and the input, output and
- * unaddressed-Signal schemas. Its digest is the DeploymentRef's `contract_digest`.
+ * The immutable, portable contract of a Definition: name, description, the input, output and
+ * unaddressed-Signal schemas, and the declared external waits. Its digest is the DeploymentRef's
+ * `contract_digest`.
  *
- * Wire: `{"description","input_schema","name","output_schema","signal_schema"}` (canonical order;
- * every member required); the schemas are embedded as their canonical JSON.
+ * Wire: `{"description","input_schema","name","output_schema","signal_schema","waits"?}` (canonical
+ * order); the schemas are embedded as their canonical JSON. `waits` maps each declared WaitKey to
+ * `{"answer_schema","description"}`; it is omitted when nothing is declared (an empty object is
+ * rejected), so a descriptor without waits keeps the bytes and digest it had before waits existed.
  */
 export class Descriptor {
   readonly #name: string;
@@ -36,15 +46,26 @@ export class Descriptor {
   readonly #inputSchema: Schema;
   readonly #outputSchema: Schema;
   readonly #signalSchema: Schema;
+  /** Declarations by WaitKey text, in key order. */
+  readonly #waits: ReadonlyMap<string, WaitDeclaration>;
   readonly #json: string;
   readonly #digest: Digest;
 
-  private constructor(name: string, description: string, input: Schema, output: Schema, signal: Schema) {
+  private constructor(
+    name: string,
+    description: string,
+    input: Schema,
+    output: Schema,
+    signal: Schema,
+    waits: readonly WaitDeclaration[],
+  ) {
     this.#name = name;
     this.#description = description;
     this.#inputSchema = input;
     this.#outputSchema = output;
     this.#signalSchema = signal;
+    const sorted = [...waits].sort((a, b) => a.key.compare(b.key));
+    this.#waits = new Map(sorted.map((declaration) => [declaration.key.toString(), declaration]));
     this.#json = encodeWire(this.toWire());
     this.#digest = Digest.of(this.#json);
     Object.freeze(this);
@@ -65,12 +86,20 @@ export class Descriptor {
     if (config.signalSchema !== undefined && !(config.signalSchema instanceof Schema)) {
       fail('signalSchema must be a Schema when present');
     }
+    if (config.waits !== undefined && !Array.isArray(config.waits)) fail('waits must be an array of wait declarations');
+    const waits = (config.waits ?? []).map((wait) => WaitDeclaration.create(wait));
+    const keys = new Set<string>();
+    for (const wait of waits) {
+      if (keys.has(wait.key.toString())) fail(`wait key ${wait.key.toString()} is declared twice`);
+      keys.add(wait.key.toString());
+    }
     return new Descriptor(
       config.name,
       config.description,
       config.inputSchema,
       config.outputSchema,
       config.signalSchema ?? Schema.rejectAll,
+      waits,
     );
   }
 
@@ -89,8 +118,10 @@ export class Descriptor {
     const input = readSchema(record, 'input_schema');
     const output = readSchema(record, 'output_schema');
     const signal = readSchema(record, 'signal_schema');
+    const waitsNode = record.optional('waits');
     record.finish();
-    return new Descriptor(name, description, input, output, signal);
+    const waits = waitsNode === undefined ? [] : readWaits(record, waitsNode);
+    return new Descriptor(name, description, input, output, signal, waits);
   }
 
   static parse(input: string | Uint8Array): Descriptor {
@@ -116,6 +147,16 @@ export class Descriptor {
   /** The unaddressed-input contract; {@link Schema.rejectAll} when none was declared. */
   get signalSchema(): Schema {
     return this.#signalSchema;
+  }
+
+  /** The declared external waits, in WaitKey order. */
+  waits(): WaitDeclaration[] {
+    return [...this.#waits.values()];
+  }
+
+  /** The static declaration of `key`, if this Descriptor declares one. */
+  wait(key: WaitKey): WaitDeclaration | undefined {
+    return this.#waits.get(key.toString());
   }
 
   /** sha256 of the canonical wire JSON: the contract identity folded into a DeploymentRef. */
@@ -158,6 +199,13 @@ export class Descriptor {
       input_schema: this.#inputSchema.toWire(),
       output_schema: this.#outputSchema.toWire(),
       signal_schema: this.#signalSchema.toWire(),
+      // fromEntries defines own members, so a key such as `__proto__` stays an ordinary member.
+      waits:
+        this.#waits.size === 0
+          ? undefined
+          : Object.fromEntries(
+              [...this.#waits].map(([key, wait]) => [key, { answer_schema: wait.answerSchema.toWire(), description: wait.description }]),
+            ),
     };
   }
 
@@ -180,4 +228,23 @@ function readSchema(record: WireRecord, member: string): Schema {
     }
     throw error;
   }
+}
+
+/** Reads `{"<wait key>":{"answer_schema","description"},…}` (non-empty; keys are WaitKeys). */
+function readWaits(record: WireRecord, node: JsonNode): WaitDeclaration[] {
+  const path = record.childPath('waits');
+  if (node.kind !== 'object') record.fail('must be an object', 'waits');
+  if (node.members.length === 0) record.fail('is omitted when no wait is declared, never written empty', 'waits');
+  return node.members.map(([key, value]) => {
+    const memberPath = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    if (!isIdentityText(key)) throw new KernelError(record.code, `${memberPath} is not a wait key`);
+    const member: WireRecord = new WireRecord(value, memberPath, record.code);
+    const description = member.string('description');
+    if (!validDescription(description)) {
+      member.fail(`must be non-empty, trimmed, well-formed text of at most ${maxDescriptionBytes} UTF-8 bytes`, 'description');
+    }
+    const answerSchema = readSchema(member, 'answer_schema');
+    member.finish();
+    return WaitDeclaration.create({ key: WaitKey.parse(key), description, answerSchema }, record.code);
+  });
 }

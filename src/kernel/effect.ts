@@ -4,7 +4,7 @@ import { CapabilitySet } from './capability.js';
 import { DeploymentRef } from './deployment.js';
 import { describe, Digest } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';
-import { maxDiagnosticBytes, validDiagnostic } from './failure.js';
+import { maxDescriptionBytes, maxDiagnosticBytes, validDescription, validDiagnostic } from './failure.js';
 import {
   ChildKey,
   EffectAttemptId,
@@ -15,7 +15,9 @@ import {
 } from './identity.js';
 import { Payload } from './payload.js';
 import { ProcessRelation } from './relation.js';
+import { Schema } from './schema.js';
 import { SignalRequest } from './signal.js';
+import { checkWaitOptions, type WaitOptions } from './wait.js';
 import { encodeWire, maxUint64, RawJson, WireRecord, type WireValue } from './wire.js';
 
 /* ================================================================================================
@@ -53,7 +55,7 @@ export const frameworkOperationValues: readonly FrameworkOperationName[] = Objec
 
 /** A decoded Framework Effect payload. */
 export type FrameworkOperation =
-  | { readonly operation: 'wait'; readonly key: WaitKey }
+  | { readonly operation: 'wait'; readonly key: WaitKey; readonly answerSchema?: Schema; readonly prompt?: string }
   | { readonly operation: 'start_child'; readonly spec: ChildSpec }
   | { readonly operation: 'wait_children'; readonly spec: ChildWaitSpec }
   | { readonly operation: 'signal_child'; readonly childId: ProcessId; readonly signal: SignalRequest }
@@ -464,13 +466,19 @@ export class Effect {
 
   /**
    * Asks the Engine to mint one WaitId for `key`; the acknowledging Signal carries it. The
-   * Execution keeps whatever the wait is about. Rejections are `invalid_effect`.
+   * Execution keeps whatever the wait is about. `options` carry a run-time answer contract (an
+   * answer schema and a prompt), committed with the wait and enforced at signal admission; a key
+   * the Descriptor declares takes its schema from there, so a schema here is then an invalid Effect
+   * at preparation. Rejections are `invalid_effect`.
+   *
+   * Wire payload: `{"answer_schema"?,"key","operation":"wait","prompt"?}`.
    */
-  static wait(key: WaitKey): Effect {
+  static wait(key: WaitKey, options?: WaitOptions): Effect {
     if (!(key instanceof WaitKey)) {
       reject(ErrorCode.invalidEffect, `invalid effect: wait key must be a WaitKey, got ${describe(key)}`);
     }
-    return Effect.#framework({ operation: 'wait', key }, ErrorCode.invalidEffect);
+    const { answerSchema, prompt } = checkWaitOptions(options);
+    return Effect.#framework({ operation: 'wait', key, answerSchema, prompt }, ErrorCode.invalidEffect);
   }
 
   /** Requests one Engine-managed child Process (its ProcessId is derived by the Engine). */
@@ -605,7 +613,7 @@ export class Effect {
 function operationWire(operation: FrameworkOperation): WireValue {
   switch (operation.operation) {
     case 'wait':
-      return { operation: 'wait', key: operation.key.toString() };
+      return { operation: 'wait', key: operation.key.toString(), answer_schema: operation.answerSchema?.toWire(), prompt: operation.prompt };
     case 'start_child':
       return { operation: 'start_child', spec: operation.spec.toWire() };
     case 'wait_children':
@@ -622,9 +630,17 @@ function readOperation(node: JsonNode, path: string, code: string): FrameworkOpe
   const name = record.string('operation');
   let operation: FrameworkOperation;
   switch (name) {
-    case 'wait':
-      operation = { operation: 'wait', key: record.identity('key', (text) => WaitKey.parse(text)) };
+    case 'wait': {
+      const key = record.identity('key', (text) => WaitKey.parse(text));
+      const schemaNode = record.optional('answer_schema');
+      const prompt = record.optionalString('prompt');
+      if (prompt !== undefined && !validDescription(prompt)) {
+        record.fail(`must be non-empty, trimmed, well-formed text of at most ${maxDescriptionBytes} UTF-8 bytes`, 'prompt');
+      }
+      const answerSchema = schemaNode === undefined ? undefined : readAnswerSchema(schemaNode, record.childPath('answer_schema'), code);
+      operation = { operation: 'wait', key, answerSchema, prompt };
       break;
+    }
     case 'start_child':
       operation = {
         operation: 'start_child',
@@ -658,6 +674,16 @@ function readOperation(node: JsonNode, path: string, code: string): FrameworkOpe
   }
   record.finish();
   return Object.freeze(operation);
+}
+
+/** An embedded answer schema; an invalid one is rejected under `code` with its path. */
+export function readAnswerSchema(node: JsonNode, path: string, code: string): Schema {
+  try {
+    return Schema.fromNode(node);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new KernelError(code, `${path} is not a valid answer schema: ${reason}`, { cause: error });
+  }
 }
 
 /* ================================================================================================

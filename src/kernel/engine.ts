@@ -27,6 +27,7 @@ import type { TreeCommitter } from './tree-committer.js';
 import { TreeLimits } from './tree-limits.js';
 import { TreeRuntime, type ProcessWork } from './tree-runtime.js';
 import { TreeSnapshot } from './tree-snapshot.js';
+import { waitContractProblem } from './wait.js';
 
 /** What a ProcessAdmitter sees before a Process is created. */
 export interface ProcessAdmission {
@@ -63,6 +64,12 @@ export interface EngineConfig {
   readonly deltaListeners?: readonly DeltaListenerLike[];
   /** Bounded Delta queue (0 = default 1024; negative is invalid). */
   readonly deltaBufferCapacity?: number;
+  /**
+   * How long (ms, a positive integer; default 1000) an Effect attempt's settlement waits for the
+   * attempt's deltas to reach the delta listeners before its settled boundary is committed. Deltas
+   * still queued then are dropped and counted, so none is delivered after the commit it preceded.
+   */
+  readonly deltaFlushTimeoutMs?: number;
   /** Wall-clock source for timestamps (tests inject a fixed one). */
   readonly clock?: Clock;
 }
@@ -161,6 +168,7 @@ export class Engine {
     this.#deltas = new DeltaPipeline({
       listeners: config.deltaListeners ?? [],
       capacity: config.deltaBufferCapacity ?? 0,
+      flushTimeoutMs: config.deltaFlushTimeoutMs,
       clock: this.#clock,
       failures: this.#failures,
     });
@@ -412,6 +420,12 @@ export class Engine {
       const ref = process.deploymentRef;
       const deployment = ref.equals(rootDeployment.ref) ? rootDeployment : this.#resolve(ref);
       deployments.set(process.processId.toString(), deployment);
+      // Answers admitted under the wait contracts this deployment declares (run-time ones were
+      // checked when the snapshot was decoded), terminal evidence included.
+      const contract = waitContractProblem(deployment.descriptor, process);
+      if (contract !== undefined) {
+        throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} contradicts its wait contracts: ${contract}`);
+      }
       if (process.isTerminal) continue;
       const signal = new AbortController().signal;
       try {

@@ -47,6 +47,7 @@ export { Transition, type TransitionKind } from './transition.js';
 export { ExecutionState } from './execution-state.js';
 export { Effect, EffectRequest, ChildSpec, ChildWaitSpec, ChildWaitCondition, type EffectTarget } from './effect.js';
 export { Signal, SignalRequest } from './signal.js';
+export { WaitDeclaration, CurrentWait, type WaitDeclarationConfig, type WaitOptions } from './wait.js';
 export { Settlement, type SettlementStatus, settlementStatusValues } from './settlement.js';
 export { Failure, type FailureKind, failureKindValues } from './failure.js';
 export { ClassifiedError } from './classified-error.js';

@@ -1,11 +1,14 @@
 import { parseJson, type JsonNode } from './canonical-json.js';
 import { describe, Digest } from './digest.js';
-import { ChildWaitSpec } from './effect.js';
+import { ChildWaitSpec, readAnswerSchema } from './effect.js';
 import { ErrorCode, KernelError } from './errors.js';
+import { maxDescriptionBytes, validDescription } from './failure.js';
 import { EffectId, ProcessId, SignalId, WaitId, WaitKey } from './identity.js';
 import { Payload } from './payload.js';
 import type { Result } from './result.js';
+import { Schema } from './schema.js';
 import { Signal, SignalRequest } from './signal.js';
+import type { WaitKind } from './wait.js';
 import { encodeWire, RawJson, readString, WireRecord, wireError, type WireValue } from './wire.js';
 
 /**
@@ -20,7 +23,7 @@ import { encodeWire, RawJson, readString, WireRecord, wireError, type WireValue 
  * |-------------------|------------------------------------------------------------------------------|
  * | external          | `id` (not engine-owned), `wait_id`?, then `payload` (pending) or `payload_digest` (consumed) |
  * | settlement        | `id` (engine-owned), `status`? (Dispatcher deliveries only), `payload` / `payload_digest` |
- * | wait opening      | `wait_id`, `opens`: `{"key":WaitKey}` or `{"spec":ChildWaitSpec}` — no id, no payload |
+ * | wait opening      | `wait_id`, `opens`: `{"key","answer_schema"?,"prompt"?}` or `{"spec":ChildWaitSpec}` — no id, no payload |
  * | child-wait answer | `wait_id`, then `answered`:[ProcessId…] (pending) or `payload_digest` (consumed) — no id |
  *
  * A record's source is derived from its identity: a non-engine id is Host input; an engine id is a
@@ -28,6 +31,11 @@ import { encodeWire, RawJson, readString, WireRecord, wireError, type WireValue 
  * out are derived from the WaitId (`SignalId.waitOpened` / `SignalId.childWaitSatisfied`). Wait
  * openings carry the fixed acknowledgement payloads below; a pending child-wait answer is rendered
  * from the captured terminal results of the children it lists, so it decodes only within its tree.
+ *
+ * An external wait's opening keeps the run-time answer contract its `wait` Effect carried (answer
+ * schema, prompt) while the wait is open: a pending answer to it must satisfy that schema. When
+ * the cursor passes the answer the wait is closed and the opening drops the contract (one byte form
+ * per history, and no schema retained for a wait nobody can answer any more).
  */
 
 /** The fixed payload acknowledging a `wait` Effect (the Signal's wait_id carries the minted WaitId). */
@@ -36,13 +44,16 @@ export const waitOpenedPayload: Payload = Payload.parse('{"operation":"wait"}');
 /** The fixed payload acknowledging a `wait_children` Effect (the declaring Effect owns the spec). */
 export const childWaitOpenedPayload: Payload = Payload.parse('{"operation":"child_wait_opened"}');
 
-/** What a wait opening opened: an external wait for Host input, or a wait over direct children. */
+/**
+ * What a wait opening opened: an external wait for Host input (with the run-time answer contract
+ * its Effect carried, while open), or a wait over direct children.
+ */
 export type WaitOpening =
-  | { readonly kind: 'external'; readonly key: WaitKey }
+  | { readonly kind: 'external'; readonly key: WaitKey; readonly answerSchema?: Schema; readonly prompt?: string }
   | { readonly kind: 'children'; readonly spec: ChildWaitSpec };
 
 /** `external` waits are answered by Host input only; `children` waits by the Engine only. */
-export type WaitKind = 'external' | 'children';
+export type { WaitKind };
 
 export type MailboxRecordKind = 'external' | 'settlement' | 'wait_opening' | 'child_wait_answer';
 
@@ -215,6 +226,13 @@ export class MailboxRecord {
     });
   }
 
+  /** This wait opening without its run-time answer contract (once its wait is closed). */
+  withoutAnswerContract(): MailboxRecord {
+    const opens = this.opens;
+    if (opens?.kind !== 'external' || (opens.answerSchema === undefined && opens.prompt === undefined)) return this;
+    return MailboxRecord.waitOpening(this.waitId as WaitId, { kind: 'external', key: opens.key });
+  }
+
   /** Whether the payload is still held (pending records and wait openings). */
   get retained(): boolean {
     return this.#payload !== undefined;
@@ -292,7 +310,10 @@ export class MailboxRecord {
         const opens = this.opens as WaitOpening;
         return {
           wait_id: (this.waitId as WaitId).toString(),
-          opens: opens.kind === 'external' ? { key: opens.key.toString() } : { spec: opens.spec.toWire() },
+          opens:
+            opens.kind === 'external'
+              ? { key: opens.key.toString(), answer_schema: opens.answerSchema?.toWire(), prompt: opens.prompt }
+              : { spec: opens.spec.toWire() },
         };
       }
       case 'child_wait_answer':
@@ -440,17 +461,30 @@ function readOpening(node: JsonNode, path: string, code: string): WaitOpening {
   const record: WireRecord = new WireRecord(node, path, code);
   const keyText = record.optionalString('key');
   const specNode = record.optional('spec');
+  const schemaNode = record.optional('answer_schema');
+  const prompt = record.optionalString('prompt');
   record.finish();
   if ((keyText === undefined) === (specNode === undefined)) record.fail('must carry exactly one of key or spec');
   if (keyText !== undefined) {
-    return { kind: 'external', key: record.identity('key', (text) => WaitKey.parse(text)) };
+    const key = record.identity('key', (text) => WaitKey.parse(text));
+    if (prompt !== undefined && !validDescription(prompt)) {
+      record.fail(`must be non-empty, trimmed, well-formed text of at most ${maxDescriptionBytes} UTF-8 bytes`, 'prompt');
+    }
+    const answerSchema = schemaNode === undefined ? undefined : readAnswerSchema(schemaNode, record.childPath('answer_schema'), code);
+    return { kind: 'external', key, answerSchema, prompt };
   }
+  if (schemaNode !== undefined || prompt !== undefined) record.fail('a child wait carries no answer schema or prompt');
   return { kind: 'children', spec: ChildWaitSpec.fromWire(specNode as JsonNode, record.childPath('spec'), code) };
 }
 
 function checkOpening(opens: WaitOpening): WaitOpening {
   if (typeof opens !== 'object' || opens === null) throw invalidRecord('a wait opening needs a key or a child wait spec');
-  if (opens.kind === 'external' && opens.key instanceof WaitKey) return Object.freeze({ kind: 'external', key: opens.key });
+  if (opens.kind === 'external' && opens.key instanceof WaitKey) {
+    const { answerSchema, prompt } = opens;
+    if (answerSchema !== undefined && !(answerSchema instanceof Schema)) throw invalidRecord('an answer schema must be a Schema');
+    if (prompt !== undefined && !validDescription(prompt)) throw invalidRecord('a wait prompt must be valid descriptive text');
+    return Object.freeze({ kind: 'external', key: opens.key, answerSchema, prompt });
+  }
   if (opens.kind === 'children' && opens.spec instanceof ChildWaitSpec) {
     return Object.freeze({ kind: 'children', spec: opens.spec });
   }
@@ -485,6 +519,10 @@ export class WaitRecord {
   readonly key: WaitKey;
   /** The child wait spec (children waits only). */
   readonly spec: ChildWaitSpec | undefined;
+  /** The run-time answer schema the wait Effect carried (external waits, while open). */
+  readonly answerSchema: Schema | undefined;
+  /** The run-time prompt the wait Effect carried (external waits, while open). */
+  readonly prompt: string | undefined;
   /** 0-based mailbox position of the opening. */
   readonly openedAt: number;
   /** 0-based mailbox position of the answer, if one arrived. */
@@ -497,6 +535,8 @@ export class WaitRecord {
     this.kind = opens.kind;
     this.key = opens.kind === 'external' ? opens.key : opens.spec.key;
     this.spec = opens.kind === 'children' ? opens.spec : undefined;
+    this.answerSchema = opens.kind === 'external' ? opens.answerSchema : undefined;
+    this.prompt = opens.kind === 'external' ? opens.prompt : undefined;
     this.openedAt = openedAt;
     this.answerIndex = answerIndex;
     this.closed = answerIndex !== undefined && answerIndex < cursor;
@@ -655,6 +695,10 @@ export class Mailbox {
       if (record.kind === 'external' && opening.opens.kind !== 'external') {
         fail(`is host input addressed to child wait ${waitId}, which only the Engine answers`, index);
       }
+      if (record.kind === 'external' && opening.opens.kind === 'external' && record.payload !== undefined) {
+        const problem = answerProblem(opening.opens.answerSchema, record.payload, waitId);
+        if (problem !== undefined) fail(problem, index);
+      }
       if (record.kind === 'child_wait_answer') {
         if (opening.opens.kind !== 'children') fail(`is an Engine answer to external wait ${waitId}`, index);
         const answered = record.answered;
@@ -668,7 +712,11 @@ export class Mailbox {
     });
     const waits = new Map<string, WaitRecord>();
     for (const [waitId, opening] of openings) {
-      waits.set(waitId, new WaitRecord(records[opening.at]?.waitId as WaitId, opening.opens, opening.at, opening.answer, cursor));
+      const wait = new WaitRecord(records[opening.at]?.waitId as WaitId, opening.opens, opening.at, opening.answer, cursor);
+      if (wait.closed && (wait.answerSchema !== undefined || wait.prompt !== undefined)) {
+        fail(`opens ${waitId}, which is closed, and still keeps its answer schema or prompt`, opening.at);
+      }
+      waits.set(waitId, wait);
     }
     return new Mailbox(records, cursor, waits, positions);
   }
@@ -756,7 +804,16 @@ export class Mailbox {
     }
     if (count === 0) return this;
     const cursor = this.#cursor + count;
-    const records = this.#records.map((record, index) => (index >= this.#cursor && index < cursor ? record.released() : record));
+    // Consuming an answer closes its wait, whose opening then drops its answer contract.
+    const closing = new Set<string>();
+    for (let index = this.#cursor; index < cursor; index += 1) {
+      const record = this.#records[index] as MailboxRecord;
+      if (record.kind !== 'wait_opening' && record.waitId !== undefined) closing.add(record.waitId.toString());
+    }
+    const records = this.#records.map((record, index) => {
+      if (record.kind === 'wait_opening') return closing.has((record.waitId as WaitId).toString()) ? record.withoutAnswerContract() : record;
+      return index >= this.#cursor && index < cursor ? record.released() : record;
+    });
     return Mailbox.create(records, cursor);
   }
 
@@ -826,6 +883,17 @@ function sameOptional(a: WaitId | undefined, b: WaitId | undefined): boolean {
   return a === undefined ? b === undefined : a.equals(b);
 }
 
+
+/** Why `payload` cannot answer a wait whose run-time schema is `schema` (undefined: it can). */
+function answerProblem(schema: Schema | undefined, payload: Payload, waitId: string): string | undefined {
+  if (schema === undefined) return undefined;
+  try {
+    schema.validate(payload, `the answer to ${waitId}`);
+    return undefined;
+  } catch (error) {
+    return `is an answer that its wait's answer schema rejects: ${messageOf(error)}`;
+  }
+}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -389,12 +389,20 @@ export class EventPublisher {
 /** The queue capacity selected by a zero or omitted `capacity`. */
 export const defaultDeltaCapacity = 1024;
 
+/** How long {@link DeltaAttemptEmitter.finish} waits for an attempt's deltas by default (ms). */
+export const defaultDeltaFlushTimeoutMs = 1000;
+
 export interface DeltaPipelineOptions {
   readonly listeners?: readonly DeltaListenerLike[];
   /** Bound of queued (not yet delivering) deltas; 0 or omitted selects {@link defaultDeltaCapacity}. */
   readonly capacity?: number;
   /** Stamps `emittedAt`; the system clock by default. */
   readonly clock?: Clock;
+  /**
+   * Bounds {@link DeltaAttemptEmitter.finish}: after this many milliseconds (a positive integer;
+   * {@link defaultDeltaFlushTimeoutMs} when omitted) the attempt's still-queued deltas are dropped.
+   */
+  readonly flushTimeoutMs?: number;
   /** The shared failure log; a private one by default. */
   readonly failures?: ObservationFailureLog;
 }
@@ -419,7 +427,30 @@ export interface DeltaAttemptEmitter {
   readonly emit: DeltaEmitter;
   /** Ends the attempt (idempotent); later `emit` calls are ignored and not counted. */
   close(): DeltaAttemptSummary;
+  /**
+   * Ends the attempt and resolves once every delta it enqueued has been delivered to every
+   * listener — or, after the pipeline's flush timeout, once the ones still queued are dropped
+   * (counted in the summary and through `onDrop`, never delivered later). A delta already being
+   * delivered is not waited for past the timeout. It never rejects.
+   */
+  finish(): Promise<DeltaAttemptSummary>;
   readonly closed: boolean;
+}
+
+/** Delivery bookkeeping of one attempt's deltas inside the shared queue. */
+interface AttemptDeliveries {
+  /** Enqueued, not yet handed to the listeners. */
+  queued: number;
+  /** True while one of its deltas is being delivered. */
+  delivering: boolean;
+  /** Set when its queued deltas were dropped: the worker skips them. */
+  cancelled: boolean;
+  readonly idle: Array<() => void>;
+}
+
+interface QueuedDelta {
+  readonly delta: Delta;
+  readonly attempt: AttemptDeliveries;
 }
 
 interface FlushWaiter {
@@ -438,17 +469,22 @@ interface FlushWaiter {
  * failures are isolated and counted.
  *
  * `flush()` is an ordering barrier (it resolves once every delta enqueued before the call has been
- * delivered; it never recovers drops); `close()` stops admission, drains and resolves when the
- * worker is idle. Both reject with `listener_reentrancy` when called from inside a delta listener
+ * delivered; it never recovers drops); an attempt's `finish()` is the same barrier for that attempt
+ * alone, bounded by `flushTimeoutMs`, so an Engine can put an attempt's deltas before the commit of
+ * its settlement without letting a stuck listener hold that commit; `close()` stops admission,
+ * drains and resolves when the worker is idle. Both reject with `listener_reentrancy` when called from inside a delta listener
  * callback, which could otherwise wait for itself.
  */
 export class DeltaPipeline {
   readonly #listeners: readonly BoundListener<Delta>[];
   readonly #capacity: number;
+  readonly #flushTimeoutMs: number;
   readonly #clock: Clock;
   readonly #failures: ObservationFailureLog;
-  #queue: (Delta | undefined)[] = [];
+  #queue: (QueuedDelta | undefined)[] = [];
   #head = 0;
+  /** Queued deltas still to be delivered (dropped attempts' entries excluded). */
+  #pending = 0;
   #enqueued = 0;
   #delivered = 0;
   #working = false;
@@ -468,6 +504,14 @@ export class DeltaPipeline {
       );
     }
     this.#capacity = capacity === 0 ? defaultDeltaCapacity : capacity;
+    const flushTimeoutMs = options.flushTimeoutMs ?? defaultDeltaFlushTimeoutMs;
+    if (!Number.isSafeInteger(flushTimeoutMs) || flushTimeoutMs <= 0) {
+      throw new KernelError(
+        ErrorCode.invalidEngineConfig,
+        `invalid engine config: delta flush timeout must be a positive integer of milliseconds, got ${describe(flushTimeoutMs)}`,
+      );
+    }
+    this.#flushTimeoutMs = flushTimeoutMs;
     this.#listeners = bindListeners(options.listeners ?? [], 'onDelta', 'delta');
     const clock = options.clock ?? systemClock;
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
@@ -488,7 +532,7 @@ export class DeltaPipeline {
 
   /** Deltas accepted but not yet handed to the listeners. */
   get queued(): number {
-    return this.#queue.length - this.#head;
+    return this.#pending;
   }
 
   /** True once `close()` was called: emitters ignore further payloads. */
@@ -523,10 +567,11 @@ export class DeltaPipeline {
     let open = true;
     let lastSequence = 0n;
     let dropped = 0n;
-    const drop = (): void => {
-      dropped = saturatingAdd(dropped, 1n);
+    const deliveries: AttemptDeliveries = { queued: 0, delivering: false, cancelled: false, idle: [] };
+    const drop = (count = 1n): void => {
+      dropped = saturatingAdd(dropped, count);
       try {
-        onDrop?.(1n);
+        onDrop?.(count);
       } catch {
         // The emitter reports no error to the Dispatcher; the count above still holds.
       }
@@ -555,13 +600,31 @@ export class DeltaPipeline {
         drop();
         return;
       }
-      this.#enqueue(delta);
+      this.#enqueue({ delta, attempt: deliveries });
     };
+    const summary = (): DeltaAttemptSummary => Object.freeze({ dropped, lastSequence });
+    const timeoutMs = this.#flushTimeoutMs;
     const handle: DeltaAttemptEmitter = {
       emit,
       close(): DeltaAttemptSummary {
         open = false;
-        return Object.freeze({ dropped, lastSequence });
+        return summary();
+      },
+      finish: (): Promise<DeltaAttemptSummary> => {
+        open = false;
+        if (deliveries.queued === 0 && !deliveries.delivering) return Promise.resolve(summary());
+        return new Promise((resolve) => {
+          const timer = setTimeout(() => {
+            // Past the bound the rest is dropped rather than delivered after what it preceded.
+            const abandoned = this.#abandon(deliveries);
+            if (abandoned > 0) drop(BigInt(abandoned));
+            resolve(summary());
+          }, timeoutMs);
+          deliveries.idle.push(() => {
+            clearTimeout(timer);
+            resolve(summary());
+          });
+        });
       },
       get closed(): boolean {
         return !open;
@@ -598,8 +661,10 @@ export class DeltaPipeline {
     });
   }
 
-  #enqueue(delta: Delta): void {
-    this.#queue.push(delta);
+  #enqueue(entry: QueuedDelta): void {
+    this.#queue.push(entry);
+    entry.attempt.queued += 1;
+    this.#pending += 1;
     this.#enqueued += 1;
     if (!this.#working) {
       this.#working = true;
@@ -607,7 +672,22 @@ export class DeltaPipeline {
     }
   }
 
-  #dequeue(): Delta | undefined {
+  /** Drops the still-queued deltas of one attempt (the worker skips them); returns how many. */
+  #abandon(attempt: AttemptDeliveries): number {
+    const count = attempt.queued;
+    attempt.cancelled = true;
+    attempt.queued = 0;
+    this.#pending -= count;
+    this.#settleAttempt(attempt);
+    return count;
+  }
+
+  #settleAttempt(attempt: AttemptDeliveries): void {
+    if (attempt.queued > 0 || attempt.delivering) return;
+    for (const wake of attempt.idle.splice(0)) wake();
+  }
+
+  #dequeue(): QueuedDelta | undefined {
     if (this.#head >= this.#queue.length) return undefined;
     const delta = this.#queue[this.#head];
     this.#queue[this.#head] = undefined;
@@ -626,8 +706,16 @@ export class DeltaPipeline {
   async #drain(): Promise<void> {
     await Promise.resolve();
     try {
-      for (let delta = this.#dequeue(); delta !== undefined; delta = this.#dequeue()) {
-        for (const listener of this.#listeners) await this.#deliver(listener, delta);
+      for (let entry = this.#dequeue(); entry !== undefined; entry = this.#dequeue()) {
+        const { delta, attempt } = entry;
+        if (!attempt.cancelled) {
+          attempt.queued -= 1;
+          this.#pending -= 1;
+          attempt.delivering = true;
+          for (const listener of this.#listeners) await this.#deliver(listener, delta);
+          attempt.delivering = false;
+          this.#settleAttempt(attempt);
+        }
         this.#delivered += 1;
         this.#release();
       }

@@ -421,7 +421,13 @@ export class PreparedStep {
       }
       const operation = effect.effect.frameworkOperation();
       if (operation.operation === 'wait') {
-        return MailboxRecord.waitOpening(WaitId.derive(effect.id), { kind: 'external', key: operation.key });
+        // The run-time answer contract is committed with the wait it opens (it survives restore).
+        return MailboxRecord.waitOpening(WaitId.derive(effect.id), {
+          kind: 'external',
+          key: operation.key,
+          answerSchema: operation.answerSchema,
+          prompt: operation.prompt,
+        });
       }
       if (operation.operation === 'wait_children') {
         return MailboxRecord.waitOpening(WaitId.derive(effect.id), { kind: 'children', spec: operation.spec });

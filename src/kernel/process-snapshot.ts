@@ -2,6 +2,7 @@ import { Budget } from './budget.js';
 import { parseJson, utf8Length, type JsonNode } from './canonical-json.js';
 import { CapabilitySet } from './capability.js';
 import { DeploymentRef } from './deployment.js';
+import { Descriptor } from './descriptor.js';
 import { describe, Digest } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { ExecutionState } from './execution-state.js';
@@ -17,6 +18,7 @@ import { isStatus, isTerminalStatus, statusValues, type Status } from './status.
 import { Termination } from './termination.js';
 import { TreeLimits } from './tree-limits.js';
 import { Usage } from './usage.js';
+import { answerSchemaOf, CurrentWait } from './wait.js';
 import { encodeWire, maxUint64, RawJson, WireRecord, wireError, type WireValue } from './wire.js';
 
 /**
@@ -548,6 +550,33 @@ export class ProcessSnapshot {
   get waitKind(): WaitKind | undefined {
     const id = this.#fields.currentWaitId;
     return id === undefined ? undefined : this.#fields.mailbox.wait(id)?.kind;
+  }
+
+  /**
+   * The current wait as a Host lists it: id, key, kind, effective answer schema, run-time prompt
+   * and the static description (see `CurrentWait`); undefined while no wait is current. `descriptor`
+   * supplies the static declarations and must be the one this Process's DeploymentRef names
+   * (`invalid_descriptor` otherwise).
+   */
+  currentWait(descriptor: Descriptor): CurrentWait | undefined {
+    if (!(descriptor instanceof Descriptor) || !descriptor.digest().equals(this.#fields.deploymentRef.contractDigest)) {
+      throw new KernelError(
+        ErrorCode.invalidDescriptor,
+        `currentWait needs the descriptor of ${this.#fields.deploymentRef.toString()}, whose contract digest is ${this.#fields.deploymentRef.contractDigest.toString()}`,
+      );
+    }
+    const id = this.#fields.currentWaitId;
+    const wait = id === undefined ? undefined : this.#fields.mailbox.wait(id);
+    if (wait === undefined) return undefined;
+    const external = wait.kind === 'external';
+    return CurrentWait.create({
+      waitId: wait.waitId,
+      key: wait.key,
+      kind: wait.kind,
+      answerSchema: answerSchemaOf(descriptor, wait),
+      prompt: external ? wait.prompt : undefined,
+      description: external ? descriptor.wait(wait.key)?.description : undefined,
+    });
   }
 
   get pauseReason(): string | undefined {

@@ -43,6 +43,7 @@ import type { Clock } from './clock.js';
 import { formatUtcTimestamp } from './result.js';
 import type { Result } from './result.js';
 import { admitTree } from './snapshot-admission.js';
+import { answerSchemaOf, waitEffectProblem } from './wait.js';
 
 /** What a tree runtime needs from its Engine. */
 export interface RuntimeServices {
@@ -495,21 +496,25 @@ export class TreeRuntime {
     this.#publish(this.#event(process, eventNames.stepStarted, { stepSequence }));
     const started = performance.now();
     void this.#computeStep(process, window, abort.signal).then((outcome) => {
-      const workDuration = performance.now() - started;
+      const completed = performance.now();
       void this.#exclusive(async () => {
-        const adoptionStarted = performance.now();
+        const adopted = performance.now();
         process.job = undefined;
-        const status = await this.#finishStep(process, stepSequence, window.length, outcome);
-        this.#publish(
-          this.#event(process, eventNames.stepFinished, {
-            stepSequence,
-            fact: StepFinished.create({
-              status,
-              workDurationNs: BigInt(Math.round(workDuration * 1e6)),
-              adoptionDelayNs: BigInt(Math.round((performance.now() - adoptionStarted) * 1e6)),
+        // An attempt event asserts no committed change, so the attempt closes before the commit
+        // that follows from it; that commit's events (agent.process.finished included) come last.
+        const finished = (status: StepStatus): void => {
+          this.#publish(
+            this.#event(process, eventNames.stepFinished, {
+              stepSequence,
+              fact: StepFinished.create({
+                status,
+                workDurationNs: BigInt(Math.round((completed - started) * 1e6)),
+                adoptionDelayNs: BigInt(Math.round((adopted - completed) * 1e6)),
+              }),
             }),
-          }),
-        );
+          );
+        };
+        await this.#finishStep(process, stepSequence, window.length, outcome, finished);
         await this.#drive();
       }).catch((error: unknown) => this.#fail(error));
     });
@@ -547,26 +552,38 @@ export class TreeRuntime {
     return { kind: 'candidate', transition, candidate, restored };
   }
 
-  /** Owner side of a Step: discard, fail, prepare or adopt. */
-  async #finishStep(process: ProcessRuntime, stepSequence: bigint, windowLength: number, outcome: StepResult): Promise<StepStatus> {
-    if (this.#stopped !== undefined) return 'discarded';
-    if (hasTerminalIntent(process.control) || process.pauseIntent !== undefined) {
+  /**
+   * Owner side of a Step: discard, fail, prepare or adopt. `finished` publishes the attempt's
+   * `agent.step.finished` once its status is known and before any commit that follows from it.
+   */
+  async #finishStep(
+    process: ProcessRuntime,
+    stepSequence: bigint,
+    windowLength: number,
+    outcome: StepResult,
+    finished: (status: StepStatus) => void,
+  ): Promise<void> {
+    if (this.#stopped !== undefined || hasTerminalIntent(process.control) || process.pauseIntent !== undefined) {
       // A pending control applies at this Step boundary; the candidate is discarded unadopted.
-      return 'discarded';
+      finished('discarded');
+      return;
     }
     if (outcome.kind === 'error') {
+      finished('failed');
       await this.#terminate(process, { kind: 'failed', failure: outcome.failure });
-      return 'failed';
+      return;
     }
     const problem = this.#preparationProblem(process, outcome.transition, windowLength);
     if (problem !== undefined) {
+      finished('failed');
       await this.#terminate(process, { kind: 'failed', failure: problem });
-      return 'failed';
+      return;
     }
     const { transition, candidate, restored } = outcome;
     if (transition.effects.length === 0) {
+      finished('succeeded');
       await this.#adopt(process, stepSequence, transition, candidate, restored, []);
-      return 'succeeded';
+      return;
     }
     const prepared = PreparedStep.prepare(process.id, stepSequence, candidate, transition);
     const counters = process.snapshot.counters;
@@ -576,14 +593,15 @@ export class TreeRuntime {
     });
     if (!this.#fits([next])) {
       // kernel-contract §4.4 step 6: a batch whose prepared cut cannot fit fails the Process.
+      finished('failed');
       await this.#terminate(process, { kind: 'failed', failure: snapshotLimitFailure() });
-      return 'failed';
+      return;
     }
     process.candidateExecution = restored;
     this.#publish(this.#event(process, eventNames.stepPrepared, { stepSequence }));
+    finished('succeeded');
     // The prepared batch stays private until its first boundary commits it.
     await this.#runFrontier(process, next);
-    return 'succeeded';
   }
 
   /** kernel-contract §4.4: the checks a candidate passes before anything is recorded. */
@@ -602,8 +620,13 @@ export class TreeRuntime {
         if (!snapshot.capabilities.allows(effect.requiredCapabilities)) {
           return Failure.create('contract', 'engine.capability.denied', `the process lacks capabilities ${effect.requiredCapabilities.values().join(', ')}`);
         }
-      } else if (effect.frameworkOperation().operation !== 'wait') {
-        return Failure.create('contract', 'execution.effect.invalid', `framework operation ${effect.frameworkOperation().operation} is not supported by this engine yet`);
+      } else {
+        const operation = effect.frameworkOperation();
+        if (operation.operation !== 'wait') {
+          return Failure.create('contract', 'execution.effect.invalid', `framework operation ${operation.operation} is not supported by this engine yet`);
+        }
+        const invalid = waitEffectProblem(process.deployment.descriptor, operation.key, operation.answerSchema);
+        if (invalid !== undefined) return Failure.create('contract', 'execution.effect.invalid', invalid);
       }
     }
     const count = BigInt(effects.length);
@@ -860,10 +883,13 @@ export class TreeRuntime {
         })
       : undefined;
     const started = performance.now();
-    void dispatchOnce(dispatcher, request, emitter?.emit, abort.signal).then(({ settlement, diagnostic }) => {
-      const summary = emitter?.close();
-      const dropped = summary?.dropped ?? droppedNow;
+    void dispatchOnce(dispatcher, request, emitter?.emit, abort.signal).then(async ({ settlement, diagnostic }) => {
       const duration = performance.now() - started;
+      // The attempt's deltas reach the listeners before its events and its settled boundary's
+      // commit; bounded by the pipeline's flush timeout (what is still queued then is dropped and
+      // counted). Waiting here, outside the owner lane, keeps the rest of the tree moving.
+      const summary = await emitter?.finish();
+      const dropped = summary?.dropped ?? droppedNow;
       void this.#exclusive(async () => {
         process.job = undefined;
         this.#publish(
@@ -959,9 +985,13 @@ export class TreeRuntime {
       if (snapshot.isTerminal) throw new KernelError(ErrorCode.signalRejected, `process ${process.id} has finished; signal ${id} rejected`);
       if (request.waitId !== undefined) {
         const current = snapshot.waitId;
-        if (current === undefined || !current.equals(request.waitId) || snapshot.waitKind !== 'external' || answered) {
+        const wait = current === undefined ? undefined : snapshot.mailbox.wait(current);
+        if (wait === undefined || !wait.waitId.equals(request.waitId) || wait.kind !== 'external' || answered) {
           throw new KernelError(ErrorCode.signalRejected, `signal ${id} addresses ${request.waitId}, which is not the current external wait`);
         }
+        // The answer contract is the wait's (declared or carried by its Effect); checked here, in
+        // the owner lane with the current-wait check, so a refused answer refuses the whole batch.
+        answerSchemaOf(process.deployment.descriptor, wait)?.validate(request.payload, `answer ${id} to ${request.waitId}`);
         answered = true;
       } else {
         process.deployment.descriptor.validateSignal(request.payload);

@@ -25,8 +25,9 @@ import {
  *
  * Steps: `ready` declares the wait Effect; `opening` consumes the opening (and notes before it)
  * and waits; `waiting` consumes notes and, once the answer is in the window, the whole window, and
- * completes. An answer that is not `{approved: boolean, comment?: string}` fails the process
- * (`demo.approval.invalid_answer`).
+ * completes. The descriptor declares the wait's answer schema, so the Engine refuses an answer
+ * that is not `{approved: boolean, comment?: string}` at admission; the Step keeps its own check
+ * (`demo.approval.invalid_answer`) for answers admitted without that contract.
  */
 export const approvalName = 'demo.approval';
 export const approvalWaitKey = 'approval';
@@ -37,6 +38,14 @@ const noteSchema = {
   required: ['note'],
   additionalProperties: false,
 } as const;
+
+/** The answer addressed to the approval wait. */
+export const approvalAnswerSchema: Schema = Schema.of({
+  type: 'object',
+  properties: { approved: { type: 'boolean' }, comment: { type: 'string', maxLength: 4096 } },
+  required: ['approved'],
+  additionalProperties: false,
+});
 
 export const approvalDescriptor: Descriptor = Descriptor.create({
   name: approvalName,
@@ -59,14 +68,13 @@ export const approvalDescriptor: Descriptor = Descriptor.create({
     additionalProperties: false,
   }),
   signalSchema: Schema.of(noteSchema),
-});
-
-/** The answer addressed to the approval wait. */
-export const approvalAnswerSchema: Schema = Schema.of({
-  type: 'object',
-  properties: { approved: { type: 'boolean' }, comment: { type: 'string', maxLength: 4096 } },
-  required: ['approved'],
-  additionalProperties: false,
+  waits: [
+    {
+      key: WaitKey.parse(approvalWaitKey),
+      description: 'The approval decision on the subject: {approved: boolean, comment?: string}.',
+      answerSchema: approvalAnswerSchema,
+    },
+  ],
 });
 
 type Phase = 'ready' | 'opening' | 'waiting';

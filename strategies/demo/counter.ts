@@ -19,8 +19,10 @@ import {
  * demo.counter: counts to `target` in rounds. Each round opens a wait (key `round-<n>`), takes the
  * answer `{add: integer}` addressed to it and checkpoints; the process completes with
  * `{total, rounds}` once the total reaches the target, else it opens the next round's wait. It
- * accepts no unaddressed input. An answer that is not `{add: integer}` fails the process
- * (`demo.counter.invalid_answer`).
+ * accepts no unaddressed input. Round keys are decided at run time, so each wait Effect carries its
+ * answer schema and a prompt: the Engine refuses an answer that is not `{add: integer}` at
+ * admission; the Step keeps its own check (`demo.counter.invalid_answer`) for answers admitted
+ * without that contract.
  */
 export const counterName = 'demo.counter';
 export const maxCounterValue = 1_000_000_000;
@@ -96,7 +98,12 @@ export const counterDefinition = machineDefinition<CounterState>({
         }
         return {
           state: { phase: 'opening', target, total, rounds },
-          transition: Transition.continue(0, [Effect.wait(WaitKey.parse(`round-${rounds + 1}`))]),
+          transition: Transition.continue(0, [
+            Effect.wait(WaitKey.parse(`round-${rounds + 1}`), {
+              answerSchema: counterAnswerSchema,
+              prompt: `Round ${rounds + 1}: the total is ${total} of ${target}; answer {add: integer}.`,
+            }),
+          ]),
         };
       case 'opening': {
         const opening = signals[0];

@@ -23,6 +23,7 @@ const pinned = [
   'Settlement', 'SettlementStatus', 'Signal', 'SignalId', 'SignalRequest', 'StartOptions', 'Status', 'TerminalStatus', 'Termination',
   'TerminationCause', 'Transition', 'TransitionKind', 'TreeActivation', 'TreeCheckpoint', 'TreeCheckpointKind', 'TreeCommitter',
   'TreeIncarnationId', 'TreeInspection', 'TreeLimits', 'TreeLimitsConfig', 'TreeSnapshot', 'TreeStore', 'Usage', 'WaitId', 'WaitKey',
+  'CurrentWait', 'WaitDeclaration', 'WaitDeclarationConfig', 'WaitOptions',
   'canonicalize', 'commitConflict', 'computeDigest', 'defaultTreeLimits', 'encodeCanonical', 'eventNameValues', 'eventNames',
   'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'parseCapability',
   'replayPolicyValues', 'settlementStatusValues', 'statusValues', 'systemClock', 'terminalStatusValues', 'terminationCauseValues',

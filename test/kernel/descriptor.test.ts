@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { Descriptor, type DescriptorConfig } from '../../src/kernel/descriptor.js';
 import { ErrorCode, KernelError } from '../../src/kernel/errors.js';
+import { WaitKey } from '../../src/kernel/identity.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Schema, SchemaValidationError } from '../../src/kernel/schema.js';
 
@@ -164,4 +165,78 @@ test('encodeInput encodes and validates; decodeOutput validates and decodes', ()
   const output = descriptor.decodeOutput<{ value: string }>(Payload.parse('{"value":"world"}'));
   assert.deepEqual(output, { value: 'world' });
   assert.throws(() => descriptor.decodeOutput(Payload.parse('{"value":"x","extra":true}')), failedValidation);
+});
+
+const approvalAnswer = Schema.of({
+  type: 'object',
+  properties: { approved: { type: 'boolean' } },
+  required: ['approved'],
+  additionalProperties: false,
+});
+const waitsConfig: DescriptorConfig = {
+  ...echoConfig,
+  waits: [
+    { key: WaitKey.parse('second'), description: 'The second gate.', answerSchema: stringSchema },
+    { key: WaitKey.parse('approval'), description: 'Approve the echo.', answerSchema: approvalAnswer },
+  ],
+};
+
+test('declared waits are on the wire in key order, round trip, and change the digest', () => {
+  const descriptor = Descriptor.create(waitsConfig);
+  const expected =
+    '{"description":"Echoes a value.","input_schema":{"type":"string"},"name":"example.echo",' +
+    '"output_schema":{"type":"string"},"signal_schema":false,"waits":{' +
+    '"approval":{"answer_schema":{"additionalProperties":false,"properties":{"approved":{"type":"boolean"}},"required":["approved"],"type":"object"},"description":"Approve the echo."},' +
+    '"second":{"answer_schema":{"type":"string"},"description":"The second gate."}}}';
+  assert.equal(descriptor.json(), expected);
+  assert.equal(descriptor.digest().hex, createHash('sha256').update(expected).digest('hex'));
+  assert.ok(!descriptor.digest().equals(Descriptor.create(echoConfig).digest()));
+  assert.deepEqual(
+    descriptor.waits().map((wait) => wait.key.toString()),
+    ['approval', 'second'],
+  );
+  const approval = descriptor.wait(WaitKey.parse('approval'));
+  assert.ok(approval !== undefined && Object.isFrozen(approval));
+  assert.equal(approval.description, 'Approve the echo.');
+  assert.ok(approval.answerSchema.equals(approvalAnswer));
+  assert.equal(descriptor.wait(WaitKey.parse('other')), undefined);
+  const again = Descriptor.parse(descriptor.json());
+  assert.ok(again.equals(descriptor));
+  assert.ok(again.digest().equals(descriptor.digest()));
+  // Each declared member is covered by the digest.
+  const variants = [
+    { ...waitsConfig, waits: [{ key: WaitKey.parse('approval'), description: 'Approve the echo.', answerSchema: approvalAnswer }] },
+    { ...waitsConfig, waits: [{ key: WaitKey.parse('approval'), description: 'Approve it.', answerSchema: approvalAnswer }, waitsConfig.waits![0]!] },
+    { ...waitsConfig, waits: [{ key: WaitKey.parse('approval'), description: 'Approve the echo.', answerSchema: stringSchema }, waitsConfig.waits![0]!] },
+  ];
+  for (const variant of variants) assert.ok(!Descriptor.create(variant).digest().equals(descriptor.digest()));
+  // An empty declaration list is no declaration: the bytes of a descriptor without waits.
+  assert.equal(Descriptor.create({ ...echoConfig, waits: [] }).json(), Descriptor.create(echoConfig).json());
+});
+
+test('wait declarations are validated when created and decoded', () => {
+  const wait = { key: WaitKey.parse('approval'), description: 'Approve.', answerSchema: approvalAnswer };
+  assert.throws(() => Descriptor.create({ ...echoConfig, waits: [wait, { ...wait, description: 'Again.' }] }), invalidDescriptor);
+  assert.throws(() => Descriptor.create({ ...echoConfig, waits: [{ ...wait, key: 'approval' as unknown as WaitKey }] }), invalidDescriptor);
+  assert.throws(() => Descriptor.create({ ...echoConfig, waits: [{ ...wait, description: ' padded' }] }), invalidDescriptor);
+  assert.throws(() => Descriptor.create({ ...echoConfig, waits: [{ ...wait, description: 'x'.repeat(4097) }] }), invalidDescriptor);
+  assert.throws(() => Descriptor.create({ ...echoConfig, waits: [{ ...wait, answerSchema: {} as Schema }] }), invalidDescriptor);
+  assert.throws(() => Descriptor.create({ ...echoConfig, waits: {} as never }), invalidDescriptor);
+
+  const wire = JSON.parse(Descriptor.create(waitsConfig).json()) as Record<string, unknown>;
+  const entry = { answer_schema: true, description: 'Answer.' };
+  assert.throws(() => Descriptor.parse(JSON.stringify({ ...wire, waits: {} })), invalidDescriptor);
+  assert.throws(() => Descriptor.parse(JSON.stringify({ ...wire, waits: [] })), invalidDescriptor);
+  assert.throws(() => Descriptor.parse(JSON.stringify({ ...wire, waits: { 'not a key': entry } })), invalidDescriptor);
+  assert.throws(() => Descriptor.parse(JSON.stringify({ ...wire, waits: { k: { ...entry, extra: 1 } } })), invalidDescriptor);
+  assert.throws(() => Descriptor.parse(JSON.stringify({ ...wire, waits: { k: { description: 'Answer.' } } })), invalidDescriptor);
+  assert.throws(() => Descriptor.parse(JSON.stringify({ ...wire, waits: { k: { ...entry, description: '' } } })), invalidDescriptor);
+  assert.throws(
+    () => Descriptor.parse(JSON.stringify({ ...wire, waits: { k: { ...entry, answer_schema: { type: 'strng' } } } })),
+    (error: unknown) => invalidDescriptor(error) && (error as Error).message.startsWith('/waits/k/answer_schema '),
+  );
+  // `__proto__` is a valid WaitKey and stays an ordinary member.
+  const proto = Descriptor.parse(JSON.stringify({ ...wire, waits: { placeholder: entry } }).replace('"placeholder"', '"__proto__"'));
+  assert.equal(proto.wait(WaitKey.parse('__proto__'))?.description, 'Answer.');
+  assert.ok(Descriptor.parse(proto.json()).equals(proto));
 });

@@ -29,6 +29,7 @@ import {
 import { Payload } from '../../src/kernel/payload.js';
 import { Quota } from '../../src/kernel/quota.js';
 import { ProcessRelation } from '../../src/kernel/relation.js';
+import { Schema } from '../../src/kernel/schema.js';
 import { SignalRequest } from '../../src/kernel/signal.js';
 
 const code = (expected: string) => (error: unknown) => error instanceof KernelError && error.code === expected;
@@ -105,6 +106,40 @@ test('a wait effect asks for a WaitId for its key', () => {
   assert.ok(operation.operation === 'wait' && operation.key.equals(WaitKey.parse('approval')));
   assert.ok(Effect.parse(effect.json()).equals(effect));
   assert.throws(() => Effect.wait('approval' as unknown as WaitKey), invalidEffect);
+});
+
+test('a wait effect may carry a run-time answer schema and prompt on its wire', () => {
+  const answerSchema = Schema.of({ type: 'object', properties: { add: { type: 'integer' } }, required: ['add'], additionalProperties: false });
+  const effect = Effect.wait(WaitKey.parse('round-1'), { answerSchema, prompt: 'How much?' });
+  assert.equal(
+    effect.json(),
+    '{"payload":{"answer_schema":{"additionalProperties":false,"properties":{"add":{"type":"integer"}},"required":["add"],"type":"object"},' +
+      '"key":"round-1","operation":"wait","prompt":"How much?"},"target":"framework"}',
+  );
+  const decoded = Effect.parse(effect.json());
+  assert.ok(decoded.equals(effect));
+  const operation = decoded.frameworkOperation();
+  assert.ok(operation.operation === 'wait' && operation.answerSchema?.equals(answerSchema) && operation.prompt === 'How much?');
+  // Without options (or with empty ones) the wire is exactly the plain wait.
+  assert.equal(Effect.wait(WaitKey.parse('round-1'), {}).json(), Effect.wait(WaitKey.parse('round-1')).json());
+  assert.ok(!Effect.wait(WaitKey.parse('round-1'), { prompt: 'How much?' }).equals(Effect.wait(WaitKey.parse('round-1'))));
+});
+
+test('wait options and their wire are validated', () => {
+  const key = WaitKey.parse('k');
+  assert.throws(() => Effect.wait(key, { answerSchema: { type: 'object' } as unknown as Schema }), invalidEffect);
+  for (const prompt of ['', ' padded', 'x'.repeat(4097), 7]) {
+    assert.throws(() => Effect.wait(key, { prompt: prompt as string }), invalidEffect, String(prompt));
+  }
+  assert.throws(() => Effect.wait(key, 'options' as never), invalidEffect);
+  const wire = (payload: unknown) => JSON.stringify({ target: 'framework', payload });
+  assert.throws(() => Effect.parse(wire({ operation: 'wait', key: 'k', answer_schema: { type: 'strng' } })), invalidEffect);
+  assert.throws(() => Effect.parse(wire({ operation: 'wait', key: 'k', prompt: '' })), invalidEffect);
+  assert.throws(() => Effect.parse(wire({ operation: 'wait', key: 'k', prompt: 1 })), invalidEffect);
+  assert.throws(
+    () => Effect.parse(wire({ operation: 'wait', key: 'k', answer_schema: { type: 'strng' } })),
+    (error: unknown) => invalidEffect(error) && (error as Error).message.startsWith('/payload/answer_schema '),
+  );
 });
 
 test('a child spec has an exact canonical form and digest', () => {

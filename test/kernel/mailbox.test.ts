@@ -13,6 +13,7 @@ import {
 } from '../../src/kernel/mailbox.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Result } from '../../src/kernel/result.js';
+import { Schema } from '../../src/kernel/schema.js';
 import { SignalRequest } from '../../src/kernel/signal.js';
 import { Termination } from '../../src/kernel/termination.js';
 import { Usage } from '../../src/kernel/usage.js';
@@ -371,6 +372,59 @@ describe('Mailbox history rules', () => {
     rejects(() => Mailbox.create([record], 1), 'invalid_snapshot', 'is consumed but still holds its payload');
     rejects(() => Mailbox.create([record.released()], 0), 'invalid_snapshot', 'is pending but released its payload');
     rejects(() => Mailbox.create([record], 2), 'invalid_snapshot', 'exceeds the 1 records');
+  });
+});
+
+describe('The answer contract of an external wait opening', () => {
+  const answerSchema = Schema.of({ type: 'object', properties: { add: { type: 'integer' } }, required: ['add'], additionalProperties: false });
+  const opening = MailboxRecord.waitOpening(externalWait, { kind: 'external', key: WaitKey.parse('round-1'), answerSchema, prompt: 'How much?' });
+
+  test('the opening keeps the schema and prompt on its wire and in its wait record', () => {
+    const mailbox = Mailbox.empty().append(opening);
+    assert.equal(
+      opening.json(),
+      `{"opens":{"answer_schema":${answerSchema.json()},"key":"round-1","prompt":"How much?"},"wait_id":"${externalWait.toString()}"}`,
+    );
+    const wait = mailbox.wait(externalWait);
+    assert.ok(wait?.answerSchema?.equals(answerSchema));
+    assert.equal(wait?.prompt, 'How much?');
+    assert.ok(Mailbox.parse(mailbox.json()).equals(mailbox));
+    // The delivered acknowledgement stays the fixed one.
+    assert.ok(opening.signal()?.payload.equals(waitOpenedPayload));
+  });
+
+  test('a pending answer must satisfy the schema; a consumed one is only a digest', () => {
+    const bad = MailboxRecord.external(request('signal:bad', { add: '2' }, externalWait));
+    rejects(() => Mailbox.empty().append(opening, bad), 'invalid_snapshot', '/add');
+    const good = Mailbox.empty().append(opening, MailboxRecord.external(request('signal:good', { add: 2 }, externalWait)));
+    assert.equal(good.pendingCount, 2);
+    const wire = JSON.parse(good.json()) as { records: Array<Record<string, unknown>> };
+    wire.records[1]!.payload = { add: '2' };
+    rejects(() => Mailbox.parse(JSON.stringify(wire)), 'invalid_snapshot', '/records/1');
+  });
+
+  test('consuming the answer closes the wait and drops the contract; a closed wait cannot keep it', () => {
+    const answered = Mailbox.empty().append(opening, MailboxRecord.external(request('signal:good', { add: 2 }, externalWait)));
+    const openingConsumed = answered.consume(1);
+    assert.ok(openingConsumed.wait(externalWait)?.answerSchema?.equals(answerSchema), 'still open: the answer is pending');
+    const closed = openingConsumed.consume(1);
+    assert.equal(closed.wait(externalWait)?.closed, true);
+    assert.equal(closed.wait(externalWait)?.answerSchema, undefined);
+    assert.equal(closed.wait(externalWait)?.prompt, undefined);
+    assert.doesNotMatch(closed.json(), /answer_schema|prompt/);
+    // Both in one window: the same result.
+    assert.equal(answered.consume(2).json(), closed.json());
+    const stale = closed.records().map((record, index) => (index === 0 ? opening : record));
+    rejects(() => Mailbox.create(stale, 2), 'invalid_snapshot', 'still keeps its answer schema or prompt');
+  });
+
+  test('openings are validated: child waits carry no contract, prompts are descriptive text', () => {
+    const wire = JSON.parse(Mailbox.empty().append(opening).json()) as { records: Array<{ opens: Record<string, unknown> }> };
+    const decode = (opens: unknown) => Mailbox.parse(JSON.stringify({ ...wire, records: [{ ...wire.records[0], opens }] }));
+    rejects(() => decode({ key: 'round-1', prompt: '' }), 'invalid_snapshot', '/prompt');
+    rejects(() => decode({ key: 'round-1', answer_schema: { type: 'strng' } }), 'invalid_snapshot', '/answer_schema');
+    rejects(() => decode({ spec: JSON.parse(spec.json()), prompt: 'p' }), 'invalid_snapshot', 'carries no answer schema or prompt');
+    assert.throws(() => MailboxRecord.waitOpening(externalWait, { kind: 'external', key: WaitKey.parse('k'), answerSchema: {} as Schema }), KernelError);
   });
 });
 

@@ -10,6 +10,7 @@ import { EffectAttemptId, EffectId, ProcessId, TreeIncarnationId } from '../../s
 import {
   boundText,
   defaultDeltaCapacity,
+  defaultDeltaFlushTimeoutMs,
   DeltaPipeline,
   EventPublisher,
   ListenerPanic,
@@ -573,6 +574,79 @@ describe('DeltaPipeline delivery', () => {
     gate.resolve();
     await flushed;
     assert.deepEqual(trace, ['a1 start', 'a1 end', 'b1', 'a2 start', 'a2 end', 'b2']);
+  });
+});
+
+describe('DeltaPipeline attempt finish', () => {
+  const otherAttempt: DeltaAttempt = { ...attempt, attemptId: EffectAttemptId.parse(`attempt:${'b'.repeat(32)}`) };
+
+  test('the flush timeout defaults to 1000 ms and must be a positive integer', () => {
+    assert.equal(defaultDeltaFlushTimeoutMs, 1000);
+    new DeltaPipeline({ flushTimeoutMs: 1 });
+    for (const flushTimeoutMs of [0, -1, 1.5, Number.NaN, '5' as never]) {
+      assert.throws(() => new DeltaPipeline({ flushTimeoutMs }), code('invalid_engine_config'), String(flushTimeoutMs));
+    }
+  });
+
+  test('finish resolves once the attempt\'s own deltas were delivered, not later ones', async () => {
+    const gate = deferred();
+    const log: string[] = [];
+    const pipeline = new DeltaPipeline({
+      listeners: [
+        async (d: Delta) => {
+          if (d.attemptId.equals(otherAttempt.attemptId)) await gate.promise;
+          log.push(`${d.attemptId.equals(attempt.attemptId) ? 'mine' : 'other'} ${d.effectSequence}`);
+        },
+      ],
+    });
+    const mine = pipeline.emitterFor(attempt);
+    mine.emit(payload(1));
+    mine.emit(payload(2));
+    const other = pipeline.emitterFor(otherAttempt);
+    other.emit(payload(1));
+    const summary = await mine.finish();
+    log.push('finished');
+    assert.deepEqual(summary, { dropped: 0n, lastSequence: 2n });
+    assert.equal(mine.closed, true);
+    mine.emit(payload(3));
+    gate.resolve();
+    await pipeline.flush();
+    assert.deepEqual(log, ['mine 1', 'mine 2', 'finished', 'other 1']);
+    // An attempt with nothing queued finishes at once.
+    assert.deepEqual(await pipeline.emitterFor(attempt).finish(), { dropped: 0n, lastSequence: 0n });
+  });
+
+  test('past the timeout the attempt\'s queued deltas are dropped, counted and never delivered', async () => {
+    const stuck = deferred();
+    const entered = deferred();
+    const delivered: bigint[] = [];
+    const drops: bigint[] = [];
+    const pipeline = new DeltaPipeline({
+      flushTimeoutMs: 5,
+      capacity: 2,
+      listeners: [
+        async (d: Delta) => {
+          delivered.push(d.effectSequence);
+          entered.resolve();
+          await stuck.promise;
+        },
+      ],
+    });
+    const emitter = pipeline.emitterFor(attempt, (count) => drops.push(count));
+    emitter.emit(payload(1));
+    await entered.promise;
+    emitter.emit(payload(2));
+    emitter.emit(payload(3));
+    assert.equal(pipeline.queued, 2);
+    const summary = await emitter.finish();
+    assert.deepEqual(summary, { dropped: 2n, lastSequence: 3n });
+    assert.deepEqual(drops, [2n]);
+    assert.equal(pipeline.queued, 0, 'dropped deltas free their queue slots');
+    const next = pipeline.emitterFor(otherAttempt);
+    next.emit(payload('after'));
+    stuck.resolve();
+    await pipeline.flush();
+    assert.deepEqual(delivered, [1n, 1n], 'delta 1, then the next attempt\'s; never 2 or 3');
   });
 });
 

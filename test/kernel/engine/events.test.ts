@@ -246,6 +246,7 @@ test('deltas: one emitter per attempt, valid only during dispatch, sequences wit
 
 test('deltas: a full queue drops with agent.delta.dropped; flushDeltas is an ordering barrier', async () => {
   const firstDelivered = deferred();
+  const dispatched = deferred();
   const release = deferred();
   const delivered: bigint[] = [];
   const slowListener = async (delta: Delta) => {
@@ -262,21 +263,59 @@ test('deltas: a full queue drops with agent.delta.dropped; flushDeltas is an ord
       await firstDelivered.promise;
       emit?.(Payload.encode(2));
       emit?.(Payload.encode(3));
+      dispatched.resolve();
       return Settlement.of('succeeded', request.effect.payload);
     },
     replayPolicy: () => 'never',
   };
   const context = setup({ deltaBufferCapacity: 1, deltaListeners: [slowListener] });
-  const result = await context.engine.run(deploy(echoDefinition, dispatcher), hello);
-  assert.equal(result.status, 'completed', 'a slow delta listener never holds execution');
+  const running = context.engine.run(deploy(echoDefinition, dispatcher), hello);
+  await dispatched.promise;
+  const flushed = context.engine.flushDeltas();
+  assert.equal(await isSettled(flushed), false);
+  // The attempt's settlement waits (bounded) for its accepted deltas to be delivered first.
+  assert.ok(!context.committer.attempts.some((record) => record.kind === 'settled'));
+  release.resolve();
+  await flushed;
+  const result = await running;
+  assert.equal(result.status, 'completed');
   assert.equal(result.usage.droppedDeltas, 1n);
   const dropped = context.recorder.events().find((event) => event.name === 'agent.delta.dropped');
   assert.equal(dropped?.deltaDropped()?.count, 1n);
-  const flushed = context.engine.flushDeltas();
-  assert.equal(await isSettled(flushed), false);
-  release.resolve();
-  await flushed;
   assert.deepEqual(delivered, [1n, 2n]);
+});
+
+test('deltas: a stuck delta listener holds a settlement only for the flush timeout; what is still queued is dropped', async () => {
+  const stuck = deferred();
+  const delivered: bigint[] = [];
+  const stuckListener = async (delta: Delta) => {
+    delivered.push(delta.effectSequence);
+    await stuck.promise;
+  };
+  const failingListener = () => {
+    throw new Error('listener failure');
+  };
+  const dispatcher: Dispatcher = {
+    async dispatch(request, emit) {
+      for (let index = 1; index <= 3; index += 1) emit?.(Payload.encode(index));
+      return Settlement.of('succeeded', request.effect.payload);
+    },
+    replayPolicy: () => 'never',
+  };
+  const context = setup({ deltaListeners: [failingListener, stuckListener], deltaFlushTimeoutMs: 20 });
+  const result = await context.engine.run(deploy(echoDefinition, dispatcher), hello);
+  assert.equal(result.status, 'completed', 'neither a failing nor a stuck listener fails or blocks the commit for good');
+  // Delta 1 is held by the stuck listener; 2 and 3 were still queued at the timeout.
+  assert.deepEqual(delivered, [1n]);
+  assert.equal(result.usage.droppedDeltas, 2n);
+  assert.deepEqual(
+    context.recorder.events().filter((event) => event.name === 'agent.delta.dropped').map((event) => event.deltaDropped()?.count),
+    [2n],
+  );
+  assert.equal(context.engine.observationFailures().deltaListenerPanics, 1n);
+  stuck.resolve();
+  await context.engine.flushDeltas();
+  assert.deepEqual(delivered, [1n], 'dropped deltas are never delivered after their settlement');
 });
 
 test('without a delta listener the dispatcher gets no emitter', async () => {

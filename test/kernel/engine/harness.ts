@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { EffectBoundary, TreeCheckpoint, type TreeActivation } from '../../../src/kernel/commit.js';
 import type { Definition, Dispatcher, Execution } from '../../../src/kernel/definition.js';
 import { Deployment } from '../../../src/kernel/deployment.js';
-import { Descriptor } from '../../../src/kernel/descriptor.js';
+import { Descriptor, type DescriptorConfig } from '../../../src/kernel/descriptor.js';
 import { Digest } from '../../../src/kernel/digest.js';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { Engine, type EngineConfig } from '../../../src/kernel/engine.js';
@@ -223,6 +223,8 @@ export interface ProgramOptions {
   readonly name?: string;
   readonly signalSchema?: Schema;
   readonly outputSchema?: Schema;
+  /** Static wait declarations of the descriptor. */
+  readonly waits?: DescriptorConfig['waits'];
   /**
    * The Step: returns the Transition (and optionally a note to keep in the next state) or throws.
    * The state advances only when a Transition is returned.
@@ -260,6 +262,7 @@ export class ProgramDefinition implements Definition {
       inputSchema: anyValue,
       outputSchema: options.outputSchema ?? anyValue,
       signalSchema: options.signalSchema,
+      waits: options.waits,
     });
   }
 
