@@ -10,6 +10,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { ErrorCode, SchemaValidationError } from '../src/kernel/index.js';
 import { positionPattern } from './events/schemas.js';
 import { closedObject, ref } from './shared.js';
@@ -431,7 +432,7 @@ export interface ProblemDetailsOptions {
  * Installs the error and not-found handlers on the instance it is registered on (and everything
  * registered below it): register it at the root, before the resource plugins.
  */
-async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptions): Promise<void> {
+async function installProblemDetails(app: FastifyInstance, options: ProblemDetailsOptions): Promise<void> {
   app.setErrorHandler((error, request, reply) => {
     const classified = classify(error, options.bodyLimit);
     const log = { err: error, code: classified.code };
@@ -448,10 +449,7 @@ async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptio
   });
 }
 
-// Not encapsulated: the handlers apply to the instance that registers the plugin.
-Object.assign(problemDetails, {
-  [Symbol.for('skip-override')]: true,
-  [Symbol.for('fastify.display-name')]: 'problem-details',
-});
+/** Not encapsulated (fastify-plugin): the handlers apply to the instance that registers the plugin. */
+const problemDetails = fastifyPlugin(installProblemDetails, { name: 'problem-details', fastify: '5.x' });
 
 export default problemDetails;

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+import Fastify from 'fastify';
 import { pino } from 'pino';
-import {
+import request from 'supertest';
+import problemDetails, {
   fieldErrors,
   internalCodes,
   isProblemCode,
@@ -148,4 +150,28 @@ describe('the error handler', () => {
     assert.equal(conflict.body.code, 'commit_conflict');
     assert.equal(conflict.body.detail, 'the commit identity is taken');
   });
+});
+
+test('problem-details is a fastify-plugin: its handlers reach the parent and every plugin registered beside it', async () => {
+  const app = Fastify();
+  await app.register(problemDetails, { bodyLimit: 1024 });
+  await app.register(async (child) => {
+    child.get('/sibling/boom', async () => {
+      throw new KernelError(ErrorCode.commitConflict, 'taken');
+    });
+  });
+  app.get('/root/boom', async () => {
+    throw new KernelError(ErrorCode.commitConflict, 'taken');
+  });
+  await app.ready();
+  try {
+    for (const path of ['/sibling/boom', '/root/boom']) {
+      const response = await request(app.server).get(path).expect(409).expect('content-type', /^application\/problem\+json/);
+      assert.equal(response.body.code, 'commit_conflict', path);
+    }
+    const missing = await request(app.server).get('/nowhere').expect(404).expect('content-type', /^application\/problem\+json/);
+    assert.equal(missing.body.code, 'route_not_found');
+  } finally {
+    await app.close();
+  }
 });
