@@ -8,6 +8,9 @@
  * become statuses. An error whose code the registry does not know, or a kernel code that only a
  * defect of this server can produce, is a bare 500 `internal_error`: its cause is logged, never sent.
  */
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
@@ -50,10 +53,13 @@ export const problemRegistry = {
   process_not_found: { status: 404, title: 'Process not found' },
   tree_not_found: { status: 404, title: 'Tree not found' },
   effect_not_found: { status: 404, title: 'Effect not found' },
-  // 406 / 413 / 415: the exchange cannot happen in this form.
+  // 406–431: the exchange cannot happen in this form.
   not_acceptable: { status: 406, title: 'Not acceptable' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  expectation_failed: { status: 417, title: 'Expectation failed' },
+  request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   // 409: the request conflicts with the current state.
   signal_conflict: { status: 409, title: 'Signal conflict' },
   invalid_process_control: { status: 409, title: 'Invalid process control' },
@@ -150,7 +156,11 @@ export const Problem = closedObject(
     detail: Type.String({ description: 'What went wrong this time.' }),
     code: Type.Unsafe<ProblemCode>({ type: 'string', enum: [...problemCodes], description: 'The stable, machine-readable code.' }),
     requestId: Type.String({ description: 'The request id (also in the `x-request-id` response header).' }),
-    instance: Type.String({ description: 'The request path this problem occurred on.' }),
+    instance: Type.String({
+      description:
+        'The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed ' +
+        'far enough to have one.',
+    }),
     errors: Type.Optional(Type.Array(ref(ProblemFieldError), { description: 'Validation failures, when there are any.' })),
     firstAvailable: Type.Optional(
       Type.String({
@@ -366,8 +376,11 @@ const fastifyCodes: Readonly<Record<string, ProblemCode>> = {
 const statusCodes: Readonly<Record<number, ProblemCode>> = {
   404: 'route_not_found',
   406: 'not_acceptable',
+  408: 'request_timeout',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  417: 'expectation_failed',
+  431: 'request_header_fields_too_large',
 };
 
 function classify(error: unknown, bodyLimit: number): Classified {
@@ -421,6 +434,106 @@ function render(request: FastifyRequest, code: ProblemCode, detail: string, erro
 /** Sends a problem. Serialised here (not by route schemas) so no field is ever dropped or coerced. */
 export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyReply {
   return reply.code(body.status).type(problemMediaType).send(JSON.stringify(body));
+}
+
+/** Text safe to quote in a detail: printable ASCII only, at most `max` characters. */
+function quotable(text: string, max = 120): string {
+  const printable = text.replace(/[^\x20-\x7e]/g, '?');
+  return printable.length > max ? `${printable.slice(0, max)}…` : printable;
+}
+
+/** What Node reports with a `clientError`: its code, and llhttp's reason for parse errors. */
+export interface ClientError extends Error {
+  readonly code?: string;
+  readonly reason?: string;
+}
+
+/** A `clientError` as a registry problem: timeouts, header overflow, and everything llhttp refuses. */
+export function classifyClientError(error: ClientError): { code: ProblemCode; detail: string } {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return { code: 'request_timeout', detail: 'the request did not arrive in time' };
+  }
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    return { code: 'request_header_fields_too_large', detail: 'the request line and headers exceed the size this server reads' };
+  }
+  const reason = quotable(error.reason ?? error.message ?? 'unparseable');
+  return { code: 'invalid_request', detail: `not a valid HTTP/1.1 request (${quotable(error.code ?? 'HPE_UNKNOWN', 40)}: ${reason})` };
+}
+
+/** A complete HTTP/1.1 response carrying `problem`, that announces the connection closes. */
+export function rawProblemResponse(problem: ProblemBody): string {
+  const body = JSON.stringify(problem);
+  return [
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Error'}`,
+    `content-type: ${problemMediaType}; charset=utf-8`,
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${problem.requestId}`,
+    `date: ${new Date().toUTCString()}`,
+    'connection: close',
+    '',
+    body,
+  ].join('\r\n');
+}
+
+export interface ClientErrorHandlerOptions {
+  /** Called with the status of each problem written (HTTP metrics). */
+  readonly answered?: (status: number) => void;
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (a bare CR or LF in a header, a
+ * request line or header block over the limit, a bad method, contradictory framing) or times out
+ * never reaches a route. It is answered with a complete problem+json HTTP/1.1 response and the
+ * connection is closed, as Node's default does with a bare status line. A response to an earlier
+ * request on the connection (keep-alive) is finished first, so the two never interleave.
+ */
+export function clientErrorHandler(options: ClientErrorHandlerOptions = {}): (this: FastifyInstance, error: ClientError, socket: Socket) => void {
+  const handled = new WeakSet<Socket>();
+  return function onClientError(this: FastifyInstance, error, socket) {
+    // A reset connection has nobody to answer; llhttp may report the same error again on later data.
+    if (error.code === 'ECONNRESET' || socket.destroyed || handled.has(socket)) return;
+    handled.add(socket);
+    const { code, detail } = classifyClientError(error);
+    const { status, title } = problemRegistry[code];
+    const requestId = randomUUID();
+    this.log.info({ requestId, code, clientError: error.code }, 'request rejected before parsing completed');
+    const answer = (): void => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const problem: ProblemBody = { type: problemTypeUri(code), title, status, detail, code, requestId, instance: `urn:scope:request:${requestId}` };
+      options.answered?.(status);
+      // Closed once written: the rest of what the client sends is not read.
+      socket.end(rawProblemResponse(problem), () => socket.destroy());
+    };
+    // Node keeps the response in flight on the socket (an internal field, the one its own default
+    // handler consults for the same reason). If its request is the one whose body broke, the error is
+    // that request's answer (unless the route already started answering: then only closing is left).
+    // If its request was complete, the error is in the next one: the first answer is finished first.
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (inFlight === undefined || inFlight === null || inFlight.writableFinished) {
+      answer();
+      return;
+    }
+    if (!inFlight.req.complete) {
+      if (inFlight.headersSent) socket.destroy();
+      else answer();
+      return;
+    }
+    let settled = false;
+    inFlight.once('finish', () => {
+      if (settled) return;
+      settled = true;
+      answer();
+    });
+    inFlight.once('close', () => {
+      if (settled) return;
+      settled = true;
+      if (inFlight.writableFinished) answer();
+      else socket.destroy();
+    });
+  };
 }
 
 export interface ProblemDetailsOptions {

@@ -5,14 +5,27 @@
  * and one plugin per resource. Plugins reach the Host only through `app.host`.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from '@sinclair/typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { Host } from '../server/host.js';
-import problemDetails, { documentProblems, problemComponents, serverProblemResponses } from '../../plugins/problem-details.js';
+import problemDetails, {
+  clientErrorHandler,
+  documentProblems,
+  ProblemError,
+  problemComponents,
+  serverProblemResponses,
+} from '../../plugins/problem-details.js';
 import { convertQueryText } from '../../plugins/shared.js';
 import deployments, { deploymentComponents } from '../../plugins/deployments/index.js';
 import processes, { processComponents } from '../../plugins/processes/index.js';
@@ -147,6 +160,21 @@ function markOptionalBodies(document: OpenApiDocument): void {
   }
 }
 
+/**
+ * Requests HTTP/1.1 rules out, which Node would otherwise answer itself without a body: no Host
+ * header (RFC 9112 §3.2), an expectation this server cannot meet (RFC 9110 §10.1.1).
+ */
+async function refuseUnservable(request: FastifyRequest): Promise<void> {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new ProblemError('invalid_request', 'an HTTP/1.1 request needs a Host header');
+  }
+  const expect = request.headers.expect;
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') {
+    const quoted = expect.replace(/[^\x20-\x7e]/g, '?').slice(0, 64);
+    throw new ProblemError('expectation_failed', `the expectation "${quoted}" cannot be met (only 100-continue is)`);
+  }
+}
+
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const bodyLimit = options.config?.bodyLimit ?? defaultBodyLimit;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1 || bodyLimit > maxBodyLimit) {
@@ -164,7 +192,18 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // (400 invalid_request) instead of missing the route.
     routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, keywords: ['example'] } },
+    // What Node's parser refuses never reaches a route: answered as a problem, not Fastify's JSON.
+    clientErrorHandler: clientErrorHandler(),
+    // Node would answer a missing Host with a bodiless 400 before Fastify sees the request;
+    // `refuseUnservable` answers it as a problem instead.
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Node answers an `Expect` other than 100-continue with a bodiless 417 unless someone listens for
+  // it: the request goes through Fastify instead, and `refuseUnservable` answers the problem.
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    app.server.emit('request', request, response);
+  });
 
   const routes: Array<{ method: string; url: string; hidden: boolean }> = [];
   registeredRoutes.set(app, routes);
@@ -180,6 +219,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  app.addHook('onRequest', refuseUnservable);
   app.addHook('preValidation', convertQueryText);
   if (options.config?.closeHost !== false) {
     const deadline = options.config?.shutdownMs;
