@@ -58,6 +58,7 @@ export const problemRegistry = {
   request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
   expectation_failed: { status: 417, title: 'Expectation failed' },
   request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   // 409: the request conflicts with the current state.
@@ -379,6 +380,7 @@ const statusCodes: Readonly<Record<number, ProblemCode>> = {
   408: 'request_timeout',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  416: 'range_not_satisfiable',
   417: 'expectation_failed',
   431: 'request_header_fields_too_large',
 };
@@ -407,9 +409,12 @@ function classify(error: unknown, bodyLimit: number): Classified {
   if (code !== undefined && fastifyCodes[code] !== undefined) {
     return { code: fastifyCodes[code], detail: String(candidate.message ?? 'invalid request'), level: 'info' };
   }
-  // Fastify's other client errors (and plugins': e.g. 406 from an event-stream route) keep their meaning.
+  // Fastify's other client errors (and plugins': e.g. 406 from an event-stream route) keep their meaning,
+  // and so do client errors of the http-errors kind, which mark themselves `expose` (the docs' static
+  // files: 416 for a Range beyond the file).
   const status = candidate.statusCode;
-  if (code?.startsWith('FST_') === true && typeof status === 'number' && status >= 400 && status < 500) {
+  const exposed = code?.startsWith('FST_') === true || (error as { expose?: unknown }).expose === true;
+  if (exposed && typeof status === 'number' && status >= 400 && status < 500) {
     return { code: statusCodes[status] ?? 'invalid_request', detail: String(candidate.message ?? 'invalid request'), level: 'info' };
   }
   return { code: 'internal_error', detail: 'the server could not answer this request', level: 'error' };
@@ -536,6 +541,40 @@ export function clientErrorHandler(options: ClientErrorHandlerOptions = {}): (th
   };
 }
 
+/** Errors Fastify's router raises before any route or hook runs (the `frameworkErrors` option). */
+function classifyFrameworkError(error: FastifyError, bodyLimit: number): Classified {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return { code: 'invalid_request', detail: 'the request path is not valid percent-encoding', level: 'info' };
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return { code: 'invalid_request', detail: 'a path parameter is longer than this server reads (identities are at most 256 characters)', level: 'info' };
+  }
+  return classify(error, bodyLimit);
+}
+
+export interface FrameworkErrorHandlerOptions {
+  /** The body limit in bytes, named in 413 details. */
+  readonly bodyLimit: number;
+  /** Called when the problem has been sent, with the request and reply (HTTP metrics). */
+  readonly answered?: (request: FastifyRequest, reply: FastifyReply) => void;
+}
+
+/**
+ * Fastify's `frameworkErrors` option: a path that is not valid percent-encoding (`%zz`) or a path
+ * parameter over `maxParamLength` is found while routing, before any hook runs, and would be
+ * answered with Fastify's own JSON. Here it is a problem like any other, with its `x-request-id`.
+ */
+export function frameworkErrorHandler(options: FrameworkErrorHandlerOptions): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => {
+    const classified = classifyFrameworkError(error, options.bodyLimit);
+    if (classified.level === 'error') request.log.error({ err: error, code: classified.code }, 'request failed with an unexpected error');
+    else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
+    if (options.answered !== undefined) reply.raw.once('finish', () => options.answered?.(request, reply));
+    reply.header('x-request-id', request.id);
+    sendProblem(reply, render(request, classified.code, classified.detail, classified.errors));
+  };
+}
+
 export interface ProblemDetailsOptions {
   /** The body limit in bytes, named in 413 details. */
   readonly bodyLimit: number;
@@ -553,6 +592,9 @@ async function installProblemDetails(app: FastifyInstance, options: ProblemDetai
     else if (classified.level === 'warn') request.log.warn(log, 'request failed');
     else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
     if (reply.sent || reply.raw.headersSent) return;
+    // A 416 says which range there is (RFC 9110 §15.5.17); the static file server puts it on the error.
+    const contentRange = (error as { headers?: Record<string, unknown> }).headers?.['Content-Range'];
+    if (classified.code === 'range_not_satisfiable' && typeof contentRange === 'string') reply.header('content-range', contentRange);
     return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified.firstAvailable));
   });
 

@@ -22,6 +22,7 @@ import type { Host } from '../server/host.js';
 import problemDetails, {
   clientErrorHandler,
   documentProblems,
+  frameworkErrorHandler,
   ProblemError,
   problemComponents,
   serverProblemResponses,
@@ -194,6 +195,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, keywords: ['example'] } },
     // What Node's parser refuses never reaches a route: answered as a problem, not Fastify's JSON.
     clientErrorHandler: clientErrorHandler(),
+    // Neither are paths the router cannot decode, nor parameters over maxParamLength.
+    frameworkErrors: frameworkErrorHandler({ bodyLimit }),
     // Node would answer a missing Host with a bodiless 400 before Fastify sees the request;
     // `refuseUnservable` answers it as a problem instead.
     http: { requireHostHeader: false },

@@ -118,7 +118,40 @@ test('a request that does not arrive in time is 408 request_timeout; other parse
   assert.equal(parse.detail, 'not a valid HTTP/1.1 request (HPE_INVALID_HEADER_TOKEN: Invalid??header ?token)');
 });
 
+describe("Fastify's router", () => {
+  test('a path that is not valid percent-encoding is 400 invalid_request, on API and docs routes alike', async () => {
+    for (const path of ['/v1/processes/process:%zz', '/v1/trees/%E0%A4%A/stream', '/docs/%zz', '/docs/static/%zz', '/nowhere/%zz']) {
+      const problem = problemOf(track(await request(server.url).get(path)), 400, 'invalid_request');
+      assert.match(problem.detail, /percent-encoding/, path);
+      assert.equal(problem.instance, path);
+    }
+  });
+
+  test('a path segment longer than the router accepts is 400 invalid_request, the path not echoed', async () => {
+    const response = track(await request(server.url).get(`/v1/processes/${'a'.repeat(3_000)}`));
+    const problem = problemOf(response, 400, 'invalid_request');
+    assert.ok(!problem.detail.includes('aaaa'));
+  });
+
+  test('HEAD of an unknown route and an unknown method on a known path are problems', async () => {
+    const head = track(await request(server.url).head('/v1/nothing-here'));
+    assert.equal(head.status, 404);
+    assert.match(head.headers['content-type'] ?? '', /^application\/problem\+json/);
+    for (const method of ['put', 'patch', 'delete', 'options'] as const) {
+      problemOf(track(await request(server.url)[method]('/healthz')), 404, 'route_not_found');
+    }
+    problemOf(track(await request(server.url).get('/docs/no-such-page')), 404, 'route_not_found');
+    problemOf(track(await request(server.url).get('/docs/static/no-such-asset.js')), 404, 'route_not_found');
+  });
+
+  test('an unsatisfiable Range on a docs asset is 416 range_not_satisfiable with its Content-Range', async () => {
+    const response = track(await request(server.url).get('/docs/static/swagger-ui.css').set('Range', 'bytes=999999999-'));
+    problemOf(response, 416, 'range_not_satisfiable');
+    assert.match(response.headers['content-range'] ?? '', /^bytes \*\/\d+$/);
+  });
+});
+
 test('no input in this file produced a 5xx', () => {
-  assert.ok(statuses.length > 10, `${statuses.length} requests`);
+  assert.ok(statuses.length > 20, `${statuses.length} requests`);
   assert.deepEqual(statuses.filter((status) => status >= 500), []);
 });
