@@ -16,7 +16,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fastifyPlugin from 'fastify-plugin';
 import { ErrorCode, SchemaValidationError } from '../src/kernel/index.js';
 import { positionPattern } from './events/schemas.js';
-import { closedObject, ref } from './shared.js';
+import { closedObject, escapePointerToken, ref } from './shared.js';
 
 export interface ProblemType {
   readonly status: number;
@@ -144,7 +144,10 @@ export const ProblemFieldError = closedObject(
   {
     pointer: Type.String({ description: 'JSON Pointer to the value, rooted at /body, /query, /params or /headers.', example: '/body/input/value' }),
     message: Type.String({ example: 'must be string' }),
-    keyword: Type.String({ description: 'The JSON Schema keyword that failed.', example: 'type' }),
+    keyword: Type.String({
+      description: 'The JSON Schema keyword that failed; `prototypePollution` for a member name the server refuses (`__proto__`, `constructor.prototype`).',
+      example: 'type',
+    }),
   },
   { $id: 'ProblemFieldError', description: 'One validation failure.' },
 );
@@ -336,10 +339,6 @@ interface Classified {
 }
 
 const validationRoots: Record<string, string> = { body: 'body', querystring: 'query', params: 'params', headers: 'headers' };
-
-function escapePointerToken(token: string): string {
-  return token.replaceAll('~', '~0').replaceAll('/', '~1');
-}
 
 interface AjvError {
   readonly instancePath?: string;

@@ -27,7 +27,7 @@ import problemDetails, {
   problemComponents,
   serverProblemResponses,
 } from '../../plugins/problem-details.js';
-import { convertQueryText } from '../../plugins/shared.js';
+import { convertQueryText, prototypePollutionPointers } from '../../plugins/shared.js';
 import deployments, { deploymentComponents } from '../../plugins/deployments/index.js';
 import processes, { processComponents } from '../../plugins/processes/index.js';
 import signals, { signalComponents } from '../../plugins/signals/index.js';
@@ -162,6 +162,32 @@ function markOptionalBodies(document: OpenApiDocument): void {
 }
 
 /**
+ * A JSON request body. Malformed or empty JSON is `invalid_request` (as with Fastify's parser); so is
+ * a member that would pollute prototypes (`__proto__`, `constructor.prototype`), which Fastify's
+ * parser also refuses but as "not valid JSON": here the problem names each such member.
+ */
+export function parseJsonBody(text: string): unknown {
+  // A leading byte order mark is not part of the document (secure-json-parse drops it too).
+  const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (json.length === 0) throw new ProblemError('invalid_request', "Body cannot be empty when content-type is set to 'application/json'");
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new ProblemError('invalid_request', "Body is not valid JSON but content-type is set to 'application/json'");
+  }
+  const polluting = prototypePollutionPointers(value, '/body');
+  if (polluting.length > 0) {
+    throw new ProblemError(
+      'invalid_request',
+      `${polluting.join(', ')}: refused as ${polluting.length === 1 ? 'a prototype-pollution key' : 'prototype-pollution keys'}`,
+      polluting.map((pointer) => ({ pointer, message: 'is refused as a prototype-pollution key', keyword: 'prototypePollution' })),
+    );
+  }
+  return value;
+}
+
+/**
  * Requests HTTP/1.1 rules out, which Node would otherwise answer itself without a body: no Host
  * header (RFC 9112 §3.2), an expectation this server cannot meet (RFC 9110 §10.1.1).
  */
@@ -218,6 +244,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Every body is JSON: a text/plain body is 415, not a string that fails the schema.
   app.removeContentTypeParser('text/plain');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
   app.decorate('host', options.host);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -452,7 +452,7 @@ export interface components {
             /** @example must be string */
             message: string;
             /**
-             * @description The JSON Schema keyword that failed.
+             * @description The JSON Schema keyword that failed; `prototypePollution` for a member name the server refuses (`__proto__`, `constructor.prototype`).
              * @example type
              */
             keyword: string;

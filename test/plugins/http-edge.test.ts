@@ -151,7 +151,48 @@ describe("Fastify's router", () => {
   });
 });
 
+describe('JSON bodies', () => {
+  const post = (body: string) => request(server.url).post('/v1/processes').set('content-type', 'application/json').send(body);
+
+  test('__proto__ anywhere in a body is 400 invalid_request naming the member as a prototype-pollution key', async () => {
+    const cases: Array<[string, string]> = [
+      ['{"deployment":"demo.echo","input":{"__proto__":{}}}', '/body/input/__proto__'],
+      ['{"__proto__":{"admin":true},"deployment":"demo.echo","input":{}}', '/body/__proto__'],
+      ['{"deployment":"demo.echo","input":{"list":[1,{"a":{"__proto__":null}}]}}', '/body/input/list/1/a/__proto__'],
+      ['{"deployment":"demo.echo","input":{"\\u005f_proto__":{}}}', '/body/input/__proto__'],
+    ];
+    for (const [body, pointer] of cases) {
+      const problem = problemOf(track(await post(body)), 400, 'invalid_request');
+      assert.deepEqual(problem.errors, [{ pointer, keyword: 'prototypePollution', message: 'is refused as a prototype-pollution key' }], body);
+      assert.ok(problem.detail.includes(pointer), problem.detail);
+      assert.match(problem.detail, /prototype-pollution/);
+      assert.doesNotMatch(problem.detail, /not valid JSON/);
+    }
+  });
+
+  test('constructor.prototype is refused the same way; constructor and prototype alone are ordinary members', async () => {
+    const problem = problemOf(track(await post('{"deployment":"demo.echo","input":{"constructor":{"prototype":{"admin":true}}}}')), 400, 'invalid_request');
+    assert.deepEqual(problem.errors?.map((error) => [error.pointer, error.keyword]), [['/body/input/constructor/prototype', 'prototypePollution']]);
+    assert.match(problem.detail, /\/body\/input\/constructor\/prototype/);
+    // demo.echo's input schema then refuses the extra member on its meaning, not as pollution.
+    for (const body of ['{"deployment":"demo.echo","input":{"value":"x","constructor":"c"}}', '{"deployment":"demo.echo","input":{"value":"x","prototype":{}}}']) {
+      const response = track(await post(body));
+      assert.notEqual(response.status, 400, response.text);
+      assert.ok(response.status < 500, response.text);
+    }
+    assert.equal(track(await post('{"deployment":"demo.echo","input":{"value":"constructor.prototype __proto__"}}')).status, 201);
+  });
+
+  test('malformed and empty JSON keep their answers', async () => {
+    const malformed = problemOf(track(await post('{"deployment":')), 400, 'invalid_request');
+    assert.match(malformed.detail, /not valid JSON/);
+    const empty = problemOf(track(await post('')), 400, 'invalid_request');
+    assert.match(empty.detail, /empty/);
+    assert.equal(track(await post('\uFEFF{"deployment":"demo.echo","input":{"value":"bom"}}')).status, 201);
+  });
+});
+
 test('no input in this file produced a 5xx', () => {
-  assert.ok(statuses.length > 20, `${statuses.length} requests`);
+  assert.ok(statuses.length > 30, `${statuses.length} requests`);
   assert.deepEqual(statuses.filter((status) => status >= 500), []);
 });
