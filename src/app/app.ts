@@ -223,6 +223,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     clientErrorHandler: clientErrorHandler(),
     // Neither are paths the router cannot decode, nor parameters over maxParamLength.
     frameworkErrors: frameworkErrorHandler({ bodyLimit }),
+    // While closing, Fastify would answer with its own JSON 503: the onRequest hook answers the
+    // problem instead (Fastify still sets Connection: close).
+    return503OnClosing: false,
     // Node would answer a missing Host with a bodiless 400 before Fastify sees the request;
     // `refuseUnservable` answers it as a problem instead.
     http: { requireHostHeader: false },
@@ -256,8 +259,18 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onRequest', refuseUnservable);
+  let closing = false;
+  app.addHook('onRequest', async (request) => {
+    if (closing) throw new ProblemError('shutting_down', 'the server is shutting down');
+    await refuseUnservable(request);
+  });
   app.addHook('preValidation', convertQueryText);
+  // First of the preClose hooks: from here on, requests (on kept-alive connections, or new ones
+  // until the listener closes) are refused rather than served by a Host that is closing.
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   if (options.config?.closeHost !== false) {
     const deadline = options.config?.shutdownMs;
     app.addHook('preClose', async () => {

@@ -192,7 +192,34 @@ describe('JSON bodies', () => {
   });
 });
 
-test('no input in this file produced a 5xx', () => {
+test('requests that arrive while the server shuts down are 503 shutting_down problems', async () => {
+  let entered!: () => void;
+  let release!: () => void;
+  const closing = new Promise<void>((resolve) => (entered = resolve));
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const stopping = await startServer({
+    prepare(app) {
+      app.addHook('preClose', async () => {
+        entered();
+        await held;
+      });
+    },
+  });
+  const closed = stopping.close();
+  try {
+    await closing;
+    for (const path of ['/healthz', '/v1/deployments', '/nowhere']) {
+      const response = await request(stopping.url).get(path);
+      problemOf(response, 503, 'shutting_down');
+      assert.equal(response.headers.connection, 'close');
+    }
+  } finally {
+    release();
+    await closed;
+  }
+});
+
+test('no bad input in this file produced a 5xx', () => {
   assert.ok(statuses.length > 30, `${statuses.length} requests`);
   assert.deepEqual(statuses.filter((status) => status >= 500), []);
 });
