@@ -290,7 +290,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
           'Durable, recoverable agent process trees. JSON everywhere; errors are `application/problem+json` ' +
           '(RFC 9457) with a stable `code`. Identities in paths are the kernel\'s own strings, URL-encoded.',
       },
-      servers: [{ url: 'http://127.0.0.1:3000' }],
+      // Relative: the docs' "Try it out" calls the server that served them, whatever its host and port.
+      servers: [{ url: '/' }],
       tags: openapiTags,
     },
     transform: ({ schema, url }) => ({ schema: documentProblems(schema), url }),

@@ -1057,7 +1057,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key + same body returns the same process (200); same key + other body is 409 `idempotency_key_conflict`; a start with the key still unfinished elsewhere is 409 `idempotency_key_in_progress` (retry). */
+                /** @description Same key + same body returns the same process (200); same key + other body is 409 `idempotency_key_conflict`; a start with the key still unfinished elsewhere is 409 `idempotency_key_in_progress` (retry). Pick a fresh key per intended start (e.g. a UUID); no example is pre-filled, so each "Try it out" is a new start. */
                 "idempotency-key"?: string;
             };
             path?: never;
