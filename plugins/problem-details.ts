@@ -554,8 +554,8 @@ function classifyFrameworkError(error: FastifyError, bodyLimit: number): Classif
 export interface FrameworkErrorHandlerOptions {
   /** The body limit in bytes, named in 413 details. */
   readonly bodyLimit: number;
-  /** Called when the problem has been sent, with the request and reply (HTTP metrics). */
-  readonly answered?: (request: FastifyRequest, reply: FastifyReply) => void;
+  /** Called when the problem has been sent, with the seconds it took (HTTP metrics). */
+  readonly answered?: (request: FastifyRequest, reply: FastifyReply, seconds: number) => void;
 }
 
 /**
@@ -565,10 +565,12 @@ export interface FrameworkErrorHandlerOptions {
  */
 export function frameworkErrorHandler(options: FrameworkErrorHandlerOptions): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
   return (error, request, reply) => {
+    const started = performance.now();
     const classified = classifyFrameworkError(error, options.bodyLimit);
     if (classified.level === 'error') request.log.error({ err: error, code: classified.code }, 'request failed with an unexpected error');
     else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
-    if (options.answered !== undefined) reply.raw.once('finish', () => options.answered?.(request, reply));
+    // Fastify runs no onResponse hook for these answers, nor times them.
+    if (options.answered !== undefined) reply.raw.once('finish', () => options.answered?.(request, reply, (performance.now() - started) / 1000));
     reply.header('x-request-id', request.id);
     sendProblem(reply, render(request, classified.code, classified.detail, classified.errors));
   };

@@ -19,6 +19,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Host } from '../server/host.js';
+import { HttpMetrics } from './http-metrics.js';
 import problemDetails, {
   clientErrorHandler,
   documentProblems,
@@ -208,6 +209,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     throw new RangeError(`bodyLimit must be an integer in 1..${maxBodyLimit}, got ${bodyLimit}`);
   }
 
+  // A Host without a registry (the spec-generation stand-in of scripts/openapi.ts) gets no HTTP metrics.
+  const registry = (options.host.telemetry as Partial<Host['telemetry']> | undefined)?.registry;
+  const httpMetrics = registry === undefined ? undefined : new HttpMetrics(registry);
+
   const app = Fastify({
     ...loggerOptions(options.logger),
     bodyLimit,
@@ -220,9 +225,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, keywords: ['example'] } },
     // What Node's parser refuses never reaches a route: answered as a problem, not Fastify's JSON.
-    clientErrorHandler: clientErrorHandler(),
+    clientErrorHandler: clientErrorHandler({ answered: (status) => httpMetrics?.unparsed(status) }),
     // Neither are paths the router cannot decode, nor parameters over maxParamLength.
-    frameworkErrors: frameworkErrorHandler({ bodyLimit }),
+    frameworkErrors: frameworkErrorHandler({
+      bodyLimit,
+      answered: (request, reply, seconds) => httpMetrics?.observe(request, reply, seconds),
+    }),
     // While closing, Fastify would answer with its own JSON 503: the onRequest hook answers the
     // problem instead (Fastify still sets Connection: close).
     return503OnClosing: false,
@@ -264,6 +272,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     if (closing) throw new ProblemError('shutting_down', 'the server is shutting down');
     await refuseUnservable(request);
   });
+  if (httpMetrics !== undefined) {
+    const metrics = httpMetrics;
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.observe(request, reply, reply.elapsedTime / 1000);
+    });
+  }
   app.addHook('preValidation', convertQueryText);
   // First of the preClose hooks: from here on, requests (on kept-alive connections, or new ones
   // until the listener closes) are refused rather than served by a Host that is closing.
