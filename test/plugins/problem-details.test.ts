@@ -13,7 +13,7 @@ import problemDetails, {
 } from '../../plugins/problem-details.js';
 import { ErrorCode, KernelError } from '../../src/kernel/index.js';
 import { ServerErrorCode } from '../../src/server/errors.js';
-import { raw, startServer, type TestServer } from './server.js';
+import { startServer, type TestServer } from './server.js';
 
 /** rest-api.md, "Errors": the codes clients rely on, with their statuses. */
 const specTable: Record<string, number> = {
@@ -115,9 +115,9 @@ describe('the error handler', () => {
   });
 
   test('an unknown error is a bare 500 internal_error: the cause is logged, never sent', async () => {
-    const response = await raw(server, 'GET', '/test/boom', { headers: { 'x-request-id': 'boom-1' } });
+    const response = await request(server.url).get('/test/boom').set('x-request-id', 'boom-1');
     assert.equal(response.status, 500);
-    assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.match(response.headers['content-type'] ?? '', /^application\/problem\+json/);
     assert.deepEqual(response.body, {
       type: 'urn:scope:problem:internal_error',
       title: 'Internal server error',
@@ -134,18 +134,18 @@ describe('the error handler', () => {
   });
 
   test('a kernel code that only a server defect produces is internal_error too', async () => {
-    const response = await raw(server, 'GET', '/test/internal');
+    const response = await request(server.url).get('/test/internal');
     assert.equal(response.status, 500);
     assert.equal(response.body.code, 'internal_error');
     assert.ok(!response.text.includes('secret'));
   });
 
   test('a registry 5xx keeps its code but not the message; a 4xx carries the message as detail', async () => {
-    const unavailable = await raw(server, 'GET', '/test/unavailable');
+    const unavailable = await request(server.url).get('/test/unavailable');
     assert.equal(unavailable.status, 503);
     assert.equal(unavailable.body.code, 'committer_unavailable');
     assert.ok(!unavailable.text.includes('10.0.0.7'));
-    const conflict = await raw(server, 'GET', '/test/conflict');
+    const conflict = await request(server.url).get('/test/conflict');
     assert.equal(conflict.status, 409);
     assert.equal(conflict.body.code, 'commit_conflict');
     assert.equal(conflict.body.detail, 'the commit identity is taken');
