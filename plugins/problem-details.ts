@@ -8,12 +8,16 @@
  * become statuses. An error whose code the registry does not know, or a kernel code that only a
  * defect of this server can produce, is a bare 500 `internal_error`: its cause is logged, never sent.
  */
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HostErrorCode } from '../src/errors.js';
+import fastifyPlugin from 'fastify-plugin';
 import { ErrorCode, SchemaValidationError } from '../src/kernel/index.js';
 import { positionPattern } from './events/schemas.js';
-import { closedObject, ref } from './shared.js';
+import { closedObject, escapePointerToken, ref } from './shared.js';
 
 export interface ProblemType {
   readonly status: number;
@@ -50,10 +54,14 @@ export const problemRegistry = {
   process_not_found: { status: 404, title: 'Process not found' },
   tree_not_found: { status: 404, title: 'Tree not found' },
   effect_not_found: { status: 404, title: 'Effect not found' },
-  // 406 / 413 / 415: the exchange cannot happen in this form.
+  // 406–431: the exchange cannot happen in this form.
   not_acceptable: { status: 406, title: 'Not acceptable' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
+  expectation_failed: { status: 417, title: 'Expectation failed' },
+  request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   // 409: the request conflicts with the current state.
   signal_conflict: { status: 409, title: 'Signal conflict' },
   invalid_process_control: { status: 409, title: 'Invalid process control' },
@@ -140,7 +148,10 @@ export const ProblemFieldError = closedObject(
   {
     pointer: Type.String({ description: 'JSON Pointer to the value, rooted at /body, /query, /params or /headers.', example: '/body/input/value' }),
     message: Type.String({ example: 'must be string' }),
-    keyword: Type.String({ description: 'The JSON Schema keyword that failed.', example: 'type' }),
+    keyword: Type.String({
+      description: 'The JSON Schema keyword that failed; `prototypePollution` for a member name the server refuses (`__proto__`, `constructor.prototype`).',
+      example: 'type',
+    }),
   },
   { $id: 'ProblemFieldError', description: 'One validation failure.' },
 );
@@ -153,7 +164,11 @@ export const Problem = closedObject(
     detail: Type.String({ description: 'What went wrong this time.' }),
     code: Type.Unsafe<ProblemCode>({ type: 'string', enum: [...problemCodes], description: 'The stable, machine-readable code.' }),
     requestId: Type.String({ description: 'The request id (also in the `x-request-id` response header).' }),
-    instance: Type.String({ description: 'The request path this problem occurred on.' }),
+    instance: Type.String({
+      description:
+        'The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed ' +
+        'far enough to have one.',
+    }),
     errors: Type.Optional(Type.Array(ref(ProblemFieldError), { description: 'Validation failures, when there are any.' })),
     firstAvailable: Type.Optional(
       Type.String({
@@ -340,10 +355,6 @@ interface Classified {
 
 const validationRoots: Record<string, string> = { body: 'body', querystring: 'query', params: 'params', headers: 'headers' };
 
-function escapePointerToken(token: string): string {
-  return token.replaceAll('~', '~0').replaceAll('/', '~1');
-}
-
 interface AjvError {
   readonly instancePath?: string;
   readonly keyword?: string;
@@ -380,8 +391,12 @@ const fastifyCodes: Readonly<Record<string, ProblemCode>> = {
 const statusCodes: Readonly<Record<number, ProblemCode>> = {
   404: 'route_not_found',
   406: 'not_acceptable',
+  408: 'request_timeout',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  416: 'range_not_satisfiable',
+  417: 'expectation_failed',
+  431: 'request_header_fields_too_large',
 };
 
 function classify(error: unknown, bodyLimit: number): Classified {
@@ -410,9 +425,12 @@ function classify(error: unknown, bodyLimit: number): Classified {
   if (code !== undefined && fastifyCodes[code] !== undefined) {
     return { code: fastifyCodes[code], detail: String(candidate.message ?? 'invalid request'), level: 'info' };
   }
-  // Fastify's other client errors (and plugins': e.g. 406 from an event-stream route) keep their meaning.
+  // Fastify's other client errors (and plugins': e.g. 406 from an event-stream route) keep their meaning,
+  // and so do client errors of the http-errors kind, which mark themselves `expose` (the docs' static
+  // files: 416 for a Range beyond the file).
   const status = candidate.statusCode;
-  if (code?.startsWith('FST_') === true && typeof status === 'number' && status >= 400 && status < 500) {
+  const exposed = code?.startsWith('FST_') === true || (error as { expose?: unknown }).expose === true;
+  if (exposed && typeof status === 'number' && status >= 400 && status < 500) {
     return { code: statusCodes[status] ?? 'invalid_request', detail: String(candidate.message ?? 'invalid request'), level: 'info' };
   }
   return { code: 'internal_error', detail: 'the server could not answer this request', level: 'error' };
@@ -440,6 +458,142 @@ export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyRepl
   return reply.code(body.status).type(problemMediaType).send(JSON.stringify(body));
 }
 
+/** Text safe to quote in a detail: printable ASCII only, at most `max` characters. */
+function quotable(text: string, max = 120): string {
+  const printable = text.replace(/[^\x20-\x7e]/g, '?');
+  return printable.length > max ? `${printable.slice(0, max)}…` : printable;
+}
+
+/** What Node reports with a `clientError`: its code, and llhttp's reason for parse errors. */
+export interface ClientError extends Error {
+  readonly code?: string;
+  readonly reason?: string;
+}
+
+/** A `clientError` as a registry problem: timeouts, header overflow, and everything llhttp refuses. */
+export function classifyClientError(error: ClientError): { code: ProblemCode; detail: string } {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return { code: 'request_timeout', detail: 'the request did not arrive in time' };
+  }
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    return { code: 'request_header_fields_too_large', detail: 'the request line and headers exceed the size this server reads' };
+  }
+  const reason = quotable(error.reason ?? error.message ?? 'unparseable');
+  return { code: 'invalid_request', detail: `not a valid HTTP/1.1 request (${quotable(error.code ?? 'HPE_UNKNOWN', 40)}: ${reason})` };
+}
+
+/** A complete HTTP/1.1 response carrying `problem`, that announces the connection closes. */
+export function rawProblemResponse(problem: ProblemBody): string {
+  const body = JSON.stringify(problem);
+  return [
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? 'Error'}`,
+    `content-type: ${problemMediaType}; charset=utf-8`,
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${problem.requestId}`,
+    `date: ${new Date().toUTCString()}`,
+    'connection: close',
+    '',
+    body,
+  ].join('\r\n');
+}
+
+export interface ClientErrorHandlerOptions {
+  /** Called with the status of each problem written (HTTP metrics). */
+  readonly answered?: (status: number) => void;
+}
+
+/**
+ * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (a bare CR or LF in a header, a
+ * request line or header block over the limit, a bad method, contradictory framing) or times out
+ * never reaches a route. It is answered with a complete problem+json HTTP/1.1 response and the
+ * connection is closed, as Node's default does with a bare status line. A response to an earlier
+ * request on the connection (keep-alive) is finished first, so the two never interleave.
+ */
+export function clientErrorHandler(options: ClientErrorHandlerOptions = {}): (this: FastifyInstance, error: ClientError, socket: Socket) => void {
+  const handled = new WeakSet<Socket>();
+  return function onClientError(this: FastifyInstance, error, socket) {
+    // A reset connection has nobody to answer; llhttp may report the same error again on later data.
+    if (error.code === 'ECONNRESET' || socket.destroyed || handled.has(socket)) return;
+    handled.add(socket);
+    const { code, detail } = classifyClientError(error);
+    const { status, title } = problemRegistry[code];
+    const requestId = randomUUID();
+    this.log.info({ requestId, code, clientError: error.code }, 'request rejected before parsing completed');
+    const answer = (): void => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const problem: ProblemBody = { type: problemTypeUri(code), title, status, detail, code, requestId, instance: `urn:scope:request:${requestId}` };
+      options.answered?.(status);
+      // Closed once written: the rest of what the client sends is not read.
+      socket.end(rawProblemResponse(problem), () => socket.destroy());
+    };
+    // Node keeps the response in flight on the socket (an internal field, the one its own default
+    // handler consults for the same reason). If its request is the one whose body broke, the error is
+    // that request's answer (unless the route already started answering: then only closing is left).
+    // If its request was complete, the error is in the next one: the first answer is finished first.
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (inFlight === undefined || inFlight === null || inFlight.writableFinished) {
+      answer();
+      return;
+    }
+    if (!inFlight.req.complete) {
+      if (inFlight.headersSent) socket.destroy();
+      else answer();
+      return;
+    }
+    let settled = false;
+    inFlight.once('finish', () => {
+      if (settled) return;
+      settled = true;
+      answer();
+    });
+    inFlight.once('close', () => {
+      if (settled) return;
+      settled = true;
+      if (inFlight.writableFinished) answer();
+      else socket.destroy();
+    });
+  };
+}
+
+/** Errors Fastify's router raises before any route or hook runs (the `frameworkErrors` option). */
+function classifyFrameworkError(error: FastifyError, bodyLimit: number): Classified {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return { code: 'invalid_request', detail: 'the request path is not valid percent-encoding', level: 'info' };
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return { code: 'invalid_request', detail: 'a path parameter is longer than this server reads (identities are at most 256 characters)', level: 'info' };
+  }
+  return classify(error, bodyLimit);
+}
+
+export interface FrameworkErrorHandlerOptions {
+  /** The body limit in bytes, named in 413 details. */
+  readonly bodyLimit: number;
+  /** Called when the problem has been sent, with the seconds it took (HTTP metrics). */
+  readonly answered?: (request: FastifyRequest, reply: FastifyReply, seconds: number) => void;
+}
+
+/**
+ * Fastify's `frameworkErrors` option: a path that is not valid percent-encoding (`%zz`) or a path
+ * parameter over `maxParamLength` is found while routing, before any hook runs, and would be
+ * answered with Fastify's own JSON. Here it is a problem like any other, with its `x-request-id`.
+ */
+export function frameworkErrorHandler(options: FrameworkErrorHandlerOptions): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => {
+    const started = performance.now();
+    const classified = classifyFrameworkError(error, options.bodyLimit);
+    if (classified.level === 'error') request.log.error({ err: error, code: classified.code }, 'request failed with an unexpected error');
+    else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
+    // Fastify runs no onResponse hook for these answers, nor times them.
+    if (options.answered !== undefined) reply.raw.once('finish', () => options.answered?.(request, reply, (performance.now() - started) / 1000));
+    reply.header('x-request-id', request.id);
+    sendProblem(reply, render(request, classified.code, classified.detail, classified.errors));
+  };
+}
+
 export interface ProblemDetailsOptions {
   /** The body limit in bytes, named in 413 details. */
   readonly bodyLimit: number;
@@ -449,7 +603,7 @@ export interface ProblemDetailsOptions {
  * Installs the error and not-found handlers on the instance it is registered on (and everything
  * registered below it): register it at the root, before the resource plugins.
  */
-async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptions): Promise<void> {
+async function installProblemDetails(app: FastifyInstance, options: ProblemDetailsOptions): Promise<void> {
   app.setErrorHandler((error, request, reply) => {
     const classified = classify(error, options.bodyLimit);
     const log = { err: error, code: classified.code };
@@ -457,6 +611,9 @@ async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptio
     else if (classified.level === 'warn') request.log.warn(log, 'request failed');
     else request.log.info({ code: classified.code, detail: classified.detail }, 'request rejected');
     if (reply.sent || reply.raw.headersSent) return;
+    // A 416 says which range there is (RFC 9110 §15.5.17); the static file server puts it on the error.
+    const contentRange = (error as { headers?: Record<string, unknown> }).headers?.['Content-Range'];
+    if (classified.code === 'range_not_satisfiable' && typeof contentRange === 'string') reply.header('content-range', contentRange);
     return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified));
   });
 
@@ -466,10 +623,7 @@ async function problemDetails(app: FastifyInstance, options: ProblemDetailsOptio
   });
 }
 
-// Not encapsulated: the handlers apply to the instance that registers the plugin.
-Object.assign(problemDetails, {
-  [Symbol.for('skip-override')]: true,
-  [Symbol.for('fastify.display-name')]: 'problem-details',
-});
+/** Not encapsulated (fastify-plugin): the handlers apply to the instance that registers the plugin. */
+const problemDetails = fastifyPlugin(installProblemDetails, { name: 'problem-details', fastify: '5.x' });
 
 export default problemDetails;

@@ -130,3 +130,36 @@ export function wire<T>(value: T): Mutable<T> {
 export function processPath(processId: string): string {
   return `/v1/processes/${encodeURIComponent(processId)}`;
 }
+
+/** One JSON Pointer reference token (RFC 6901): `~` and `/` escaped. */
+export function escapePointerToken(token: string): string {
+  return token.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/**
+ * The members of a parsed JSON document that pollute prototypes once code merges the value into an
+ * object: `__proto__`, and a `constructor` holding a `prototype` (the two rules of secure-json-parse,
+ * which Fastify's default parser enforces but answers only with "not valid JSON"). Returned as JSON
+ * Pointers under `base`, in document order. Iterative, so no depth of nesting overflows the stack.
+ */
+export function prototypePollutionPointers(value: unknown, base = ''): string[] {
+  const found: string[] = [];
+  const pending: Array<[unknown, string]> = [[value, base]];
+  while (pending.length > 0) {
+    const [node, pointer] = pending.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    const members = Array.isArray(node) ? node.map((item, index) => [String(index), item] as const) : Object.entries(node);
+    for (const [key, member] of members) {
+      const here = `${pointer}/${escapePointerToken(key)}`;
+      if (!Array.isArray(node) && key === '__proto__') found.push(here);
+      else if (!Array.isArray(node) && key === 'constructor' && member !== null && typeof member === 'object' && Object.hasOwn(member, 'prototype')) {
+        found.push(`${here}/prototype`);
+      }
+    }
+    for (let index = members.length - 1; index >= 0; index -= 1) {
+      const [key, member] = members[index]!;
+      pending.push([member, `${pointer}/${escapePointerToken(key)}`]);
+    }
+  }
+  return found;
+}

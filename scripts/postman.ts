@@ -3,7 +3,7 @@
  *
  * 1. The reference folders: `openapi-to-postmanv2`'s `convertV2` (the v1 `convert` ignores
  *    `parametersResolution`), one folder per OpenAPI tag, requests filled from the document's examples,
- *    `{{baseUrl}}` from `servers[0]`. Offline: nothing is fetched.
+ *    `{{baseUrl}}` (default `http://127.0.0.1:3000`). Offline: nothing is fetched.
  * 2. A walk of demo.approval that newman runs against a live server (`npm run postman:run`, and CI):
  *    start → read the wait from `/v1/waits` (retried until the wait opens) → answer it → the result → the
  *    finished tree's events and its (finite) SSE stream, each request with tests.
@@ -267,7 +267,9 @@ export async function buildCollection(spec: string): Promise<Collection> {
   const collection = await convert(spec);
   collection.item = [approvalWalk(), ...collection.item];
   collection.variable = [
-    ...(collection.variable ?? []).filter((variable) => variable.key === 'baseUrl'),
+    // The spec's server is relative (`/`: the docs page calls the server that served it); a collection
+    // imported into Postman needs an absolute one, the default address of `npm start`.
+    { key: 'baseUrl', value: 'http://127.0.0.1:3000' },
     { key: 'processId', value: '' },
     { key: 'waitId', value: '' },
     { key: 'waitPolls', value: '0' },

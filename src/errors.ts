@@ -46,8 +46,12 @@ export type HostErrorCode = (typeof HostErrorCode)[keyof typeof HostErrorCode];
 export const HttpErrorCode = {
   routeNotFound: 'route_not_found',
   notAcceptable: 'not_acceptable',
+  requestTimeout: 'request_timeout',
   payloadTooLarge: 'payload_too_large',
   unsupportedMediaType: 'unsupported_media_type',
+  rangeNotSatisfiable: 'range_not_satisfiable',
+  expectationFailed: 'expectation_failed',
+  requestHeaderFieldsTooLarge: 'request_header_fields_too_large',
   /** 500 with nothing but this code: an unexpected error, logged and never sent. */
   internalError: 'internal_error',
 } as const;

@@ -216,8 +216,8 @@ export const StartHeaders = Type.Object({
       pattern: '^[\\x21-\\x7e]+$',
       description:
         'Same key + same body returns the same process (200); same key + other body is 409 `idempotency_key_conflict`; ' +
-        'a start with the key still unfinished elsewhere is 409 `idempotency_key_in_progress` (retry).',
-      example: 'start-7f3a',
+        'a start with the key still unfinished elsewhere is 409 `idempotency_key_in_progress` (retry). ' +
+        'Pick a fresh key per intended start (e.g. a UUID); no example is pre-filled, so each "Try it out" is a new start.',
     }),
   ),
 });

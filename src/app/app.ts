@@ -5,15 +5,30 @@
  * and one plugin per resource. Plugins reach the Host only through `app.host`.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from '@sinclair/typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { Host } from '../server/host.js';
-import problemDetails, { documentProblems, problemComponents, serverProblemResponses } from '../../plugins/problem-details.js';
-import { convertQueryText } from '../../plugins/shared.js';
+import { HttpMetrics } from './http-metrics.js';
+import problemDetails, {
+  clientErrorHandler,
+  documentProblems,
+  frameworkErrorHandler,
+  ProblemError,
+  problemComponents,
+  serverProblemResponses,
+} from '../../plugins/problem-details.js';
+import { convertQueryText, prototypePollutionPointers } from '../../plugins/shared.js';
 import deployments, { deploymentComponents } from '../../plugins/deployments/index.js';
 import processes, { processComponents } from '../../plugins/processes/index.js';
 import signals, { signalComponents } from '../../plugins/signals/index.js';
@@ -147,11 +162,56 @@ function markOptionalBodies(document: OpenApiDocument): void {
   }
 }
 
+/**
+ * A JSON request body. Malformed or empty JSON is `invalid_request` (as with Fastify's parser); so is
+ * a member that would pollute prototypes (`__proto__`, `constructor.prototype`), which Fastify's
+ * parser also refuses but as "not valid JSON": here the problem names each such member.
+ */
+export function parseJsonBody(text: string): unknown {
+  // A leading byte order mark is not part of the document (secure-json-parse drops it too).
+  const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (json.length === 0) throw new ProblemError('invalid_request', "Body cannot be empty when content-type is set to 'application/json'");
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new ProblemError('invalid_request', "Body is not valid JSON but content-type is set to 'application/json'");
+  }
+  const polluting = prototypePollutionPointers(value, '/body');
+  if (polluting.length > 0) {
+    throw new ProblemError(
+      'invalid_request',
+      `${polluting.join(', ')}: refused as ${polluting.length === 1 ? 'a prototype-pollution key' : 'prototype-pollution keys'}`,
+      polluting.map((pointer) => ({ pointer, message: 'is refused as a prototype-pollution key', keyword: 'prototypePollution' })),
+    );
+  }
+  return value;
+}
+
+/**
+ * Requests HTTP/1.1 rules out, which Node would otherwise answer itself without a body: no Host
+ * header (RFC 9112 §3.2), an expectation this server cannot meet (RFC 9110 §10.1.1).
+ */
+async function refuseUnservable(request: FastifyRequest): Promise<void> {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new ProblemError('invalid_request', 'an HTTP/1.1 request needs a Host header');
+  }
+  const expect = request.headers.expect;
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') {
+    const quoted = expect.replace(/[^\x20-\x7e]/g, '?').slice(0, 64);
+    throw new ProblemError('expectation_failed', `the expectation "${quoted}" cannot be met (only 100-continue is)`);
+  }
+}
+
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const bodyLimit = options.config?.bodyLimit ?? defaultBodyLimit;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1 || bodyLimit > maxBodyLimit) {
     throw new RangeError(`bodyLimit must be an integer in 1..${maxBodyLimit}, got ${bodyLimit}`);
   }
+
+  // A Host without a registry (the spec-generation stand-in of scripts/openapi.ts) gets no HTTP metrics.
+  const registry = (options.host.telemetry as Partial<Host['telemetry']> | undefined)?.registry;
+  const httpMetrics = registry === undefined ? undefined : new HttpMetrics(registry);
 
   const app = Fastify({
     ...loggerOptions(options.logger),
@@ -164,7 +224,26 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // (400 invalid_request) instead of missing the route.
     routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, keywords: ['example'] } },
+    // What Node's parser refuses never reaches a route: answered as a problem, not Fastify's JSON.
+    clientErrorHandler: clientErrorHandler({ answered: (status) => httpMetrics?.unparsed(status) }),
+    // Neither are paths the router cannot decode, nor parameters over maxParamLength.
+    frameworkErrors: frameworkErrorHandler({
+      bodyLimit,
+      answered: (request, reply, seconds) => httpMetrics?.observe(request, reply, seconds),
+    }),
+    // While closing, Fastify would answer with its own JSON 503: the onRequest hook answers the
+    // problem instead (Fastify still sets Connection: close).
+    return503OnClosing: false,
+    // Node would answer a missing Host with a bodiless 400 before Fastify sees the request;
+    // `refuseUnservable` answers it as a problem instead.
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Node answers an `Expect` other than 100-continue with a bodiless 417 unless someone listens for
+  // it: the request goes through Fastify instead, and `refuseUnservable` answers the problem.
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    app.server.emit('request', request, response);
+  });
 
   const routes: Array<{ method: string; url: string; hidden: boolean }> = [];
   registeredRoutes.set(app, routes);
@@ -176,11 +255,36 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   // Every body is JSON: a text/plain body is 415, not a string that fails the schema.
   app.removeContentTypeParser('text/plain');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
   app.decorate('host', options.host);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  let closing = false;
+  app.addHook('onRequest', async (request) => {
+    if (closing) throw new ProblemError('shutting_down', 'the server is shutting down');
+    await refuseUnservable(request);
+  });
+  if (httpMetrics !== undefined) {
+    const metrics = httpMetrics;
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.observe(request, reply, reply.elapsedTime / 1000);
+    });
+  }
   app.addHook('preValidation', convertQueryText);
+  // First of the preClose hooks: from here on, requests (on kept-alive connections, or new ones
+  // until the listener closes) are refused rather than served by a Host that is closing.
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
   if (options.config?.closeHost !== false) {
     const deadline = options.config?.shutdownMs;
     app.addHook('preClose', async () => {
@@ -200,7 +304,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
           'Durable, recoverable agent process trees. JSON everywhere; errors are `application/problem+json` ' +
           '(RFC 9457) with a stable `code`. Identities in paths are the kernel\'s own strings, URL-encoded.',
       },
-      servers: [{ url: 'http://127.0.0.1:3000' }],
+      // Relative: the docs' "Try it out" calls the server that served them, whatever its host and port.
+      servers: [{ url: '/' }],
       tags: openapiTags,
     },
     transform: ({ schema, url }) => ({ schema: documentProblems(schema), url }),

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+import Fastify from 'fastify';
 import { pino } from 'pino';
-import {
+import request from 'supertest';
+import problemDetails, {
   fieldErrors,
   internalCodes,
   isProblemCode,
@@ -11,7 +13,7 @@ import {
 } from '../../plugins/problem-details.js';
 import { ErrorCode, KernelError } from '../../src/kernel/index.js';
 import { codeValues } from '../../src/errors.js';
-import { raw, startServer, type TestServer } from './server.js';
+import { startServer, type TestServer } from './server.js';
 
 /** rest-api.md, "Errors": the codes clients rely on, with their statuses. */
 const specTable: Record<string, number> = {
@@ -113,9 +115,9 @@ describe('the error handler', () => {
   });
 
   test('an unknown error is a bare 500 internal_error: the cause is logged, never sent', async () => {
-    const response = await raw(server, 'GET', '/test/boom', { headers: { 'x-request-id': 'boom-1' } });
+    const response = await request(server.url).get('/test/boom').set('x-request-id', 'boom-1');
     assert.equal(response.status, 500);
-    assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.match(response.headers['content-type'] ?? '', /^application\/problem\+json/);
     assert.deepEqual(response.body, {
       type: 'urn:scope:problem:internal_error',
       title: 'Internal server error',
@@ -132,20 +134,44 @@ describe('the error handler', () => {
   });
 
   test('a kernel code that only a server defect produces is internal_error too', async () => {
-    const response = await raw(server, 'GET', '/test/internal');
+    const response = await request(server.url).get('/test/internal');
     assert.equal(response.status, 500);
     assert.equal(response.body.code, 'internal_error');
     assert.ok(!response.text.includes('secret'));
   });
 
   test('a registry 5xx keeps its code but not the message; a 4xx carries the message as detail', async () => {
-    const unavailable = await raw(server, 'GET', '/test/unavailable');
+    const unavailable = await request(server.url).get('/test/unavailable');
     assert.equal(unavailable.status, 503);
     assert.equal(unavailable.body.code, 'committer_unavailable');
     assert.ok(!unavailable.text.includes('10.0.0.7'));
-    const conflict = await raw(server, 'GET', '/test/conflict');
+    const conflict = await request(server.url).get('/test/conflict');
     assert.equal(conflict.status, 409);
     assert.equal(conflict.body.code, 'commit_conflict');
     assert.equal(conflict.body.detail, 'the commit identity is taken');
   });
+});
+
+test('problem-details is a fastify-plugin: its handlers reach the parent and every plugin registered beside it', async () => {
+  const app = Fastify();
+  await app.register(problemDetails, { bodyLimit: 1024 });
+  await app.register(async (child) => {
+    child.get('/sibling/boom', async () => {
+      throw new KernelError(ErrorCode.commitConflict, 'taken');
+    });
+  });
+  app.get('/root/boom', async () => {
+    throw new KernelError(ErrorCode.commitConflict, 'taken');
+  });
+  await app.ready();
+  try {
+    for (const path of ['/sibling/boom', '/root/boom']) {
+      const response = await request(app.server).get(path).expect(409).expect('content-type', /^application\/problem\+json/);
+      assert.equal(response.body.code, 'commit_conflict', path);
+    }
+    const missing = await request(app.server).get('/nowhere').expect(404).expect('content-type', /^application\/problem\+json/);
+    assert.equal(missing.body.code, 'route_not_found');
+  } finally {
+    await app.close();
+  }
 });

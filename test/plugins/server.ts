@@ -101,3 +101,24 @@ export function expectProblem(
   assert.equal(problem.requestId, result.response.headers.get('x-request-id'));
   return problem;
 }
+
+/**
+ * Asserts an RFC 9457 problem on a supertest response: `status`, the problem media type, `code`, the
+ * registry's `type`, and a requestId equal to the response's `x-request-id`. Returns the problem.
+ */
+export function problemOf(
+  response: { status: number; headers: Record<string, string>; body: any; text: string },
+  status: number,
+  code: string,
+): { code: string; detail: string; instance: string; errors?: Array<{ pointer: string; message: string; keyword: string }> } {
+  assert.equal(response.status, status, `expected ${status} ${code}, got ${response.status} ${response.text?.slice(0, 500)}`);
+  assert.match(response.headers['content-type'] ?? '', /^application\/problem\+json/);
+  const problem = response.body as { type: string; title: string; status: number; code: string; detail: string; requestId: string; instance: string };
+  assert.equal(problem.code, code, JSON.stringify(problem));
+  assert.equal(problem.status, status);
+  assert.equal(problem.type, `urn:scope:problem:${code}`);
+  assert.equal(typeof problem.title, 'string');
+  assert.equal(typeof problem.detail, 'string');
+  assert.equal(problem.requestId, response.headers['x-request-id']);
+  return problem;
+}
