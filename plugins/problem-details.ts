@@ -324,17 +324,19 @@ export class ProblemError extends Error {
 
 /**
  * Runs `action` and, if the kernel rejects a payload against its schema, roots the violations'
- * pointers at `base` (e.g. `/body/input`), so they point into the request like route validation does.
+ * pointers at `base` (e.g. `/body/input`, or for a batch a function of the failing entry's index),
+ * so they point into the request like route validation does.
  */
-export async function withPointerBase<T>(base: string, action: () => Promise<T>): Promise<T> {
+export async function withPointerBase<T>(base: string | ((batchIndex: number) => string), action: () => Promise<T>): Promise<T> {
   try {
     return await action();
   } catch (error) {
     if (error instanceof SchemaValidationError) {
+      const root = typeof base === 'string' ? base : base(error.batchIndex ?? 0);
       throw new ProblemError(
         'schema_validation_failed',
         error.message,
-        error.details.map((v) => ({ pointer: `${base}${v.pointer}`, message: v.message, keyword: v.keyword })),
+        error.details.map((v) => ({ pointer: `${root}${v.pointer}`, message: v.message, keyword: v.keyword })),
       );
     }
     throw error;

@@ -2,6 +2,15 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { anyJson, closedObject, qualifiedName, ref } from '../shared.js';
 
+export const WaitDeclaration = closedObject(
+  {
+    key: Type.String({ description: 'The wait key.' }),
+    description: Type.String({ description: 'What waits under this key ask for.' }),
+    answerSchema: anyJson('JSON Schema (2020-12) every answer addressed to such a wait must satisfy.'),
+  },
+  { $id: 'WaitDeclaration', description: 'A wait a deployment declares in its contract.' },
+);
+
 export const Deployment = closedObject(
   {
     name: qualifiedName('The deployment name.', 'demo.echo'),
@@ -10,6 +19,9 @@ export const Deployment = closedObject(
     inputSchema: anyJson('JSON Schema (2020-12) of the process input.'),
     outputSchema: anyJson('JSON Schema (2020-12) of the completed output.'),
     signalSchema: anyJson('JSON Schema (2020-12) of unaddressed signal payloads; `false` when none are accepted.'),
+    waits: Type.Array(ref(WaitDeclaration), {
+      description: 'The external waits the deployment declares, by key; waits shaped at run time carry their own schema (see `/v1/waits`).',
+    }),
   },
   { $id: 'Deployment', description: 'One entry of the deployment catalog.' },
 );
@@ -18,4 +30,4 @@ export const DeploymentList = closedObject({ items: Type.Array(ref(Deployment)) 
 
 export const DeploymentParams = closedObject({ name: qualifiedName('The deployment name.', 'demo.echo') });
 
-export const deploymentComponents: readonly TSchema[] = [Deployment, DeploymentList];
+export const deploymentComponents: readonly TSchema[] = [WaitDeclaration, Deployment, DeploymentList];

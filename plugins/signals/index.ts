@@ -1,6 +1,6 @@
 /** `POST /v1/processes/{id}/signals`: deliver an ordered, atomic batch; `GET`: page the receipts. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { problemResponses } from '../problem-details.js';
+import { problemResponses, withPointerBase } from '../problem-details.js';
 import { ReceiptPage, ReceiptQuery } from '../processes/schemas.js';
 import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
 import { SignalBatch, SignalOutcome } from './schemas.js';
@@ -38,13 +38,18 @@ const signals: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      app.host.deliverSignals(
-        request.params.id,
-        request.body.signals.map((signal) => ({
-          id: signal.id,
-          ...(signal.waitId === undefined ? {} : { waitId: signal.waitId }),
-          payload: signal.payload as never,
-        })),
+      // A refused payload points at its own entry: /body/signals/<index>/payload/…
+      withPointerBase(
+        (index) => `/body/signals/${index}/payload`,
+        () =>
+          app.host.deliverSignals(
+            request.params.id,
+            request.body.signals.map((signal) => ({
+              id: signal.id,
+              ...(signal.waitId === undefined ? {} : { waitId: signal.waitId }),
+              payload: signal.payload as never,
+            })),
+          ),
       ),
   );
 

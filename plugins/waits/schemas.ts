@@ -1,6 +1,6 @@
 /** The inbox: every non-terminal process with an unanswered wait. */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { closedObject, identity, qualifiedName, ref, stringEnum, timestamp } from '../shared.js';
+import { anyJson, closedObject, identity, nullable, qualifiedName, ref, stringEnum, timestamp } from '../shared.js';
 
 export const Wait = closedObject(
   {
@@ -8,8 +8,14 @@ export const Wait = closedObject(
     rootId: Type.String(),
     waitId: Type.String({ description: 'Address the answer to this wait (`waitId` of a signal).' }),
     waitKind: stringEnum(['external', 'children']),
+    key: Type.String({ description: "The Execution's logical key of the wait." }),
     deployment: Type.String(),
     since: timestamp('When the wait opened: the time of the committed event that opened it (unchanged by restores).'),
+    answerSchema: anyJson(
+      'The JSON Schema an answer must satisfy (null: any JSON value). An answer that does not is 422 `schema_validation_failed` with pointers, and nothing is admitted.',
+    ),
+    prompt: nullable(Type.String({ description: 'What this wait asks, as the process said when it opened it.' })),
+    description: nullable(Type.String({ description: "The deployment's description of waits under this key." })),
   },
   { $id: 'Wait', description: 'One unanswered wait.' },
 );

@@ -492,6 +492,15 @@ export interface components {
              */
             lastPosition?: string;
         };
+        /** @description A wait a deployment declares in its contract. */
+        WaitDeclaration: {
+            /** @description The wait key. */
+            key: string;
+            /** @description What waits under this key ask for. */
+            description: string;
+            /** @description JSON Schema (2020-12) every answer addressed to such a wait must satisfy. */
+            answerSchema: unknown;
+        };
         /** @description One entry of the deployment catalog. */
         Deployment: {
             /**
@@ -508,6 +517,8 @@ export interface components {
             outputSchema: unknown;
             /** @description JSON Schema (2020-12) of unaddressed signal payloads; `false` when none are accepted. */
             signalSchema: unknown;
+            /** @description The external waits the deployment declares, by key; waits shaped at run time carry their own schema (see `/v1/waits`). */
+            waits: components["schemas"]["WaitDeclaration"][];
         };
         /** @description The catalog. */
         DeploymentList: {
@@ -854,12 +865,18 @@ export interface components {
             waitId: string;
             /** @enum {string} */
             waitKind: "external" | "children";
+            /** @description The Execution's logical key of the wait. */
+            key: string;
             deployment: string;
             /**
              * @description When the wait opened: the time of the committed event that opened it (unchanged by restores).
              * @example 2025-01-01T00:00:00.000Z
              */
             since: string;
+            /** @description The JSON Schema an answer must satisfy (null: any JSON value). An answer that does not is 422 `schema_validation_failed` with pointers, and nothing is admitted. */
+            answerSchema: unknown;
+            prompt: string | null;
+            description: string | null;
         };
         /** @description Unanswered waits. */
         WaitList: {

@@ -23,12 +23,22 @@ export interface SchemaViolation {
  */
 export class SchemaValidationError extends KernelError {
   readonly details: readonly SchemaViolation[];
+  /** In a batch (signal delivery): the 0-based index of the entry whose payload failed. */
+  readonly batchIndex: number | undefined;
 
-  constructor(what: string, details: readonly SchemaViolation[]) {
+  constructor(what: string, details: readonly SchemaViolation[], batchIndex?: number) {
     const listed = details.map((v) => `${v.pointer === '' ? '/' : v.pointer} ${v.keyword} ${v.message}`).join('; ');
     super(ErrorCode.schemaValidationFailed, `${what} does not satisfy its schema: ${listed}`);
     this.name = 'SchemaValidationError';
     this.details = Object.freeze(details.map((v) => Object.freeze({ ...v })));
+    this.batchIndex = batchIndex;
+  }
+
+  /** The same violations, located at entry `index` of a batch (so a client can point at it). */
+  atBatchIndex(index: number): SchemaValidationError {
+    const error = new SchemaValidationError('', this.details, index);
+    error.message = this.message;
+    return error;
   }
 }
 

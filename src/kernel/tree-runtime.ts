@@ -44,6 +44,7 @@ import { formatUtcTimestamp } from './result.js';
 import type { Result } from './result.js';
 import { admitTree } from './snapshot-admission.js';
 import { answerSchemaOf, waitEffectProblem } from './wait.js';
+import { SchemaValidationError } from './schema.js';
 
 /** What a tree runtime needs from its Engine. */
 export interface RuntimeServices {
@@ -68,6 +69,15 @@ interface Deferred<T> {
   resolve(value: T): void;
   reject(error: unknown): void;
   settled: boolean;
+}
+
+/** Runs a payload check of batch entry `index`; a schema violation says which entry it was. */
+function inBatch(index: number, check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    throw error instanceof SchemaValidationError ? error.atBatchIndex(index) : error;
+  }
 }
 
 function deferred<T>(): Deferred<T> {
@@ -971,7 +981,7 @@ export class TreeRuntime {
     const seen = new Set<string>();
     const fresh: SignalRequest[] = [];
     let answered = false;
-    for (const request of requests) {
+    for (const [index, request] of requests.entries()) {
       const id = request.id.toString();
       if (seen.has(id)) throw new KernelError(ErrorCode.signalConflict, `signal ${id} appears twice in one batch`);
       seen.add(id);
@@ -991,10 +1001,10 @@ export class TreeRuntime {
         }
         // The answer contract is the wait's (declared or carried by its Effect); checked here, in
         // the owner lane with the current-wait check, so a refused answer refuses the whole batch.
-        answerSchemaOf(process.deployment.descriptor, wait)?.validate(request.payload, `answer ${id} to ${request.waitId}`);
+        inBatch(index, () => answerSchemaOf(process.deployment.descriptor, wait)?.validate(request.payload, `answer ${id} to ${request.waitId}`));
         answered = true;
       } else {
-        process.deployment.descriptor.validateSignal(request.payload);
+        inBatch(index, () => process.deployment.descriptor.validateSignal(request.payload));
       }
       fresh.push(request);
     }

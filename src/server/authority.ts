@@ -53,17 +53,17 @@ export function parseQuota(value: unknown, path: string): Quota {
 const budgetMembers = ['steps', 'effects', 'signals'] as const;
 
 /**
- * A budget view. `partial` lets members be omitted (they are then unlimited), which the server
- * grant uses; a start request gives all three.
+ * A budget view. With a `base` members may be omitted (they keep the base's quota), which the server
+ * grant uses over the safe defaults; a start request gives all three.
  */
-export function parseBudget(value: unknown, path: string, partial = false): Budget {
+export function parseBudget(value: unknown, path: string, base?: Budget): Budget {
   if (!isRecord(value)) throw new AuthorityShapeError(path, 'must be an object with steps, effects and signals');
   onlyKeys(value, budgetMembers, path);
   const quotas: Record<string, Quota> = {};
   for (const member of budgetMembers) {
     if (!Object.hasOwn(value, member)) {
-      if (!partial) throw new AuthorityShapeError(`${path}/${member}`, 'is required');
-      quotas[member] = Quota.unlimited();
+      if (base === undefined) throw new AuthorityShapeError(`${path}/${member}`, 'is required');
+      quotas[member] = base[member];
       continue;
     }
     quotas[member] = parseQuota(value[member], `${path}/${member}`);

@@ -2,6 +2,7 @@ import { Budget } from '../kernel/budget.js';
 import { maxPayloadBytes } from '../kernel/canonical-json.js';
 import { CapabilitySet } from '../kernel/capability.js';
 import { KernelError } from '../kernel/errors.js';
+import { Quota } from '../kernel/quota.js';
 import { TreeLimits } from '../kernel/tree-limits.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
@@ -24,7 +25,7 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
- * | `SCOPE_GRANTS`           | unlimited budget, default tree limits, no capabilities | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes |
+ * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -76,9 +77,30 @@ export class ConfigError extends KernelError {
   }
 }
 
-/** The configuration when nothing is set (embedded mode, demos on). */
+/**
+ * What a start may ask for when `SCOPE_GRANTS` says nothing: finite where an unbounded value would let
+ * one client grow one tree without end (every commit rewrites the whole head), large enough for the
+ * demos and for workloads like a 100-child fan-out or a 4,000-entry mailbox. The README lists them.
+ */
+export const grantDefaults = {
+  /** Signals one process may accept over its life: its mailbox is append-only, so this bounds its entries. */
+  signalsPerProcess: 10_000,
+  /** Snapshot bytes of one process (its mailbox included), with the engine's reservations. */
+  processSnapshotBytes: 4 * 1024 * 1024,
+  /** Snapshot bytes of a whole tree. */
+  treeSnapshotBytes: 16 * 1024 * 1024,
+} as const;
+
+/** The grant when `SCOPE_GRANTS` is absent: {@link grantDefaults}, steps and effects unlimited, no capabilities. */
 export function defaultGrants(): Grant {
-  return { budget: Budget.unlimited(), treeLimits: TreeLimits.defaults, capabilities: CapabilitySet.empty };
+  return {
+    budget: Budget.of({ steps: Quota.unlimited(), effects: Quota.unlimited(), signals: Quota.of(grantDefaults.signalsPerProcess) }),
+    treeLimits: TreeLimits.of({
+      maxSnapshotBytes: Quota.of(grantDefaults.treeSnapshotBytes),
+      maxProcessSnapshotBytes: Quota.of(grantDefaults.processSnapshotBytes),
+    }),
+    capabilities: CapabilitySet.empty,
+  };
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -202,7 +224,7 @@ export function parseGrants(text: string): Grant {
   try {
     const defaults = defaultGrants();
     return {
-      budget: record.budget === undefined ? defaults.budget : parseBudget(record.budget, '/budget', true),
+      budget: record.budget === undefined ? defaults.budget : parseBudget(record.budget, '/budget', defaults.budget),
       treeLimits: record.treeLimits === undefined ? defaults.treeLimits : parseTreeLimits(record.treeLimits, '/treeLimits', defaults.treeLimits),
       capabilities: record.capabilities === undefined ? defaults.capabilities : parseCapabilities(record.capabilities, '/capabilities'),
     };

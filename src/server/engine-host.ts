@@ -156,7 +156,7 @@ export class EngineHost implements Host {
       finishedTreeRetention: options.finishedTreeRetention,
     });
     this.#residency = residency;
-    this.#inbox = new WaitInbox(residency, backend.log);
+    this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#list = new ProcessList(backend.roots, residency);
     this.#starts = new Starts({
       engine: this.#engine,
@@ -364,7 +364,10 @@ export class EngineHost implements Host {
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
     await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload));
-    return this.#effectView(processId, id);
+    const view = await this.#effectView(processId, id);
+    // Once the process consumed it the snapshot no longer holds the settlement; this one is what the
+    // host just established, acknowledged by the commit.
+    return view.settlement !== null ? view : { ...view, settlement: { effectId: view.effectId, status: resolution.status, payload: payload.decode<Json>() } };
   }
 
   async #checkEffect(located: Located, id: EffectId): Promise<void> {

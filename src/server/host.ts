@@ -20,6 +20,14 @@ export interface DeploymentView {
   readonly outputSchema: Json;
   /** `false` when the deployment accepts no unaddressed input. */
   readonly signalSchema: Json;
+  /** The external waits the deployment declares, by key: what each asks and the answer it admits. */
+  readonly waits: readonly WaitDeclarationView[];
+}
+
+export interface WaitDeclarationView {
+  readonly key: string;
+  readonly description: string;
+  readonly answerSchema: Json;
 }
 
 export interface QuotaView {
@@ -216,9 +224,17 @@ export interface WaitView {
   readonly rootId: string;
   readonly waitId: string;
   readonly waitKind: 'external' | 'children';
+  /** The Execution's logical key of the wait. */
+  readonly key: string;
   readonly deployment: string;
   /** When the wait opened: the `occurredAt` of the committed event that opened it (kept across restores). */
   readonly since: string;
+  /** The schema an answer must satisfy (null: any JSON value); an answer that does not is 422, nothing admitted. */
+  readonly answerSchema: Json | null;
+  /** What this wait asks, as its Effect said at run time. */
+  readonly prompt: string | null;
+  /** The deployment's description of waits under this key. */
+  readonly description: string | null;
 }
 
 export interface WaitQuery {

@@ -115,5 +115,10 @@ export function deploymentView(deployment: Deployment): DeploymentView {
     inputSchema: JSON.parse(descriptor.inputSchema.json()) as Json,
     outputSchema: JSON.parse(descriptor.outputSchema.json()) as Json,
     signalSchema: JSON.parse(descriptor.signalSchema.json()) as Json,
+    waits: descriptor.waits().map((wait) => ({
+      key: wait.key.toString(),
+      description: wait.description,
+      answerSchema: JSON.parse(wait.answerSchema.json()) as Json,
+    })),
   };
 }

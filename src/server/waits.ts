@@ -1,6 +1,8 @@
+import type { Descriptor } from '../kernel/descriptor.js';
+import type { DeploymentRef } from '../kernel/deployment.js';
 import { Event, eventNames } from '../kernel/event.js';
 import type { EventLog, StoredLogRecord } from '../store/event-log.js';
-import type { WaitQuery, WaitView } from './host.js';
+import type { Json, WaitQuery, WaitView } from './host.js';
 import type { TreeResidency } from './residency.js';
 
 /**
@@ -14,10 +16,13 @@ export class WaitInbox {
   readonly #log: EventLog;
   /** process id → when its current wait opened. */
   readonly #since = new Map<string, string>();
+  readonly #descriptorOf: (ref: DeploymentRef) => Descriptor;
 
-  constructor(residency: TreeResidency, log: EventLog) {
+  /** `descriptorOf` is the catalog's: a tree this server owns always resolves (it restored or started it). */
+  constructor(residency: TreeResidency, log: EventLog, descriptorOf: (ref: DeploymentRef) => Descriptor) {
     this.#residency = residency;
     this.#log = log;
+    this.#descriptorOf = descriptorOf;
   }
 
   /** Follows one published (or replayed) event. */
@@ -41,8 +46,8 @@ export class WaitInbox {
 
   /**
    * After a restore: replays the tree's committed wait facts from its log, so `since` is what it was
-   * when the wait opened, not the restore's time. Entries trimmed by retention leave the oldest time
-   * the log still knows.
+   * when the wait opened, not the restore's time. If retention trimmed the opening entry, `since`
+   * falls back to the process's start time (never to the restore's).
    */
   async restored(root: string, processIds: readonly string[]): Promise<void> {
     for (const pid of processIds) this.#since.delete(pid);
@@ -73,14 +78,20 @@ export class WaitInbox {
         if (query.deployment !== undefined && snapshot.deploymentRef.name !== query.deployment) continue;
         const wait = snapshot.mailbox.wait(waitId);
         if (wait === undefined || wait.answered) continue;
+        const current = snapshot.currentWait(this.#descriptorOf(snapshot.deploymentRef));
+        if (current === undefined) continue;
         const pid = snapshot.processId.toString();
         waits.push({
           processId: pid,
           rootId: root,
           waitId: waitId.toString(),
           waitKind,
+          key: current.key.toString(),
           deployment: snapshot.deploymentRef.name,
           since: this.#since.get(pid) ?? snapshot.startedAt,
+          answerSchema: current.answerSchema === undefined ? null : (JSON.parse(current.answerSchema.json()) as Json),
+          prompt: current.prompt ?? null,
+          description: current.description ?? null,
         });
       }
     }

@@ -32,9 +32,23 @@ describe('demo.approval: waits, the inbox, notes and the answer', () => {
     assert.equal(inbox.response.status, 200);
     const entry = inbox.data!.items.find((wait) => wait.processId === processId);
     assert.deepEqual(
-      { ...entry, since: undefined },
-      { processId, rootId: processId, waitId: view.waitId, waitKind: 'external', deployment: 'demo.approval', since: undefined },
+      { ...entry, since: undefined, answerSchema: undefined, description: undefined },
+      {
+        processId,
+        rootId: processId,
+        waitId: view.waitId,
+        waitKind: 'external',
+        key: 'approval',
+        deployment: 'demo.approval',
+        since: undefined,
+        answerSchema: undefined,
+        prompt: null,
+        description: undefined,
+      },
     );
+    // The wait says what answer it admits (the structure issue's defect 1).
+    assert.deepEqual((entry!.answerSchema as { required?: string[] }).required, ['approved']);
+    assert.equal(typeof entry!.description, 'string');
     assert.ok(!Number.isNaN(Date.parse(entry!.since)));
 
     const note = await deliver(processId, [{ id: 'note-1', payload: { note: 'looks good' } }]);

@@ -396,7 +396,9 @@ describe('a slow client', () => {
 });
 
 describe('server shutdown', () => {
-  test('ends open streams with scope.stream.end (reason shutdown, the last id)', async () => {
+  // The structure issue's defect 9: shutdown ended streams with `scope.stream.end`, the event that means
+  // "the tree is done", so a client could not tell it should reconnect elsewhere.
+  test('ends open streams with scope.stream.error (reason shutdown, a retry hint, the last id), never scope.stream.end', async () => {
     const server = await startTestServer();
     const rootId = await server.start('demo.approval', { subject: 'shutdown' });
     const session = await openSse(`${server.base}${streamPath(rootId)}`);
@@ -404,10 +406,28 @@ describe('server shutdown', () => {
     await server.close();
     await session.done;
     const end = session.events.at(-1) as SseEvent;
-    assert.equal(end.event, 'scope.stream.end');
+    assert.equal(end.event, 'scope.stream.error');
     assert.equal(end.id, undefined);
     assert.equal(end.data.reason, 'shutdown');
+    assert.equal(end.data.code, 'shutting_down');
+    assert.equal(typeof end.data.retryMs, 'number');
     assert.equal(end.data.lastEventId, ids(session.events).at(-1));
+    assert.equal(session.retries.length, 2, 'the opening retry and the final one');
+    assert.ok(!session.events.some((event) => event.event === 'scope.stream.end'));
+  });
+
+  test('a stream of a tree that is done ends with scope.stream.end {reason: completed}', async () => {
+    const server = await startTestServer();
+    try {
+      const rootId = await server.start('demo.echo', { value: 'end' });
+      const session = await readSse(`${server.base}${streamPath(rootId)}`);
+      const end = session.events.at(-1) as SseEvent;
+      assert.equal(end.event, 'scope.stream.end');
+      assert.equal(end.data.reason, 'completed');
+      assert.equal(end.data.lastEventId, ids(session.events).at(-1));
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -19,7 +19,12 @@ test('defaults: embedded mode on 127.0.0.1:3000 with demos, 1 MiB bodies and the
   assert.equal(config.shutdownMs, 10_000);
   assert.equal(config.idempotencyTtlMs, 86_400_000);
   assert.equal(config.grants.budget.steps.unlimited, true);
-  assert.ok(config.grants.treeLimits.equals(TreeLimits.defaults));
+  // Safe defaults: one client cannot grow one tree without end (the structure issue's defect 4).
+  assert.equal(config.grants.budget.signals.maximum, 10_000n);
+  assert.equal(config.grants.treeLimits.maxProcessSnapshotBytes.maximum, 4n * 1024n * 1024n);
+  assert.equal(config.grants.treeLimits.maxSnapshotBytes.maximum, 16n * 1024n * 1024n);
+  assert.equal(config.grants.treeLimits.maxDepth, TreeLimits.defaults.maxDepth);
+  assert.equal(config.grants.treeLimits.maxPendingSignals, TreeLimits.defaults.maxPendingSignals);
   assert.deepEqual(config.grants.capabilities.values(), []);
   assert.ok(Object.isFrozen(config));
 });

@@ -24,6 +24,25 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     });
   };
 
+  // The structure issue's defect 3: the log read `effect.started a b step.finished c … effect.finished h … 9 …`
+  // and deltas reached SSE clients after `agent.process.finished`.
+  withHost('demo.echo: the log orders deltas before their settlement, and process.finished last', async (host) => {
+    for (let round = 0; round < 5; round += 1) {
+      const process = await start(host, 'demo.echo', { value: 'ordered!' });
+      const pid = process.processId;
+      const entries = await drainStream(host, pid);
+      const names = entries.map((entry) => entry.type);
+      const at = (name: string): number => names.indexOf(name);
+      const deltas = names.flatMap((name, index) => (name === 'agent.delta' ? [index] : []));
+      assert.equal(deltas.length, 'ordered!'.length, names.join(' '));
+      assert.ok(deltas.every((index) => index > at('agent.effect.started') && index < at('agent.effect.finished')), names.join(' '));
+      const committed = entries.filter((entry) => (dataOf(entry) as { phase?: string }).phase === 'committed').map((entry) => entry.type);
+      assert.equal(committed.at(-1), 'agent.process.finished', `the last committed event: ${committed.join(' ')}`);
+      assert.equal(names.at(-1), 'agent.process.finished', `nothing of the process follows its end: ${names.join(' ')}`);
+      assert.ok(names.lastIndexOf('agent.step.finished') < at('agent.process.finished'), names.join(' '));
+    }
+  });
+
   withHost('demo.echo completes with one delta per character in the log and the stream', async (host) => {
     const process = await start(host, 'demo.echo', { value: 'héllo' });
     const entries = await drainStream(host, process.processId);
@@ -71,14 +90,21 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     assert.ok(waitId !== null);
     const inbox = await host.waits();
     const wait = inbox.find((entry) => entry.processId === pid);
-    assert.deepEqual(wait && { ...wait, since: typeof wait.since }, {
+    assert.deepEqual(wait && { ...wait, since: typeof wait.since, answerSchema: typeof wait.answerSchema, description: typeof wait.description }, {
       processId: pid,
       rootId: pid,
       waitId,
       waitKind: 'external',
+      key: 'approval',
       deployment: 'demo.approval',
       since: 'string',
+      answerSchema: 'object',
+      prompt: null,
+      description: 'string',
     });
+    // A malformed answer is refused at admission; the wait stays open (the structure issue's defect 1).
+    await rejectsWith(host.deliverSignals(pid, [{ id: 'typo', waitId, payload: { approved: 'yes' } }]), 'schema_validation_failed');
+    assert.equal((await host.inspectProcess(pid)).waitId, waitId);
     // Notes queue without releasing the wait.
     assert.deepEqual(await host.deliverSignals(pid, [{ id: 'note-1', payload: { note: 'second' } }]), { accepted: true });
     assert.equal((await host.inspectProcess(pid)).status, 'waiting');
@@ -151,6 +177,8 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     await rejectsWith(host.resolveEffect(pid, 'effect:missing', { status: 'succeeded', payload: {} }), 'effect_not_found');
     const resolved = await host.resolveEffect(pid, effectId, { status: 'succeeded', payload: { attempts: 7 } });
     assert.equal(resolved.status, 'resolved');
+    // The response shows the settlement it established (the structure issue's defect 8: it was null).
+    assert.deepEqual(resolved.settlement, { effectId, status: 'succeeded', payload: { attempts: 7 } });
     assert.equal(resolved.attempts, 1);
     const outcome = await result(host, pid);
     assert.deepEqual(outcome.output, { mode: 'unknown', attempts: 7 });

@@ -8,6 +8,7 @@ import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { MemoryIdempotencyStore } from '../../src/store/memory-idempotency.js';
 import { MemoryRootIndex } from '../../src/store/root-index.js';
 import { EmbeddedCommitter } from '../../src/server/embedded-committer.js';
+import { grantDefaults } from '../../src/server/config.js';
 import { idempotencyHostValue } from '../../src/server/idempotency.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { demoFlows } from './demo-flows.js';
@@ -119,9 +120,11 @@ test('authority: a start may only narrow the server grant', async () => {
   const host = embeddedHost({ env: { SCOPE_GRANTS: grants } });
   try {
     const base = { deployment: 'demo.echo', input: { value: 'x' } };
-    const budget = (steps: number | null) => ({ steps: { maximum: steps }, effects: { maximum: 10 }, signals: { maximum: null } });
+    // A member the grant omits keeps the safe default (signals: the mailbox bound), not unlimited.
+    const budget = (steps: number | null) => ({ steps: { maximum: steps }, effects: { maximum: 10 }, signals: { maximum: grantDefaults.signalsPerProcess } });
     await rejectsWith(host.startProcess({ ...base, budget: budget(101) }), 'authority_exceeded');
     await rejectsWith(host.startProcess({ ...base, budget: budget(null) }), 'authority_exceeded');
+    await rejectsWith(host.startProcess({ ...base, budget: { ...budget(1), signals: { maximum: null } } }), 'authority_exceeded');
     await rejectsWith(host.startProcess({ ...base, capabilities: ['demo.admin'] }), 'authority_exceeded');
     await rejectsWith(host.startProcess({ ...base, treeLimits: { maxDepth: 5 } }), 'authority_exceeded');
     await rejectsWith(host.startProcess({ ...base, treeLimits: { maxPendingSignals: 51 } }), 'authority_exceeded');
@@ -369,8 +372,11 @@ test('readiness, metrics and the SSE telemetry', async () => {
     let metrics = await host.metrics();
     assert.match(metrics.contentType, /^text\/plain/);
     assert.match(metrics.body, /scope_sse_clients 1/);
-    assert.match(metrics.body, /scope_processes\{status="completed"\} 1/);
-    assert.match(metrics.body, /scope_processes\{status="waiting"\} 1/);
+    // What exists (the root index), and apart from it what is resident here (the structure issue's defect 8).
+    assert.match(metrics.body, /^scope_processes 2$/m);
+    assert.match(metrics.body, /scope_resident_processes\{status="completed"\} 1/);
+    assert.match(metrics.body, /scope_resident_processes\{status="waiting"\} 1/);
+    assert.match(metrics.body, /# TYPE scope_event_log_append_failures_total counter/);
     assert.match(metrics.body, /scope_processes_finished_total\{status="completed",cause="completion"\} 1/);
     assert.match(metrics.body, /scope_steps_total\{status="succeeded"\} [1-9]/);
     assert.match(metrics.body, /scope_effects_settled_total\{status="succeeded"\} 1/);
@@ -412,6 +418,40 @@ test('finished trees beyond the retention are released to bound memory; they sti
     assert.equal((await host.captureTree(first.processId)).digest, (await host.snapshot(first.processId)).digest);
     assert.equal((await host.awaitResult(first.processId, 0)).done, true);
     assert.ok((await host.listProcesses({})).items.some((item) => item.processId === first.processId));
+  } finally {
+    await host.close(0);
+  }
+});
+
+test('list: nextCursor is null exactly when nothing follows; a deployment filter reads its own index', async () => {
+  const host = embeddedHost();
+  try {
+    const approvals = [];
+    for (let index = 0; index < 3; index += 1) approvals.push((await start(host, 'demo.approval', { subject: `a${index}` })).processId);
+    // Many newer roots of another deployment: before, a filtered page scanned them and came back empty
+    // with a cursor, several times in a row (the structure issue's defect 8).
+    for (let index = 0; index < 250; index += 1) await start(host, 'demo.counter', { target: 1 });
+    const filtered = await host.listProcesses({ deployment: 'demo.approval', limit: 3 });
+    assert.deepEqual(filtered.items.map((item) => item.processId), [...approvals].reverse());
+    assert.equal(filtered.nextCursor, null, 'the page holds the last of them');
+    const two = await host.listProcesses({ deployment: 'demo.approval', limit: 2 });
+    assert.equal(two.items.length, 2);
+    assert.notEqual(two.nextCursor, null);
+    const rest = await host.listProcesses({ deployment: 'demo.approval', limit: 2, cursor: two.nextCursor as string });
+    assert.deepEqual(rest.items.map((item) => item.processId), [approvals[0]]);
+    assert.equal(rest.nextCursor, null);
+    // Unfiltered: a page that ends exactly at the oldest root says so.
+    const all = await host.listProcesses({ limit: 100 });
+    let cursor = all.nextCursor;
+    let seen = all.items.length;
+    while (cursor !== null) {
+      const page = await host.listProcesses({ limit: 100, cursor });
+      assert.ok(page.items.length > 0, 'a non-null cursor always leads somewhere');
+      seen += page.items.length;
+      cursor = page.nextCursor;
+    }
+    assert.equal(seen, 253);
+    assert.deepEqual((await host.listProcesses({ deployment: 'demo.sleep' })).items, []);
   } finally {
     await host.close(0);
   }

@@ -16,7 +16,7 @@ import { RedisRootIndex } from '../../src/store/redis/root-index.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { demoFlows } from './demo-flows.js';
-import { dataOf, drainStream, effectsOf, freshPrefix, ofType, rejectsWith, redisHost, result, start, stepCommittedWith, testConfig, untilEntry, untilSettled } from './harness.js';
+import { dataOf, drainStream, effectsOf, freshPrefix, steppingClock, ofType, rejectsWith, redisHost, result, start, stepCommittedWith, testConfig, untilEntry, untilSettled } from './harness.js';
 
 let server: RedisServer;
 
@@ -166,7 +166,7 @@ test('redis: after a crash, a new Host serves the stored tree read-only, restore
       'agent.process.finished',
     ]);
     const identities = log.map((entry) => {
-      const data = entry.data as { tree_incarnation_id?: string; process_sequence?: number };
+      const data = dataOf(entry) as { tree_incarnation_id?: string; process_sequence?: number };
       return `${entry.type}/${data.tree_incarnation_id}/${data.process_sequence}`;
     });
     assert.equal(new Set(identities.filter((id) => !id.startsWith('agent.delta'))).size, identities.filter((id) => !id.startsWith('agent.delta')).length);
@@ -241,5 +241,51 @@ test('redis: readiness follows the Redis connection', async () => {
   } finally {
     await host.close(500);
     await own.stop();
+  }
+});
+
+// The structure issue's defect 6: a wait's `since` moved to the restore's time, and a long poll on a
+// tree no runtime here owned answered "running" at once with no hint.
+test('redis: a wait keeps its since across a restore; a long poll on an inactive tree says so', async () => {
+  const prefix = freshPrefix();
+  const first = redisHost({ url: server.url, prefix, clock: steppingClock(Date.UTC(2030, 0, 1)) });
+  const pid = (await start(first.host, 'demo.approval', { subject: 'since' })).processId;
+  await untilSettled(first.host, pid, stepCommittedWith('waiting', pid));
+  const opened = (await first.host.waits()).find((wait) => wait.processId === pid)?.since;
+  assert.match(opened ?? '', /^2030-01-01T/);
+  first.redis.disconnect();
+
+  // The second server's clock is a day later: a since taken at restore would say so.
+  const second = redisHost({ url: server.url, prefix, clock: steppingClock(Date.UTC(2030, 0, 2)) });
+  try {
+    const poll = await second.host.awaitResult(pid, 50);
+    assert.deepEqual(poll, { done: false, status: 'waiting', work: 'inactive', rootId: pid });
+    await second.host.restoreTree(pid);
+    const wait = (await second.host.waits()).find((entry) => entry.processId === pid);
+    assert.equal(wait?.since, opened);
+    assert.match((await second.host.inspectProcess(pid)).startedAt, /^2030-01-01T/);
+    const active = await second.host.awaitResult(pid, 0);
+    assert.equal(active.done, false);
+    assert.notEqual(active.done === false && active.work, 'inactive');
+  } finally {
+    await second.host.close(1_000);
+    second.redis.disconnect();
+  }
+});
+
+// The structure issue's defect 8: scope_processes counted only what one server held in memory.
+test('redis: scope_processes counts the roots that exist, whichever server started them', async () => {
+  const prefix = freshPrefix();
+  const a = redisHost({ url: server.url, prefix });
+  const b = redisHost({ url: server.url, prefix });
+  try {
+    for (let index = 0; index < 3; index += 1) await result(a.host, (await start(a.host, 'demo.echo', { value: `m${index}` })).processId);
+    const metrics = await b.host.metrics();
+    assert.match(metrics.body, /^scope_processes 3$/m);
+    assert.doesNotMatch(metrics.body, /scope_resident_processes\{/, 'none of them lives in the second server');
+  } finally {
+    await Promise.all([a.host.close(1_000), b.host.close(1_000)]);
+    a.redis.disconnect();
+    b.redis.disconnect();
   }
 });

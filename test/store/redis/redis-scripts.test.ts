@@ -94,7 +94,20 @@ const luaDirectory = new URL('../../../src/store/redis/lua/', import.meta.url);
 
 test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a documented header', () => {
   const files = readdirSync(luaDirectory).filter((file) => file.endsWith('.lua')).sort();
-  assert.deepEqual(files, ['activateTree-3.lua', 'commitCheckpoint-4.lua', 'commitEffect-3.lua', 'purgeTree-4.lua', 'reconcileCommit-2.lua']);
+  assert.deepEqual(files, [
+    'activateTree-3.lua',
+    'appendLog-1.lua',
+    'commitCheckpoint-4.lua',
+    'commitEffect-3.lua',
+    'fenceStart-2.lua',
+    'idempotencyClaim-1.lua',
+    'idempotencyCommitting-1.lua',
+    'idempotencyPromote-1.lua',
+    'idempotencyRelease-1.lua',
+    'idempotencyReplace-1.lua',
+    'purgeTree-4.lua',
+    'reconcileCommit-2.lua',
+  ]);
   for (const file of files) {
     const source = readFileSync(new URL(file, luaDirectory), 'utf8');
     const name = file.replace(/-\d+\.lua$/, '');

@@ -3,7 +3,8 @@ import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { EffectBoundary, TreeActivation, TreeCheckpoint } from '../../../src/kernel/commit.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
-import { eventsKey, factsKey, headKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
+import { RedisIdempotencyStore } from '../../../src/store/redis/idempotency-store.js';
+import { eventsKey, factsKey, headKey, idempotencyPointerKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { luaScripts } from '../../../src/store/redis/scripts.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
@@ -71,6 +72,9 @@ function declaredKeys(args: readonly string[]): string[] {
 }
 
 /** Keys a script's inner command touches (the commands our scripts use). */
+/** The idempotency scripts: their keys are directory keys (a pointer; the start fence takes the tree's own). */
+const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace'];
+
 function touchedKeys(args: readonly string[]): string[] {
   const command = (args[0] ?? '').toUpperCase();
   if (command === 'DEL' || command === 'EXISTS') return args.slice(1);
@@ -106,6 +110,8 @@ test('redis slots: every key each script receives, and every key it touches, is 
     await store.loadTree(trees.rootId);
     await store.events.entriesAfter(trees.rootId, '0');
     await store.readRecord(trees.rootId, 'r1');
+    const root = trees.rootId.toString();
+    store.events.append(root, [{ type: 'agent.delta', processId: root, data: JSON.stringify({ process_id: root }) }]);
     assert.equal(await store.purgeTree(trees.rootId), 'purged');
     // The monitor sees this PING after everything above: a barrier, not a wait.
     const sawPing = new Promise<void>((resolve) => {
@@ -126,11 +132,12 @@ test('redis slots: every key each script receives, and every key it touches, is 
   const scriptName = (args: readonly string[]): string | undefined =>
     shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
   const called = new Set(scriptCalls.map((command) => scriptName(command.args)));
-  assert.deepEqual([...called].sort(), [...luaScripts().keys()].sort(), 'every script was exercised');
+  const treeScripts = [...luaScripts().keys()].filter((name) => !directoryScripts.includes(name));
+  assert.deepEqual([...called].sort(), treeScripts.sort(), 'every tree script was exercised');
   const declared = new Set<string>();
   for (const call of scriptCalls) {
     const keys = declaredKeys(call.args);
-    assert.ok(keys.length >= 2, `${scriptName(call.args)} declares its keys`);
+    assert.ok(keys.length >= (scriptName(call.args) === 'appendLog' ? 1 : 2), `${scriptName(call.args)} declares its keys`);
     const slots = new Set(keys.map(clusterSlot));
     assert.equal(slots.size, 1, `${scriptName(call.args)} receives keys in ${slots.size} slots: ${keys.join(', ')}`);
     for (const key of keys) declared.add(key);
@@ -150,4 +157,58 @@ test('redis slots: every key each script receives, and every key it touches, is 
   assert.ok([...declared].some((key) => key === purgedKey('slots', root)));
   assert.ok([...declared].some((key) => key === eventsKey('slots', root)));
   assert.ok([...declared].some((key) => key === recordKey('slots', root, 'r2')));
+});
+
+test('redis slots: the idempotency scripts take one pointer key each; the start fence takes its tree keys, in one slot', async () => {
+  const redis = connect(plain);
+  const monitor = await connect(plain).monitor();
+  const seen: MonitoredCommand[] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ source, args }));
+  const prefix = 'slots-idem';
+  try {
+    const store = new RedisTreeCommitter({ redis, keyPrefix: prefix });
+    const idempotency = new RedisIdempotencyStore({ redis, keyPrefix: prefix, committer: store, waitMs: 0 });
+    const digest = (n: number): string => String(n).repeat(64).slice(0, 64);
+    const intent = (n: number, token: string) => ({ keyDigest: digest(n), requestDigest: 'r'.repeat(64), ttlMs: 60_000, token });
+    // claim → committing → release: the root never committed, so the release fences it first.
+    const first = await idempotency.claim(digest(1));
+    assert.equal(first.kind, 'reserved');
+    const lost = ProcessId.newRoot().toString();
+    assert.equal(await idempotency.markCommitting(intent(1, first.kind === 'reserved' ? (first.token as string) : ''), lost), true);
+    await idempotency.release(digest(1), first.kind === 'reserved' ? first.token : undefined);
+    // claim → committing → promote.
+    const second = await idempotency.claim(digest(2));
+    const token = second.kind === 'reserved' ? (second.token as string) : '';
+    const root = ProcessId.newRoot().toString();
+    await idempotency.markCommitting(intent(2, token), root);
+    await idempotency.promote(intent(2, token), root);
+    // A pointer to a root without its record is free: the claim replaces it.
+    await redis.set(idempotencyPointerKey(prefix, digest(3)), ProcessId.newRoot().toString());
+    assert.equal((await idempotency.claim(digest(3))).kind, 'reserved');
+    const sawPing = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toUpperCase() === 'PING') resolve();
+      });
+    });
+    await redis.ping();
+    await sawPing;
+  } finally {
+    monitor.disconnect();
+  }
+  const shas = new Map([...luaScripts().values()].map((script) => [script.sha, script.name]));
+  const scriptName = (args: readonly string[]): string | undefined =>
+    shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
+  const calls = seen.filter((command) => /^eval(sha)?$/i.test(command.args[0] ?? ''));
+  assert.deepEqual([...new Set(calls.map((call) => scriptName(call.args)))].sort(), [...directoryScripts].sort(), 'every idempotency script was exercised');
+  for (const call of calls) {
+    const keys = declaredKeys(call.args);
+    const name = scriptName(call.args);
+    if (name === 'fenceStart') {
+      assert.equal(keys.length, 2);
+      assert.equal(new Set(keys.map(clusterSlot)).size, 1, `fenceStart keys in one slot: ${keys.join(', ')}`);
+    } else {
+      assert.equal(keys.length, 1, `${name} takes the pointer alone`);
+      assert.match(keys[0] as string, new RegExp(`^${prefix}:idempotency:[0-9a-f]{64}$`));
+    }
+  }
 });
