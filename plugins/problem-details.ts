@@ -1,3 +1,4 @@
+// Over 500 lines: the one problem registry and every error path into it (Fastify, Node parser, kernel), kept in one place on purpose.
 /**
  * HTTP problems (RFC 9457). One registry maps every stable error `code` to its status and title;
  * the error handler turns whatever a route throws into an `application/problem+json` body

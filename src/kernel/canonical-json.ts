@@ -1,3 +1,4 @@
+// Over 500 lines: one tokenizer and encoder over the whole JSON grammar; splitting would expose their shared internals.
 import { Buffer, isUtf8 } from 'node:buffer';
 import { describe } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';

@@ -1,3 +1,4 @@
+// Over 500 lines: the Effect value with its closed vocabulary of framework operations, each with its wire form.
 import { Budget } from './budget.js';
 import { parseJson, type JsonNode } from './canonical-json.js';
 import { CapabilitySet } from './capability.js';

@@ -1,3 +1,4 @@
+// Over 500 lines: the Event envelope and its fifteen small fact classes, which share one wire module.
 import { parseJson, type JsonNode } from './canonical-json.js';
 import { DeploymentRef } from './deployment.js';
 import { describe } from './digest.js';

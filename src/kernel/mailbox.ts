@@ -1,3 +1,4 @@
+// Over 500 lines: the mailbox and its record kinds, whose history rules are validated as a whole.
 import { parseJson, type JsonNode } from './canonical-json.js';
 import { describe, Digest } from './digest.js';
 import { ChildWaitSpec, readAnswerSchema } from './effect.js';

@@ -1,3 +1,4 @@
+// Over 500 lines: events, deltas and their bounded delivery pipeline, which share ordering and drop accounting.
 import { systemClock, type Clock } from './clock.js';
 import type { DeltaEmitter } from './definition.js';
 import { Delta, isDeltaPayload } from './delta.js';

@@ -1,3 +1,4 @@
+// Over 500 lines: the prepared step and its effects, whose phase rules are checked together on decode.
 import { parseJson, type JsonNode } from './canonical-json.js';
 import { describe } from './digest.js';
 import { Effect, type FrameworkOperation } from './effect.js';

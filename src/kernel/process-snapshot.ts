@@ -1,3 +1,4 @@
+// Over 500 lines: the process snapshot and its strict decoder: its invariants span every member.
 import { Budget } from './budget.js';
 import { parseJson, utf8Length, type JsonNode } from './canonical-json.js';
 import { CapabilitySet } from './capability.js';

@@ -1,6 +1,7 @@
 import type { Budget } from './budget.js';
 import type { CapabilitySet } from './capability.js';
 import type { DeploymentRef } from './deployment.js';
+import { abortable } from './deferred.js';
 import { ErrorCode, KernelError } from './errors.js';
 import type { EffectId, ProcessId } from './identity.js';
 import type { EventPublisher } from './observation.js';
@@ -60,13 +61,13 @@ export class Process {
    */
   await(options: { signal?: AbortSignal } = {}): Promise<Result> {
     this.#guardReentrancy();
-    return raceAbort(this.#runtime.result.promise, options.signal);
+    return abortable(this.#runtime.result.promise, options.signal);
   }
 
   /** Waits until the Process has a terminal outcome and its tree has no owned work left. */
   async join(options: { signal?: AbortSignal } = {}): Promise<void> {
     this.#guardReentrancy();
-    await raceAbort(
+    await abortable(
       this.#runtime.result.promise.then(
         () => this.#tree.whenIdle(),
         async (error: unknown) => {
@@ -144,24 +145,4 @@ function controlReason(reason: string): string {
     throw new KernelError(ErrorCode.invalidProcessControl, 'a control reason must be non-empty trimmed UTF-8 of at most 4096 bytes');
   }
   return reason;
-}
-
-/** Ends the caller's wait on abort without cancelling the underlying work. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

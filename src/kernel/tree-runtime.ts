@@ -1,3 +1,4 @@
+// Over 500 lines: the owner lane of one tree: every state change is sequenced here, so its invariants stay in one place.
 import { EffectBoundary, TreeActivation, TreeCheckpoint, classifyCheckpointCut, type TreeCheckpointKind } from './commit.js';
 import type { Deployment } from './deployment.js';
 import type { Digest } from './digest.js';

@@ -1,3 +1,4 @@
+// Over 500 lines: the tree snapshot and its strict decoder, whose cross-process rules need the whole tree at once.
 import { parseJson, utf8Length, type JsonNode } from './canonical-json.js';
 import { describe, Digest } from './digest.js';
 import { ChildSpec, Effect, EffectRequest, type ChildWaitSpec } from './effect.js';

@@ -1,3 +1,4 @@
+// Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
 import type { Clock } from '../kernel/clock.js';
 import type { Delta } from '../kernel/delta.js';
@@ -16,7 +17,7 @@ import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
-import { abortable } from '../supervisor/deferred.js';
+import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { baseEnv } from './base-env.js';
 import { ByteTail } from './byte-tail.js';
-import { deferred } from './deferred.js';
+import { deferred } from '../kernel/deferred.js';
 import { SupervisorError, SupervisorErrorCode } from './errors.js';
 import type { SupervisedProcess } from './supervised-process.js';
 import { maxTimerMs, systemTimers, type Timer, type Timers } from './timers.js';

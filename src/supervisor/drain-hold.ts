@@ -1,4 +1,4 @@
-import { deferred } from './deferred.js';
+import { deferred } from '../kernel/deferred.js';
 
 /** Which keys a drain covers: one exact key, or a predicate over keys. */
 export type KeyMatch = string | ((key: string) => boolean);

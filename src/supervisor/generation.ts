@@ -1,4 +1,4 @@
-import { deferred, type Deferred } from './deferred.js';
+import { deferred, type Deferred } from '../kernel/deferred.js';
 import type { Lease } from './lease.js';
 import type { SupervisedProcess } from './supervised-process.js';
 

@@ -1,4 +1,4 @@
-import { abortable, deferred } from './deferred.js';
+import { abortable, deferred } from '../kernel/deferred.js';
 import { DrainHold, keyPredicate, type KeyMatch } from './drain-hold.js';
 import { SupervisorError, SupervisorErrorCode } from './errors.js';
 import { Generation, type GenerationState, type StartWaiter } from './generation.js';

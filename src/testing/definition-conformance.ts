@@ -1,3 +1,4 @@
+// Over 500 lines: one exported conformance suite: its cases share fixtures and are read as one contract (§5).
 import { test } from 'node:test';
 import { CallbackPanicError, type CallbackOperation } from '../kernel/callback-panic-error.js';
 import { stepFailure } from '../kernel/classified-error.js';

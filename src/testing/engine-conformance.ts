@@ -1,3 +1,4 @@
+// Over 500 lines: one exported conformance suite (the Engine-driven committer cases and the crash matrix).
 import { TreeCheckpoint, type EffectBoundary } from '../kernel/commit.js';
 import type { Definition, Dispatcher, ReplayPolicy } from '../kernel/definition.js';
 import { Deployment } from '../kernel/deployment.js';

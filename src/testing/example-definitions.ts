@@ -1,3 +1,4 @@
+// Over 500 lines: the fixture Definitions the conformance suites share, one small class each.
 import { ClassifiedError } from '../kernel/classified-error.js';
 import type { Definition, Dispatcher, DeltaEmitter, Execution, ReplayPolicy } from '../kernel/definition.js';
 import type { Deployment } from '../kernel/deployment.js';

@@ -1,6 +1,6 @@
 import type { Payload } from '../kernel/payload.js';
 import { Child, type ChildOptions } from '../supervisor/child.js';
-import { deferred } from '../supervisor/deferred.js';
+import { deferred } from '../kernel/deferred.js';
 import { isSupervisorError, SupervisorErrorCode } from '../supervisor/errors.js';
 import type { SupervisedProcess } from '../supervisor/supervised-process.js';
 import { systemTimers, type Timer, type Timers } from '../supervisor/timers.js';

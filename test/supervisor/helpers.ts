@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Child, type ChildOptions } from '../../src/supervisor/child.js';
-import { deferred, type Deferred } from '../../src/supervisor/deferred.js';
+import { deferred, type Deferred } from '../../src/kernel/deferred.js';
 import type { Started, Starter } from '../../src/supervisor/supervised-process.js';
 import type { Timer, Timers } from '../../src/supervisor/timers.js';
 

@@ -17,7 +17,7 @@ import { echoDefinition, echoDispatchFailedCode } from '../../src/testing/exampl
 import type { JsonLinesWorker } from '../../src/transport/json-lines-worker.js';
 import { ProcessDispatcher } from '../../src/transport/process-dispatcher.js';
 import type { ProcessDispatcherConfig } from '../../src/transport/process-dispatcher-config.js';
-import { deferred } from '../../src/supervisor/deferred.js';
+import { deferred } from '../../src/kernel/deferred.js';
 import { isSettled, jsonlWorkerPath, ManualTimers, PidLedger } from '../supervisor/helpers.js';
 
 /** The memory committer, announcing every acknowledged `settled` Effect boundary. */

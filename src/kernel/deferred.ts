@@ -1,4 +1,4 @@
-/** A promise with its settle functions (internal plumbing of the supervisor). */
+/** A promise with its settle functions: internal plumbing of the kernel, the supervisor and the Host (not on the public surface). */
 export interface Deferred<T> {
   readonly promise: Promise<T>;
   resolve(value: T): void;
