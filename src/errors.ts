@@ -1,4 +1,4 @@
-import { ErrorCode, KernelError } from './kernel/errors.js';
+import { ErrorCode, KernelError } from './kernel/index.js';
 
 /**
  * The one catalogue of stable error codes. Every error Scope throws carries one of these `code`s:

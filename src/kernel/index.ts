@@ -42,6 +42,7 @@ export {
   type DeltaEmitter,
   type ReplayPolicy,
   replayPolicyValues,
+  parseReplayPolicy,
 } from './definition.js';
 export { Transition, type TransitionKind } from './transition.js';
 export { ExecutionState } from './execution-state.js';
@@ -49,14 +50,14 @@ export { Effect, EffectRequest, ChildSpec, ChildWaitSpec, ChildWaitCondition, ty
 export { Signal, SignalRequest } from './signal.js';
 export { WaitDeclaration, CurrentWait, type WaitDeclarationConfig, type WaitOptions } from './wait.js';
 export { Settlement, type SettlementStatus, settlementStatusValues } from './settlement.js';
-export { Failure, type FailureKind, failureKindValues } from './failure.js';
+export { Failure, type FailureKind, failureKindValues, validDiagnostic } from './failure.js';
 export { ClassifiedError } from './classified-error.js';
 
 // Lifecycle and outcomes.
 export { Engine, type EngineConfig, type StartOptions, type ProcessAdmission, type ProcessAdmitter, type TreeInspection, type ProcessInspection } from './engine.js';
 export { Process } from './process.js';
-export { Result } from './result.js';
-export { type Status, type TerminalStatus, statusValues, terminalStatusValues, isTerminalStatus } from './status.js';
+export { Result, timestampToDate } from './result.js';
+export { type Status, type TerminalStatus, statusValues, terminalStatusValues, isTerminalStatus, isStatus } from './status.js';
 export { Termination, type TerminationCause, terminationCauseValues } from './termination.js';
 export { type Clock, systemClock } from './clock.js';
 
@@ -78,6 +79,7 @@ export {
 } from './commit.js';
 export { TreeSnapshot } from './tree-snapshot.js';
 export { ProcessSnapshot } from './process-snapshot.js';
+export { type PreparedStep, type PreparedEffect, type EffectPhase } from './prepared-step.js';
 
 // Errors.
 export { KernelError, ErrorCode, hasCode } from './errors.js';

@@ -1,7 +1,4 @@
-import { Budget } from '../kernel/budget.js';
-import { CapabilitySet, parseCapability } from '../kernel/capability.js';
-import { Quota } from '../kernel/quota.js';
-import { TreeLimits } from '../kernel/tree-limits.js';
+import { Budget, CapabilitySet, parseCapability, Quota, TreeLimits } from '../kernel/index.js';
 import { encodeWire } from '../kernel/wire.js';
 import type { BudgetView, QuotaView, TreeLimitsView } from './host.js';
 

@@ -1,6 +1,4 @@
-import type { DeploymentResolver } from '../kernel/definition.js';
-import { Deployment, type DeploymentRef } from '../kernel/deployment.js';
-import { ErrorCode, KernelError } from '../kernel/errors.js';
+import { Deployment, type DeploymentRef, type DeploymentResolver, ErrorCode, KernelError } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
 
 /**

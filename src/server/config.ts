@@ -1,9 +1,4 @@
-import { Budget } from '../kernel/budget.js';
-import { maxPayloadBytes } from '../kernel/canonical-json.js';
-import { CapabilitySet } from '../kernel/capability.js';
-import { KernelError } from '../kernel/errors.js';
-import { Quota } from '../kernel/quota.js';
-import { TreeLimits } from '../kernel/tree-limits.js';
+import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
 

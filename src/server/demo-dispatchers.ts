@@ -1,7 +1,12 @@
-import type { DeltaEmitter, Dispatcher, ReplayPolicy } from '../kernel/definition.js';
-import type { Effect, EffectRequest } from '../kernel/effect.js';
-import { Payload } from '../kernel/payload.js';
-import { Settlement } from '../kernel/settlement.js';
+import {
+  type DeltaEmitter,
+  type Dispatcher,
+  type Effect,
+  type EffectRequest,
+  Payload,
+  type ReplayPolicy,
+  Settlement,
+} from '../kernel/index.js';
 
 /**
  * The Dispatchers of the demo deployments. Dispatchers may do real work (timers here); the

@@ -3,9 +3,7 @@ import { counterDefinition } from '../../strategies/demo/counter.js';
 import { echoDefinition } from '../../strategies/demo/echo.js';
 import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
-import type { Definition, Dispatcher } from '../kernel/definition.js';
-import { Deployment } from '../kernel/deployment.js';
-import { Digest } from '../kernel/digest.js';
+import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 
 /**

@@ -1,7 +1,4 @@
-import { eventNames } from '../kernel/event.js';
-import { EffectId, type ProcessId } from '../kernel/identity.js';
-import type { PreparedEffect } from '../kernel/prepared-step.js';
-import type { ProcessSnapshot } from '../kernel/process-snapshot.js';
+import { EffectId, eventNames, type PreparedEffect, type ProcessId, type ProcessSnapshot } from '../kernel/index.js';
 import type { EventLog } from '../store/event-log.js';
 import type { EffectView, Json } from './host.js';
 import { failureView, toNumber } from './views.js';

@@ -1,8 +1,14 @@
-import { treeIncarnationConflict, type EffectBoundary, type TreeActivation, type TreeCheckpoint } from '../kernel/commit.js';
-import { ErrorCode, KernelError } from '../kernel/errors.js';
-import type { ProcessId } from '../kernel/identity.js';
-import type { CommitContext } from '../kernel/tree-committer.js';
-import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import {
+  type CommitContext,
+  type EffectBoundary,
+  ErrorCode,
+  KernelError,
+  type ProcessId,
+  type TreeActivation,
+  type TreeCheckpoint,
+  treeIncarnationConflict,
+  type TreeSnapshot,
+} from '../kernel/index.js';
 import type { MemoryTreeCommitter } from '../store/memory-committer.js';
 import type { MemoryEventLog } from '../store/memory-event-log.js';
 import type { MemoryIdempotencyStore } from '../store/memory-idempotency.js';

@@ -1,19 +1,6 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import type { Clock } from '../kernel/clock.js';
-import type { Delta } from '../kernel/delta.js';
-import type { Deployment } from '../kernel/deployment.js';
-import { Engine } from '../kernel/engine.js';
-import { ErrorCode, KernelError } from '../kernel/errors.js';
-import type { Event } from '../kernel/event.js';
-import { validDiagnostic } from '../kernel/failure.js';
-import { EffectId, ProcessId, WaitId } from '../kernel/identity.js';
-import { Payload } from '../kernel/payload.js';
-import type { ProcessSnapshot } from '../kernel/process-snapshot.js';
-import { RuntimeError } from '../kernel/runtime-error.js';
-import { Settlement } from '../kernel/settlement.js';
-import { SignalRequest } from '../kernel/signal.js';
-import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, KernelError, Payload, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';

@@ -1,5 +1,5 @@
 import { HostErrorCode } from '../errors.js';
-import { KernelError } from '../kernel/errors.js';
+import { KernelError } from '../kernel/index.js';
 
 /**
  * The log errors that carry more than a code: where the log stands, so a client knows where to

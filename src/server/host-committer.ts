@@ -1,9 +1,15 @@
-import type { EffectBoundary, TreeActivation, TreeCheckpoint } from '../kernel/commit.js';
-import { ErrorCode, KernelError } from '../kernel/errors.js';
-import type { Event } from '../kernel/event.js';
-import type { ProcessId } from '../kernel/identity.js';
-import type { CommitContext, TreeStore } from '../kernel/tree-committer.js';
-import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import {
+  type CommitContext,
+  type EffectBoundary,
+  ErrorCode,
+  type Event,
+  KernelError,
+  type ProcessId,
+  type TreeActivation,
+  type TreeCheckpoint,
+  type TreeSnapshot,
+  type TreeStore,
+} from '../kernel/index.js';
 import type { LogRecord } from '../store/event-log.js';
 import type { RootIndexEntry } from '../store/root-index.js';
 import type { HostMetrics } from './metrics.js';

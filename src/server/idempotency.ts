@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { encodeCanonical } from '../kernel/canonical-json.js';
+import { encodeCanonical } from '../kernel/index.js';
 import { invalidRequest } from '../errors.js';
 import type { IdempotencyIntent } from '../store/idempotency.js';
 

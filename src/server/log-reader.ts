@@ -1,4 +1,4 @@
-import { eventNames } from '../kernel/event.js';
+import { eventNames } from '../kernel/index.js';
 import { comparePositions, followsDirectly, isPosition, type EventLog, type StoredLogRecord } from '../store/event-log.js';
 import { invalidRequest } from '../errors.js';
 import { CursorAheadError, HistoryTrimmedError } from './errors.js';

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Event } from '../kernel/event.js';
+import type { Event } from '../kernel/index.js';
 import type { StreamEndReason } from './host.js';
 
 /**

@@ -1,4 +1,4 @@
-import { isStatus, statusValues } from '../kernel/status.js';
+import { isStatus, statusValues } from '../kernel/index.js';
 import { invalidRequest } from '../errors.js';
 import { isRootIndexMember, rootOfMember, type RootIndex } from '../store/root-index.js';
 import type { Page, ProcessListQuery, ProcessSummary } from './host.js';

@@ -1,7 +1,4 @@
-import type { EffectBoundary, TreeActivation, TreeCheckpoint } from '../kernel/commit.js';
-import type { ProcessId } from '../kernel/identity.js';
-import type { CommitContext } from '../kernel/tree-committer.js';
-import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import type { CommitContext, EffectBoundary, ProcessId, TreeActivation, TreeCheckpoint, TreeSnapshot } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
 import { encodeRecord, idempotencyRecordSuffix, type IdempotencyIntent } from '../store/idempotency.js';
 import type { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';

@@ -1,12 +1,18 @@
 import type { Logger } from 'pino';
-import type { Deployment } from '../kernel/deployment.js';
-import { Engine, type ProcessInspection, type TreeInspection } from '../kernel/engine.js';
-import { ErrorCode, KernelError } from '../kernel/errors.js';
-import { eventNames, type Event } from '../kernel/event.js';
-import { ProcessId } from '../kernel/identity.js';
-import type { Process } from '../kernel/process.js';
-import type { ProcessSnapshot } from '../kernel/process-snapshot.js';
-import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+import {
+  type Deployment,
+  Engine,
+  ErrorCode,
+  type Event,
+  eventNames,
+  KernelError,
+  type Process,
+  ProcessId,
+  type ProcessInspection,
+  type ProcessSnapshot,
+  type TreeInspection,
+  type TreeSnapshot,
+} from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { DeploymentCatalog } from './catalog.js';
 import type { HostCommitter } from './host-committer.js';

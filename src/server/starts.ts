@@ -1,11 +1,5 @@
 import type { Logger } from 'pino';
-import type { Budget } from '../kernel/budget.js';
-import type { CapabilitySet } from '../kernel/capability.js';
-import type { Deployment } from '../kernel/deployment.js';
-import type { Engine } from '../kernel/engine.js';
-import { Payload } from '../kernel/payload.js';
-import type { Process } from '../kernel/process.js';
-import type { TreeLimits } from '../kernel/tree-limits.js';
+import { type Budget, type CapabilitySet, type Deployment, type Engine, Payload, type Process, type TreeLimits } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { IdempotencyIntent, IdempotencyStore } from '../store/idempotency.js';
 import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';

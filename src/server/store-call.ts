@@ -1,4 +1,4 @@
-import { ErrorCode, KernelError } from '../kernel/errors.js';
+import { ErrorCode, KernelError } from '../kernel/index.js';
 
 /** Runs a store call; raw client errors become `committer_unavailable` (never a raw Error). */
 export async function storeCall<T>(what: string, call: () => Promise<T>): Promise<T> {

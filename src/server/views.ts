@@ -1,8 +1,4 @@
-import type { Deployment } from '../kernel/deployment.js';
-import type { ProcessSnapshot } from '../kernel/process-snapshot.js';
-import type { Result } from '../kernel/result.js';
-import type { RuntimeError } from '../kernel/runtime-error.js';
-import type { Usage } from '../kernel/usage.js';
+import type { Deployment, ProcessSnapshot, Result, RuntimeError, Usage } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
 import { budgetView, safeNumber } from './authority.js';
 import type {

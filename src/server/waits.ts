@@ -1,6 +1,4 @@
-import type { Descriptor } from '../kernel/descriptor.js';
-import type { DeploymentRef } from '../kernel/deployment.js';
-import { Event, eventNames } from '../kernel/event.js';
+import { type DeploymentRef, type Descriptor, Event, eventNames } from '../kernel/index.js';
 import type { EventLog, StoredLogRecord } from '../store/event-log.js';
 import type { Json, WaitQuery, WaitView } from './host.js';
 import type { TreeResidency } from './residency.js';

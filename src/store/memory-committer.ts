@@ -1,13 +1,13 @@
 import {
   commitConflict,
-  treeIncarnationConflict,
   type EffectBoundary,
+  type ProcessId,
   type TreeActivation,
   type TreeCheckpoint,
-} from '../kernel/commit.js';
-import type { ProcessId } from '../kernel/identity.js';
-import type { TreeStore } from '../kernel/tree-committer.js';
-import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
+  treeIncarnationConflict,
+  type TreeSnapshot,
+  type TreeStore,
+} from '../kernel/index.js';
 import { maxUint64 } from '../kernel/wire.js';
 
 interface Head {

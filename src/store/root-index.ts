@@ -1,4 +1,4 @@
-import { timestampToDate } from '../kernel/result.js';
+import { timestampToDate } from '../kernel/index.js';
 
 /**
  * The list of root processes behind `GET /v1/processes`, newest first, whole and per deployment

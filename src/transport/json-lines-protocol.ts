@@ -1,5 +1,5 @@
 import { encodeCanonical, maxPayloadBytes, parseJson, type JsonNode } from '../kernel/canonical-json.js';
-import { Payload } from '../kernel/payload.js';
+import { Payload } from '../kernel/index.js';
 
 /**
  * The JSON-lines protocol between the process dispatcher and a long-lived command. One JSON

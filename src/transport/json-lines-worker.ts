@@ -1,4 +1,4 @@
-import type { Payload } from '../kernel/payload.js';
+import type { Payload } from '../kernel/index.js';
 import { Child, type ChildOptions } from '../supervisor/child.js';
 import { deferred } from '../kernel/deferred.js';
 import { isSupervisorError, SupervisorErrorCode } from '../supervisor/errors.js';

@@ -1,6 +1,4 @@
-import { encodeCanonical } from '../kernel/canonical-json.js';
-import { parseReplayPolicy, type ReplayPolicy } from '../kernel/definition.js';
-import { Digest } from '../kernel/digest.js';
+import { Digest, encodeCanonical, parseReplayPolicy, type ReplayPolicy } from '../kernel/index.js';
 import { checkEnvEntry } from '../supervisor/base-env.js';
 import { maxTimerMs } from '../supervisor/timers.js';
 import { ProcessDispatchError, ProcessDispatchErrorCode } from './process-dispatch-error.js';

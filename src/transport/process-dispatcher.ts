@@ -1,8 +1,13 @@
-import type { Dispatcher, DeltaEmitter, ReplayPolicy } from '../kernel/definition.js';
-import type { Digest } from '../kernel/digest.js';
-import type { Effect, EffectRequest } from '../kernel/effect.js';
-import { Payload } from '../kernel/payload.js';
-import { Settlement } from '../kernel/settlement.js';
+import {
+  type DeltaEmitter,
+  type Digest,
+  type Dispatcher,
+  type Effect,
+  type EffectRequest,
+  Payload,
+  type ReplayPolicy,
+  Settlement,
+} from '../kernel/index.js';
 import { isSupervisorError } from '../supervisor/errors.js';
 import type { Lease } from '../supervisor/lease.js';
 import type { Starter } from '../supervisor/supervised-process.js';

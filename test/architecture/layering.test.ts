@@ -95,3 +95,30 @@ test('no file outside src/store/redis/keys.ts forms a Redis key', () => {
   // The guard itself: keys.ts matches the shapes it bans elsewhere.
   assert.ok(readFileSync(keys, 'utf8').split('\n').some((line) => keyShapes.some((shape) => shape.test(line))));
 });
+
+// Everything above the kernel uses its curated surface (src/kernel/index.ts), so the kernel can change its
+// internals freely. Three internal modules are shared on purpose, each for a reason:
+const sharedKernelInternals: Readonly<Record<string, string>> = {
+  'src/kernel/deferred.ts': 'promise plumbing (deferred, abortable) the supervisor and Host use as the kernel does',
+  'src/kernel/canonical-json.ts': 'the JSON tokenizer: the process dispatcher speaks the kernel\'s JSON lines',
+  'src/kernel/wire.ts': 'the canonical wire writer and the uint64 bound, for stores that encode kernel values',
+};
+
+test('outside the kernel, only its surface (and three named internals) is imported', () => {
+  const kernel = join(root, 'src/kernel');
+  const files = [...sources(join(root, 'src')), ...sources(join(root, 'plugins'))].filter(
+    // src/testing is the kernel's own conformance kit: it builds fixtures from the internals.
+    (file) => !file.startsWith(`${kernel}/`) && !file.startsWith(`${join(root, 'src/testing')}/`),
+  );
+  const violations: string[] = [];
+  for (const file of files) {
+    for (const specifier of imports(file)) {
+      if (!specifier.startsWith('.')) continue;
+      const target = relative(root, resolve(dirname(file), specifier)).replace(/\.js$/, '.ts');
+      if (!target.startsWith('src/kernel/') || target === 'src/kernel/index.ts' || target in sharedKernelInternals) continue;
+      violations.push(`${relative(root, file)} → ${specifier}`);
+    }
+  }
+  assert.deepEqual(violations, []);
+  assert.ok(files.length > 40, 'the scan sees the layers above the kernel');
+});

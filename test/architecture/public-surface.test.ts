@@ -24,6 +24,8 @@ const pinned = [
   'TerminationCause', 'Transition', 'TransitionKind', 'TreeActivation', 'TreeCheckpoint', 'TreeCheckpointKind', 'TreeCommitter',
   'TreeIncarnationId', 'TreeInspection', 'TreeLimits', 'TreeLimitsConfig', 'TreeSnapshot', 'TreeStore', 'Usage', 'WaitId', 'WaitKey',
   'CurrentWait', 'WaitDeclaration', 'WaitDeclarationConfig', 'WaitOptions',
+  // What the Host reads of a process's current step and needs to check its own input the kernel's way.
+  'PreparedStep', 'PreparedEffect', 'EffectPhase', 'isStatus', 'validDiagnostic', 'timestampToDate', 'parseReplayPolicy',
   'canonicalize', 'commitConflict', 'computeDigest', 'defaultTreeLimits', 'encodeCanonical', 'eventNameValues', 'eventNames',
   'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'parseCapability',
   'replayPolicyValues', 'settlementStatusValues', 'statusValues', 'systemClock', 'terminalStatusValues', 'terminationCauseValues',

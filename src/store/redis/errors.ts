@@ -1,5 +1,4 @@
-import { commitConflict, treeIncarnationConflict } from '../../kernel/commit.js';
-import { ErrorCode, KernelError } from '../../kernel/errors.js';
+import { commitConflict, ErrorCode, KernelError, treeIncarnationConflict } from '../../kernel/index.js';
 
 /**
  * The one place where the Lua scripts' return codes and Redis transport failures become the

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { ProcessId } from '../../kernel/identity.js';
+import type { ProcessId } from '../../kernel/index.js';
 import { deltaType, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { checkTimeoutMs, committerUnavailable, StorageDeadlines } from './errors.js';
 import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';

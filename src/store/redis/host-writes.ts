@@ -1,5 +1,4 @@
-import { ErrorCode, KernelError } from '../../kernel/errors.js';
-import type { ProcessId } from '../../kernel/identity.js';
+import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
 import { eventEntryFields, previousEntryField, type EventLogFields } from './event-log.js';
 import { checkRecordSuffix, recordKey } from './keys.js';
 

@@ -2,8 +2,15 @@ import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { codedError, HostErrorCode } from '../../errors.js';
-import { ProcessId } from '../../kernel/identity.js';
-import { decodeRecord, idempotencyRecordSuffix, type IdempotencyClaim, type IdempotencyIntent, type IdempotencyRecord, type IdempotencyStore } from '../idempotency.js';
+import { ProcessId } from '../../kernel/index.js';
+import {
+  decodeRecord,
+  idempotencyRecordSuffix,
+  type IdempotencyClaim,
+  type IdempotencyIntent,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+} from '../idempotency.js';
 import { committerUnavailable, describeReply, mapFlagReply } from './errors.js';
 import { headKey, idempotencyPointerKey, purgedKey } from './keys.js';
 import type { RedisTreeCommitter } from './redis-committer.js';

@@ -1,5 +1,4 @@
-import { ErrorCode, KernelError } from '../../kernel/errors.js';
-import type { ProcessId } from '../../kernel/identity.js';
+import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
 
 /**
  * Every Redis key the store uses, built in this one file. All keys of one tree share the hash tag

@@ -1,9 +1,16 @@
 import type { Redis } from 'ioredis';
-import { EffectBoundary, TreeActivation, TreeCheckpoint, treeIncarnationConflict } from '../../kernel/commit.js';
-import { ErrorCode, KernelError } from '../../kernel/errors.js';
-import type { ProcessId, TreeIncarnationId } from '../../kernel/identity.js';
-import type { TreeStore } from '../../kernel/tree-committer.js';
-import { TreeSnapshot } from '../../kernel/tree-snapshot.js';
+import {
+  EffectBoundary,
+  ErrorCode,
+  KernelError,
+  type ProcessId,
+  TreeActivation,
+  TreeCheckpoint,
+  treeIncarnationConflict,
+  type TreeIncarnationId,
+  TreeSnapshot,
+  type TreeStore,
+} from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
