@@ -46,7 +46,10 @@ export const problemRegistry = {
   invalid_status: { status: 400, title: 'Invalid status' },
   invalid_signal: { status: 400, title: 'Invalid signal' },
   invalid_signal_request: { status: 400, title: 'Invalid signal request' },
+  // 401: who is asking is not known.
+  unauthorized: { status: 401, title: 'Unauthorized' },
   // 403: asking for more than the server grants.
+  insufficient_scope: { status: 403, title: 'Insufficient scope' },
   authority_exceeded: { status: 403, title: 'Authority exceeded' },
   process_admission_rejected: { status: 403, title: 'Process admission rejected' },
   // 404: nothing by that name.
@@ -276,6 +279,24 @@ export function documentProblems<S>(schema: S): S {
     documented[status] = codes === undefined ? entry : problemResponse((entry as ProblemResponseMarker).description, codes);
   }
   return { ...schema, response: documented };
+}
+
+/**
+ * A route schema that needs a bearer token documents the two auth problems too: 401 `unauthorized` and
+ * 403 `insufficient_scope` (merged into a 403 the route already documents).
+ */
+export function withAuthProblems<S>(schema: S): S {
+  const response = (schema as { response?: Record<string, unknown> } | undefined)?.response;
+  if (response === undefined) return schema;
+  const merged: Record<string, unknown> = { ...response };
+  for (const code of ['unauthorized', 'insufficient_scope'] as const) {
+    const status = String(problemRegistry[code].status);
+    const existing = (merged[status] as Partial<ProblemResponseMarker> | undefined)?.[documentedCodes] ?? [];
+    const codes = [...existing, code];
+    merged[status] = marker(codes.map((entry) => `\`${entry}\``).join(', '), codes);
+  }
+  const ordered = Object.fromEntries(Object.entries(merged).sort(([a], [b]) => (a === 'default' ? 1 : b === 'default' ? -1 : a.localeCompare(b))));
+  return { ...schema, response: ordered };
 }
 
 /** The problem codes a route documents, by status (for tests). */

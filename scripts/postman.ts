@@ -270,6 +270,8 @@ export async function buildCollection(spec: string): Promise<Collection> {
     // The spec's server is relative (`/`: the docs page calls the server that served it); a collection
     // imported into Postman needs an absolute one, the default address of `npm start`.
     { key: 'baseUrl', value: 'http://127.0.0.1:3000' },
+    // The API key for a server with SCOPE_AUTH=keys (empty: the embedded default, auth off).
+    { key: 'bearerToken', value: '' },
     { key: 'processId', value: '' },
     { key: 'waitId', value: '' },
     { key: 'waitPolls', value: '0' },

@@ -44,6 +44,10 @@ export type HostErrorCode = (typeof HostErrorCode)[keyof typeof HostErrorCode];
 
 /** Codes only the HTTP edge produces (the request never reached the Host). */
 export const HttpErrorCode = {
+  /** 401: no bearer token, or one no key matches (when authentication is on). */
+  unauthorized: 'unauthorized',
+  /** 403: the token lacks the scope the operation needs. */
+  insufficientScope: 'insufficient_scope',
   routeNotFound: 'route_not_found',
   notAcceptable: 'not_acceptable',
   requestTimeout: 'request_timeout',

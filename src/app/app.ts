@@ -24,6 +24,7 @@ import problemDetails, {
   clientErrorHandler,
   documentProblems,
   frameworkErrorHandler,
+  withAuthProblems,
   ProblemError,
   problemComponents,
   serverProblemResponses,
@@ -39,7 +40,10 @@ import waits, { waitComponents } from '../../plugins/waits/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
 import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
-import { defaultBodyLimit, maxBodyLimit, type SseConfig } from '../server/config.js';
+import { defaultBodyLimit, maxBodyLimit, type AuthConfig, type SseConfig } from '../server/config.js';
+import { installAuthentication } from './auth/authentication.js';
+import { ApiKeyStore } from './auth/key-store.js';
+import { operationScopes, scopeDescriptions, securityOf } from './auth/scopes.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -65,6 +69,8 @@ export interface AppConfig {
   readonly sse?: Partial<SseConfig>;
   /** Finer stream settings (tests); `sse` wins where both are set. */
   readonly stream?: StreamPluginOptions;
+  /** Authentication (`SCOPE_AUTH`): off by default; `keys` checks bearer API keys and their scopes. */
+  readonly auth?: AuthConfig;
 }
 
 export interface BuildAppOptions {
@@ -250,6 +256,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const hidden = (route.schema as { hide?: boolean } | undefined)?.hide === true;
+    // Every operation says who may call it (src/app/auth/scopes.ts): a route without an entry is refused here.
+    const operationId = (route.schema as { operationId?: string } | undefined)?.operationId;
+    if (operationId !== undefined && operationScopes[operationId] === undefined) {
+      throw new Error(`route ${route.method} ${route.url} (${operationId}) has no scope in src/app/auth/scopes.ts`);
+    }
     for (const method of methods) routes.push({ method: String(method), url: route.url, hidden });
   });
 
@@ -293,6 +304,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }
 
   await app.register(problemDetails, { bodyLimit });
+  const auth = options.config?.auth;
+  if (auth?.mode === 'keys') {
+    const store = new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
+    await installAuthentication(app, store);
+  }
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -307,8 +323,28 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       // Relative: the docs' "Try it out" calls the server that served them, whatever its host and port.
       servers: [{ url: '/' }],
       tags: openapiTags,
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'An API key (`Authorization: Bearer scope_…`) when the server runs with SCOPE_AUTH=keys; each operation lists the scope it needs. ' +
+              'Scopes: ' +
+              Object.entries(scopeDescriptions)
+                .map(([scope, text]) => `\`${scope}\` — ${text}`)
+                .join('; ') +
+              '. The embedded default on loopback runs with authentication off.',
+          },
+        },
+      },
     },
-    transform: ({ schema, url }) => ({ schema: documentProblems(schema), url }),
+    transform: ({ schema, url }) => {
+      const operationId = (schema as { operationId?: string } | undefined)?.operationId;
+      const security = operationId === undefined ? undefined : securityOf(operationId);
+      if (security === undefined) return { schema: documentProblems(schema), url };
+      return { schema: { ...documentProblems(withAuthProblems(schema)), security }, url };
+    },
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
       markOptionalBodies(document.openapiObject as OpenApiDocument);

@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, redactUrl, type ServerConfig } from '../server/config.js';
 import { EngineHost } from '../server/engine-host.js';
+import { keysCommand, keysUsage } from './auth/keys-command.js';
 
 /**
  * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
@@ -12,8 +13,10 @@ import { EngineHost } from '../server/engine-host.js';
  */
 
 const usage = `usage: scope serve [--no-demos]
+       scope keys create --scopes <scope,...> [--tenant <t>] [--id <name>]
 
   serve        start the HTTP/SSE server (configuration from the environment, see README)
+  keys create  make an API key (printed once) and its entry for SCOPE_API_KEYS_FILE
   --no-demos   do not register the demo deployments (same as SCOPE_DEMOS=off)
   --help       print this help`;
 
@@ -55,9 +58,12 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     throw error;
   }
   logger.info(
-    { url, mode: config.mode, redis: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl), demos: config.demos },
+    { url, mode: config.mode, redis: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl), demos: config.demos, auth: config.auth.mode },
     `scope listening on ${url} (${config.mode} mode)`,
   );
+  if (config.auth.mode === 'off') {
+    logger.warn({ host: config.host }, 'authentication is off: anyone who can reach this address can do everything (set SCOPE_AUTH=keys to require API keys)');
+  }
   let stopping: Promise<void> | undefined;
   return {
     config,
@@ -73,6 +79,12 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
 
 /** The CLI entry: never throws; sets `process.exitCode` (2 for usage or configuration errors). */
 export async function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (argv[0] === 'keys') {
+    const outcome = keysCommand(argv.slice(1), (text) => process.stdout.write(text));
+    if (outcome.error !== undefined) process.stderr.write(`scope: ${outcome.error}\n${keysUsage}\n`);
+    process.exitCode = outcome.exitCode;
+    return;
+  }
   const parsed = parseArguments(argv);
   if ('error' in parsed) {
     process.stderr.write(`scope: ${parsed.error}\n${usage}\n`);

@@ -474,7 +474,7 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed far enough to have one. */
@@ -992,6 +992,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed` (503). */
             default: {
                 headers: {
@@ -1026,6 +1044,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1089,6 +1125,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed` (503). */
             default: {
                 headers: {
@@ -1145,7 +1199,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `authority_exceeded` */
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `authority_exceeded`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1240,6 +1303,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `process_not_found` */
             404: {
                 headers: {
@@ -1302,6 +1383,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `process_not_found` */
             404: {
                 headers: {
@@ -1357,6 +1456,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `process_not_found` */
             404: {
                 headers: {
@@ -1404,6 +1521,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1501,6 +1636,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `process_not_found` */
             404: {
                 headers: {
@@ -1575,6 +1728,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1663,6 +1834,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `process_not_found` */
             404: {
                 headers: {
@@ -1737,6 +1926,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1826,6 +2033,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `process_not_found` */
             404: {
                 headers: {
@@ -1871,6 +2096,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1945,6 +2188,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2029,6 +2290,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `tree_not_found` */
             404: {
                 headers: {
@@ -2073,6 +2352,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2151,6 +2448,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `tree_not_found` */
             404: {
                 headers: {
@@ -2196,6 +2511,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2262,6 +2595,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `tree_not_found` */
             404: {
                 headers: {
@@ -2314,6 +2665,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed` (503). */
             default: {
                 headers: {
@@ -2353,6 +2722,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2431,6 +2818,24 @@ export interface operations {
             };
             /** @description `invalid_request` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2559,6 +2964,24 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed` (503). */

@@ -20,6 +20,9 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
+ * | `SCOPE_AUTH`             | off (keys when SCOPE_API_KEYS_FILE is set) | `off` or `keys` (bearer API keys)            |
+ * | `SCOPE_API_KEYS_FILE`    | (none)             | JSON `{keys: [{id, sha256, tenant, scopes}]}`, reread when it changes |
+ * | `SCOPE_ALLOW_UNAUTHENTICATED` | off           | listen on a non-loopback HOST with auth off (otherwise refused) |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
 
@@ -54,6 +57,18 @@ export interface ServerConfig {
   readonly idempotencyTtlMs: number;
   /** What every new root is granted; a start may only narrow it. */
   readonly grants: Grant;
+  /**
+   * Authentication: `off` (the embedded default on loopback: every caller may do everything), or bearer
+   * API keys read from a file of digests (`SCOPE_API_KEYS_FILE`).
+   */
+  readonly auth: AuthConfig;
+}
+
+export type AuthConfig = { readonly mode: 'off' } | { readonly mode: 'keys'; readonly keysFile: string };
+
+/** Whether `host` names only this machine (where auth may stay off). */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 /** The request envelope allowed on top of the kernel's largest payload. */
@@ -183,6 +198,23 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     }
   }
 
+  const keysFile = read('SCOPE_API_KEYS_FILE');
+  const authText = read('SCOPE_AUTH')?.toLowerCase() ?? (keysFile === undefined ? 'off' : 'keys');
+  let auth: AuthConfig = { mode: 'off' };
+  if (authText === 'keys') {
+    if (keysFile === undefined) problems.push('SCOPE_AUTH=keys needs SCOPE_API_KEYS_FILE (a JSON file of key digests; `scope keys create` makes entries)');
+    else auth = { mode: 'keys', keysFile };
+  } else if (authText !== 'off') {
+    problems.push(`SCOPE_AUTH=${JSON.stringify(authText)}: expected off or keys`);
+  }
+  const insecure = read('SCOPE_ALLOW_UNAUTHENTICATED')?.toLowerCase();
+  if (auth.mode === 'off' && !isLoopbackHost(host) && !['1', 'true', 'yes', 'on'].includes(insecure ?? '')) {
+    problems.push(
+      `HOST=${JSON.stringify(host)} is not a loopback address and authentication is off: set SCOPE_AUTH=keys with SCOPE_API_KEYS_FILE ` +
+        '(or, knowingly, SCOPE_ALLOW_UNAUTHENTICATED=1)',
+    );
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     mode: redisUrl === undefined ? 'embedded' : 'redis',
@@ -198,6 +230,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     shutdownMs,
     idempotencyTtlMs,
     grants: Object.freeze(grants),
+    auth: Object.freeze(auth),
   });
 }
 

@@ -44,6 +44,8 @@ test('every variable is read', () => {
     SCOPE_SHUTDOWN_MS: '2500',
     SCOPE_IDEMPOTENCY_TTL_MS: '60000',
     SCOPE_GRANTS: JSON.stringify({ budget: { steps: { maximum: 10 } }, treeLimits: { maxDepth: 0 }, capabilities: ['net.http'] }),
+    // A non-loopback HOST without authentication is refused unless asked for knowingly (the security issue).
+    SCOPE_ALLOW_UNAUTHENTICATED: '1',
   });
   assert.equal(config.mode, 'redis');
   assert.equal(config.redisUrl, 'redis://user:secret@127.0.0.1:6390/2');
