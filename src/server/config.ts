@@ -5,6 +5,7 @@ import { KernelError } from '../kernel/errors.js';
 import { Quota } from '../kernel/quota.js';
 import { TreeLimits } from '../kernel/tree-limits.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
+import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
 import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
 
 /**
@@ -25,6 +26,13 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
+ * | `SCOPE_TRANSPORT`        | inprocess          | how Effects reach dispatchers: `inprocess` or `bullmq` (Redis mode only: `scope worker` processes execute them) |
+ * | `SCOPE_TRANSPORT_CLAIM_MS` | 30000            | bullmq: an attempt unclaimed this long fails with `transport.unclaimed` |
+ * | `SCOPE_TRANSPORT_DEADLINE_MS` | 300000        | bullmq: a claimed attempt unsettled this long becomes Unknown |
+ * | `SCOPE_TRANSPORT_LEASE_MS` | 10000            | bullmq: the claimant's lease (renewed every third)        |
+ * | `SCOPE_TRANSPORT_LOCK_MS`  | 10000            | bullmq: BullMQ job lock duration                         |
+ * | `SCOPE_TRANSPORT_STALL_MS` | 5000             | bullmq: BullMQ stalled-job check interval                |
+ * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
 
@@ -59,6 +67,11 @@ export interface ServerConfig {
   readonly idempotencyTtlMs: number;
   /** What every new root is granted; a start may only narrow it. */
   readonly grants: Grant;
+  /** How Effects reach dispatchers; `bullmq` never falls back to in-process. */
+  readonly transport: 'inprocess' | 'bullmq';
+  readonly transportTiming: TransportTiming;
+  /** `scope worker`: concurrent attempts per deployment queue. */
+  readonly workerConcurrency: number;
 }
 
 /** The request envelope allowed on top of the kernel's largest payload. */
@@ -188,6 +201,23 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     }
   }
 
+  const transportText = read('SCOPE_TRANSPORT')?.toLowerCase() ?? 'inprocess';
+  let transport: 'inprocess' | 'bullmq' = 'inprocess';
+  if (transportText === 'bullmq') {
+    transport = 'bullmq';
+    if (redisUrl === undefined) problems.push('SCOPE_TRANSPORT=bullmq needs SCOPE_REDIS_URL (workers reach the API through Redis)');
+  } else if (transportText !== 'inprocess') {
+    problems.push(`SCOPE_TRANSPORT=${JSON.stringify(transportText)}: expected inprocess or bullmq`);
+  }
+  const transportTiming: TransportTiming = Object.freeze({
+    claimWindowMs: integer('SCOPE_TRANSPORT_CLAIM_MS', defaultTransportTiming.claimWindowMs, 50, 86_400_000),
+    dispatchDeadlineMs: integer('SCOPE_TRANSPORT_DEADLINE_MS', defaultTransportTiming.dispatchDeadlineMs, 50, 7 * 86_400_000),
+    leaseMs: integer('SCOPE_TRANSPORT_LEASE_MS', defaultTransportTiming.leaseMs, 30, 600_000),
+    lockDurationMs: integer('SCOPE_TRANSPORT_LOCK_MS', defaultTransportTiming.lockDurationMs, 100, 600_000),
+    stalledIntervalMs: integer('SCOPE_TRANSPORT_STALL_MS', defaultTransportTiming.stalledIntervalMs, 100, 600_000),
+  });
+  const workerConcurrency = integer('SCOPE_WORKER_CONCURRENCY', 4, 1, 1_000);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     mode: redisUrl === undefined ? 'embedded' : 'redis',
@@ -203,6 +233,9 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     shutdownMs,
     idempotencyTtlMs,
     grants: Object.freeze(grants),
+    transport,
+    transportTiming,
+    workerConcurrency,
   });
 }
 
