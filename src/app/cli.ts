@@ -5,6 +5,7 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, redactUrl, type ServerConfig } from '../server/config.js';
 import { EngineHost } from '../server/engine-host.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
+import { startWorker, type RunningWorker } from './worker.js';
 
 /**
  * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
@@ -12,10 +13,11 @@ import { keysCommand, keysUsage } from './auth/keys-command.js';
  * `SCOPE_SHUTDOWN_MS` (a second signal, or the deadline passing, exits at once).
  */
 
-const usage = `usage: scope serve [--no-demos]
+const usage = `usage: scope serve [--no-demos] | scope worker
        scope keys create --scopes <scope,...> [--tenant <t>] [--id <name>]
 
   serve        start the HTTP/SSE server (configuration from the environment, see README)
+  worker       execute Effects from the BullMQ queues (SCOPE_REDIS_URL; see docs/transport.md)
   keys create  make an API key (printed once) and its entry for SCOPE_API_KEYS_FILE
   --no-demos   do not register the demo deployments (same as SCOPE_DEMOS=off)
   --help       print this help`;
@@ -32,11 +34,12 @@ export interface RunningServer {
 }
 
 /** Parses argv; returns the options or a usage error message. */
-export function parseArguments(argv: readonly string[]): { command: 'serve' | 'help'; demos: boolean | undefined } | { error: string } {
-  let command: 'serve' | 'help' | undefined;
+export function parseArguments(argv: readonly string[]): { command: 'serve' | 'worker' | 'help'; demos: boolean | undefined } | { error: string } {
+  let command: 'serve' | 'worker' | 'help' | undefined;
   let demos: boolean | undefined;
   for (const argument of argv) {
     if (argument === 'serve' && command === undefined) command = 'serve';
+    else if (argument === 'worker' && command === undefined) command = 'worker';
     else if (argument === '--no-demos') demos = false;
     else if (argument === '--help' || argument === '-h') command = 'help';
     else return { error: `unknown argument ${JSON.stringify(argument)}` };
@@ -108,6 +111,10 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
   }
   if (parsed.demos === false) config = { ...config, demos: false };
   const logger = pino({ level: config.logLevel });
+  if (parsed.command === 'worker') {
+    await runWorker(config, logger);
+    return;
+  }
   let server: RunningServer;
   try {
     server = await serve({ config, logger });
@@ -137,6 +144,40 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** `scope worker` until SIGTERM/SIGINT: stop taking jobs, abort running attempts after `SCOPE_SHUTDOWN_MS`, exit. */
+async function runWorker(config: ServerConfig, logger: Logger): Promise<void> {
+  if (config.redisUrl === undefined) {
+    process.stderr.write('scope: scope worker needs SCOPE_REDIS_URL\n');
+    process.exitCode = 2;
+    return;
+  }
+  let worker: RunningWorker;
+  try {
+    worker = await startWorker({ config, logger });
+  } catch (error) {
+    logger.fatal({ err: error }, 'scope worker could not start');
+    process.exitCode = 1;
+    return;
+  }
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    logger.info({ signal, deadlineMs: config.shutdownMs }, 'worker shutting down');
+    const hardStop = setTimeout(() => process.exit(1), config.shutdownMs + exitGraceMs);
+    hardStop.unref();
+    worker.stop(config.shutdownMs).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'worker shutdown failed');
         process.exit(1);
       },
     );

@@ -79,6 +79,7 @@ export {
 } from './commit.js';
 export { TreeSnapshot } from './tree-snapshot.js';
 export { ProcessSnapshot } from './process-snapshot.js';
+export { ProcessRelation } from './relation.js';
 export { type PreparedStep, type PreparedEffect, type EffectPhase } from './prepared-step.js';
 
 // Errors.

@@ -27,6 +27,8 @@ export interface Backend {
   readonly log: EventLog;
   readonly idempotency: IdempotencyStore;
   readonly roots: RootIndex;
+  /** Redis mode: the client the stores use (the BullMQ transport shares it). */
+  readonly redis?: RedisClient;
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
   checks(): Promise<Record<string, string>>;
   /** Ends tails and closes what the backend opened, within `graceMs`. */
@@ -87,6 +89,7 @@ function redisBackend(options: BackendOptions): Backend {
   const committer = new RedisHostCommitter({ store, idempotency, roots, metrics });
   return {
     mode: 'redis',
+    redis,
     committer,
     log: store.events,
     idempotency,

@@ -1,5 +1,6 @@
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
+import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
 import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
 
 /**
@@ -23,6 +24,13 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_AUTH`             | off (keys when SCOPE_API_KEYS_FILE is set) | `off` or `keys` (bearer API keys)            |
  * | `SCOPE_API_KEYS_FILE`    | (none)             | JSON `{keys: [{id, sha256, tenant, scopes}]}`, reread when it changes |
  * | `SCOPE_ALLOW_UNAUTHENTICATED` | off           | listen on a non-loopback HOST with auth off (otherwise refused) |
+ * | `SCOPE_TRANSPORT`        | inprocess          | how Effects reach dispatchers: `inprocess` or `bullmq` (Redis mode only: `scope worker` processes execute them) |
+ * | `SCOPE_TRANSPORT_CLAIM_MS` | 30000            | bullmq: an attempt unclaimed this long fails with `transport.unclaimed` |
+ * | `SCOPE_TRANSPORT_DEADLINE_MS` | 300000        | bullmq: a claimed attempt unsettled this long becomes Unknown |
+ * | `SCOPE_TRANSPORT_LEASE_MS` | 10000            | bullmq: the claimant's lease (renewed every third)        |
+ * | `SCOPE_TRANSPORT_LOCK_MS`  | 10000            | bullmq: BullMQ job lock duration                         |
+ * | `SCOPE_TRANSPORT_STALL_MS` | 5000             | bullmq: BullMQ stalled-job check interval                |
+ * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
 
@@ -57,6 +65,11 @@ export interface ServerConfig {
   readonly idempotencyTtlMs: number;
   /** What every new root is granted; a start may only narrow it. */
   readonly grants: Grant;
+  /** How Effects reach dispatchers; `bullmq` never falls back to in-process. */
+  readonly transport: 'inprocess' | 'bullmq';
+  readonly transportTiming: TransportTiming;
+  /** `scope worker`: concurrent attempts per deployment queue. */
+  readonly workerConcurrency: number;
   /**
    * Authentication: `off` (the embedded default on loopback: every caller may do everything), or bearer
    * API keys read from a file of digests (`SCOPE_API_KEYS_FILE`).
@@ -214,6 +227,22 @@ export function loadConfig(env: Env = process.env): ServerConfig {
         '(or, knowingly, SCOPE_ALLOW_UNAUTHENTICATED=1)',
     );
   }
+  const transportText = read('SCOPE_TRANSPORT')?.toLowerCase() ?? 'inprocess';
+  let transport: 'inprocess' | 'bullmq' = 'inprocess';
+  if (transportText === 'bullmq') {
+    transport = 'bullmq';
+    if (redisUrl === undefined) problems.push('SCOPE_TRANSPORT=bullmq needs SCOPE_REDIS_URL (workers reach the API through Redis)');
+  } else if (transportText !== 'inprocess') {
+    problems.push(`SCOPE_TRANSPORT=${JSON.stringify(transportText)}: expected inprocess or bullmq`);
+  }
+  const transportTiming: TransportTiming = Object.freeze({
+    claimWindowMs: integer('SCOPE_TRANSPORT_CLAIM_MS', defaultTransportTiming.claimWindowMs, 50, 86_400_000),
+    dispatchDeadlineMs: integer('SCOPE_TRANSPORT_DEADLINE_MS', defaultTransportTiming.dispatchDeadlineMs, 50, 7 * 86_400_000),
+    leaseMs: integer('SCOPE_TRANSPORT_LEASE_MS', defaultTransportTiming.leaseMs, 30, 600_000),
+    lockDurationMs: integer('SCOPE_TRANSPORT_LOCK_MS', defaultTransportTiming.lockDurationMs, 100, 600_000),
+    stalledIntervalMs: integer('SCOPE_TRANSPORT_STALL_MS', defaultTransportTiming.stalledIntervalMs, 100, 600_000),
+  });
+  const workerConcurrency = integer('SCOPE_WORKER_CONCURRENCY', 4, 1, 1_000);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
@@ -231,6 +260,9 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     idempotencyTtlMs,
     grants: Object.freeze(grants),
     auth: Object.freeze(auth),
+    transport,
+    transportTiming,
+    workerConcurrency,
   });
 }
 

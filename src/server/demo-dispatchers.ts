@@ -1,12 +1,4 @@
-import {
-  type DeltaEmitter,
-  type Dispatcher,
-  type Effect,
-  type EffectRequest,
-  Payload,
-  type ReplayPolicy,
-  Settlement,
-} from '../kernel/index.js';
+import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../kernel/index.js';
 
 /**
  * The Dispatchers of the demo deployments. Dispatchers may do real work (timers here); the

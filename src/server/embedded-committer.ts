@@ -1,14 +1,4 @@
-import {
-  type CommitContext,
-  type EffectBoundary,
-  ErrorCode,
-  KernelError,
-  type ProcessId,
-  type TreeActivation,
-  type TreeCheckpoint,
-  treeIncarnationConflict,
-  type TreeSnapshot,
-} from '../kernel/index.js';
+import { type CommitContext, type EffectBoundary, ErrorCode, KernelError, type ProcessId, type TreeActivation, type TreeCheckpoint, treeIncarnationConflict, type TreeSnapshot } from '../kernel/index.js';
 import type { MemoryTreeCommitter } from '../store/memory-committer.js';
 import type { MemoryEventLog } from '../store/memory-event-log.js';
 import type { MemoryIdempotencyStore } from '../store/memory-idempotency.js';

@@ -6,6 +6,7 @@ import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
 import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
+import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
@@ -48,7 +49,8 @@ import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
-export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'>;
+export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -108,13 +110,13 @@ export class EngineHost implements Host {
   readonly #dispatchStop = new AbortController();
   #closing = false;
   #closed: Promise<void> | undefined;
+  #transport: BullmqTransport | undefined;
 
   constructor(options: EngineHostOptions) {
     const config = options.config;
     this.#config = config;
     this.#logger = options.logger;
-    if (config.demos) for (const deployment of demoDeployments({ shutdown: this.#dispatchStop.signal })) this.#catalog.register(deployment);
-    for (const deployment of options.deployments ?? []) this.#catalog.register(deployment);
+    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
@@ -125,6 +127,13 @@ export class EngineHost implements Host {
     });
     backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency });
     this.#backend = backend;
+    // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
+    // by the queue transport (same ref), so nothing can fall back to running in this process.
+    if (config.transport === 'bullmq') {
+      if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
+      this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming });
+    }
+    for (const deployment of deployments) this.#catalog.register(this.#transport?.bind(deployment) ?? deployment);
 
     this.#engine = new Engine({
       committer: backend.committer,
@@ -505,6 +514,7 @@ export class EngineHost implements Host {
     if (!(await within(committer.drained(), left()))) this.#logger?.warn('shutdown deadline passed with commits in flight');
     await within(this.#engine.flushDeltas(), left());
     this.#shutdown.abort(stopping);
+    await this.#transport?.close().catch(() => undefined);
     await this.#backend.close(left());
     await this.#engine.close().catch(() => undefined);
   }

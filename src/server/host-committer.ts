@@ -1,15 +1,4 @@
-import {
-  type CommitContext,
-  type EffectBoundary,
-  ErrorCode,
-  type Event,
-  KernelError,
-  type ProcessId,
-  type TreeActivation,
-  type TreeCheckpoint,
-  type TreeSnapshot,
-  type TreeStore,
-} from '../kernel/index.js';
+import { type CommitContext, type EffectBoundary, ErrorCode, type Event, KernelError, type ProcessId, type TreeActivation, type TreeCheckpoint, type TreeSnapshot, type TreeStore } from '../kernel/index.js';
 import type { LogRecord } from '../store/event-log.js';
 import type { RootIndexEntry } from '../store/root-index.js';
 import type { HostMetrics } from './metrics.js';

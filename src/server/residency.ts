@@ -1,18 +1,5 @@
 import type { Logger } from 'pino';
-import {
-  type Deployment,
-  Engine,
-  ErrorCode,
-  type Event,
-  eventNames,
-  KernelError,
-  type Process,
-  ProcessId,
-  type ProcessInspection,
-  type ProcessSnapshot,
-  type TreeInspection,
-  type TreeSnapshot,
-} from '../kernel/index.js';
+import { type Deployment, Engine, ErrorCode, type Event, eventNames, KernelError, type Process, ProcessId, type ProcessInspection, type ProcessSnapshot, type TreeInspection, type TreeSnapshot } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { DeploymentCatalog } from './catalog.js';
 import type { HostCommitter } from './host-committer.js';

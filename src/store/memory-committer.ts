@@ -1,13 +1,4 @@
-import {
-  commitConflict,
-  type EffectBoundary,
-  type ProcessId,
-  type TreeActivation,
-  type TreeCheckpoint,
-  treeIncarnationConflict,
-  type TreeSnapshot,
-  type TreeStore,
-} from '../kernel/index.js';
+import { commitConflict, type EffectBoundary, type ProcessId, type TreeActivation, type TreeCheckpoint, treeIncarnationConflict, type TreeSnapshot, type TreeStore } from '../kernel/index.js';
 import { maxUint64 } from '../kernel/wire.js';
 
 interface Head {

@@ -1,13 +1,4 @@
-import {
-  type DeltaEmitter,
-  type Digest,
-  type Dispatcher,
-  type Effect,
-  type EffectRequest,
-  Payload,
-  type ReplayPolicy,
-  Settlement,
-} from '../kernel/index.js';
+import { type DeltaEmitter, type Digest, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../kernel/index.js';
 import { isSupervisorError } from '../supervisor/errors.js';
 import type { Lease } from '../supervisor/lease.js';
 import type { Starter } from '../supervisor/supervised-process.js';

@@ -25,7 +25,7 @@ const pinned = [
   'TreeIncarnationId', 'TreeInspection', 'TreeLimits', 'TreeLimitsConfig', 'TreeSnapshot', 'TreeStore', 'Usage', 'WaitId', 'WaitKey',
   'CurrentWait', 'WaitDeclaration', 'WaitDeclarationConfig', 'WaitOptions',
   // What the Host reads of a process's current step and needs to check its own input the kernel's way.
-  'PreparedStep', 'PreparedEffect', 'EffectPhase', 'isStatus', 'validDiagnostic', 'timestampToDate', 'parseReplayPolicy',
+  'PreparedStep', 'PreparedEffect', 'EffectPhase', 'isStatus', 'validDiagnostic', 'timestampToDate', 'parseReplayPolicy', 'ProcessRelation',
   'canonicalize', 'commitConflict', 'computeDigest', 'defaultTreeLimits', 'encodeCanonical', 'eventNameValues', 'eventNames',
   'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'parseCapability',
   'replayPolicyValues', 'settlementStatusValues', 'statusValues', 'systemClock', 'terminalStatusValues', 'terminationCauseValues',

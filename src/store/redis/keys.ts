@@ -103,3 +103,53 @@ export function idempotencyPointerKey(prefix: string, keyDigest: string): string
   if (!/^[0-9a-f]{64}$/.test(keyDigest)) throw new TypeError(`an idempotency key digest is 64 lowercase hex digits, got ${JSON.stringify(keyDigest)}`);
   return `${prefix}:idempotency:${keyDigest}`;
 }
+
+/*
+ * Effect transport evidence (src/transport/bullmq/): claims and settlements of dispatch attempts,
+ * under the tree's hash tag so one script fences a claim against the head in one slot.
+ *
+ * | key                                       | type | holds                                                     |
+ * |-------------------------------------------|------|-----------------------------------------------------------|
+ * | `<prefix>:{<root>}:attempt:<attemptId>`   | hash | one attempt: state, incarnation, effect, deadlines, claim |
+ * | `<prefix>:{<root>}:inbox`                 | hash | attemptId → settlement JSON (first write wins)            |
+ * | `<prefix>:{<root>}:claims`                | hash | effectId → the one attempt that ever claimed a `never` effect |
+ * | `<prefix>:{<root>}:settled`               | hash | effectId → the attempt that settled it definitely         |
+ * | `<prefix>:{<root>}:executions`            | hash | effectId → executions started (counted at claim time)     |
+ * | `<prefix>:transport:workers`              | zset | live worker id → heartbeat expiry (ms), outside any tree  |
+ */
+
+/** One dispatch attempt's record (`attempt:<hex>` is the kernel's EffectAttemptId text). */
+export function attemptKey(prefix: string, rootId: ProcessId | string, attemptId: string): string {
+  if (!/^attempt:[0-9a-f]{32}$/.test(attemptId)) throw new TypeError(`an attempt id is attempt:<32 hex>, got ${JSON.stringify(attemptId)}`);
+  return `${treeKeyBase(prefix, rootId)}:${attemptId}`;
+}
+
+/** The tree's settlement inbox. */
+export function inboxKey(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:inbox`;
+}
+
+/** The tree's once-ever claims of `never`-replay effects. */
+export function neverClaimsKey(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:claims`;
+}
+
+/** The tree's definitely settled effects (a later attempt of one is refused). */
+export function settledEffectsKey(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:settled`;
+}
+
+/** Executions started per effect, counted by the claim (evidence for tests and operators). */
+export function executionsKey(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:executions`;
+}
+
+/** The live worker registry (a directory, not tree state). */
+export function workerRegistryKey(prefix: string): string {
+  return `${prefix}:transport:workers`;
+}
+
+/** Pub/sub channels of the transport: `settled` (owner wake-ups) and `cancel` (worker aborts). Not keys. */
+export function transportChannel(prefix: string, kind: 'settled' | 'cancel'): string {
+  return `${prefix}:transport:${kind}`;
+}

@@ -1,16 +1,5 @@
 import type { Redis } from 'ioredis';
-import {
-  EffectBoundary,
-  ErrorCode,
-  KernelError,
-  type ProcessId,
-  TreeActivation,
-  TreeCheckpoint,
-  treeIncarnationConflict,
-  type TreeIncarnationId,
-  TreeSnapshot,
-  type TreeStore,
-} from '../../kernel/index.js';
+import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';

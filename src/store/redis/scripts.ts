@@ -42,14 +42,14 @@ function expandIncludes(text: string, seen: ReadonlySet<string> = new Set()): st
   return text.replace(includePattern, (_line, name: string) => readInclude(name, seen));
 }
 
-function loadScripts(): ReadonlyMap<string, LuaScript> {
+function loadScripts(directory: URL): ReadonlyMap<string, LuaScript> {
   const scripts = new Map<string, LuaScript>();
-  for (const file of readdirSync(luaDirectory).sort()) {
+  for (const file of readdirSync(directory).sort()) {
     if (!file.endsWith('.lua')) continue;
     const match = fileNamePattern.exec(file);
     if (match === null) throw new Error(`lua script ${file} must be named <commandName>-<numKeys>.lua`);
     const [, name, keys] = match as unknown as [string, string, string];
-    const lua = expandIncludes(readFileSync(new URL(file, luaDirectory), 'utf8'));
+    const lua = expandIncludes(readFileSync(new URL(file, directory), 'utf8'));
     const numKeys = Number(keys);
     const sha = createHash('sha1').update(lua).digest('hex');
     const variadicKeys = new RegExp(`KEYS\\[${numKeys + 1}\\.\\.\\]`).test(lua);
@@ -59,17 +59,27 @@ function loadScripts(): ReadonlyMap<string, LuaScript> {
 }
 
 let cache: ReadonlyMap<string, LuaScript> | undefined;
+let transportCache: ReadonlyMap<string, LuaScript> | undefined;
 
-/** Every script, by name (read on first use). */
+/** Every script of the tree store, by name (read on first use). */
 export function luaScripts(): ReadonlyMap<string, LuaScript> {
-  cache ??= loadScripts();
+  cache ??= loadScripts(luaDirectory);
   return cache;
 }
 
-/** One script by name; throws for an unknown name. */
+/**
+ * The effect transport's scripts (`lua/transport/`: attempt offers, claims, settlements). Kept apart
+ * from the store's because they are transport evidence, never the record: no commit runs them.
+ */
+export function transportLuaScripts(): ReadonlyMap<string, LuaScript> {
+  transportCache ??= loadScripts(new URL('transport/', luaDirectory));
+  return transportCache;
+}
+
+/** One script by name, store or transport; throws for an unknown name. */
 export function luaScript(name: string): LuaScript {
-  const script = luaScripts().get(name);
-  if (script === undefined) throw new Error(`no lua script ${name}; known: ${[...luaScripts().keys()].join(', ')}`);
+  const script = luaScripts().get(name) ?? transportLuaScripts().get(name);
+  if (script === undefined) throw new Error(`no lua script ${name}; known: ${[...luaScripts().keys(), ...transportLuaScripts().keys()].join(', ')}`);
   return script;
 }
 
@@ -78,7 +88,7 @@ const registered = new WeakSet<Redis>();
 /** Registers every script on `redis` (idempotent per client). */
 export function defineScripts(redis: Redis): void {
   if (registered.has(redis)) return;
-  for (const script of luaScripts().values()) {
+  for (const script of [...luaScripts().values(), ...transportLuaScripts().values()]) {
     // No fixed numberOfKeys: the caller passes the key count, so variadic scripts work too.
     redis.defineCommand(script.commandName, { lua: script.lua });
   }

@@ -1,0 +1,54 @@
+import type { Logger } from 'pino';
+import type { ServerConfig } from '../server/config.js';
+import { demoDeployments } from '../server/demos.js';
+import { closeRedis, connectRedis, type RedisClient } from '../store/redis/connection.js';
+import { EffectWorker } from '../transport/bullmq/effect-worker.js';
+import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
+
+/**
+ * `scope worker`: executes the Effects of the deployments it holds (the demos, the same catalog
+ * `scope serve` registers, so a job's exact DeploymentRef finds exactly its behaviour here).
+ */
+export interface RunningWorker {
+  readonly workerId: string;
+  /** Graceful stop: no new jobs, running attempts aborted after `graceMs`. */
+  stop(graceMs: number): Promise<void>;
+}
+
+export async function startWorker(options: { config: ServerConfig; logger: Logger }): Promise<RunningWorker> {
+  const { config, logger } = options;
+  const onError = (error: Error): void => logger.warn({ err: error }, 'redis connection error');
+  const redis: RedisClient = connectRedis(config.redisUrl, { onError });
+  const bullConnection: RedisClient = redis.duplicate({ maxRetriesPerRequest: null });
+  bullConnection.on('error', onError);
+  const closeAll = async (): Promise<void> => {
+    await Promise.all([closeRedis(redis, 500), closeRedis(bullConnection, 500)]);
+  };
+  try {
+    // An evicted lock or claim key means a duplicate run: refuse to work on such a Redis.
+    await checkNoEviction(redis);
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+  const shutdown = new AbortController();
+  const worker = new EffectWorker({
+    redis,
+    bullConnection,
+    keyPrefix: config.keyPrefix,
+    deployments: demoDeployments({ shutdown: shutdown.signal }),
+    concurrency: config.workerConcurrency,
+    timing: config.transportTiming,
+    onError: (error, context) => logger.warn({ err: error, context }, 'worker error'),
+  });
+  await worker.start();
+  logger.info({ workerId: worker.workerId, pid: process.pid }, 'scope worker ready');
+  return {
+    workerId: worker.workerId,
+    async stop(graceMs: number) {
+      await worker.stop(graceMs);
+      shutdown.abort();
+      await closeAll();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+--[[
+  settleAttempt: the claimant delivers its settlement to the tree's inbox (first write wins) and
+  wakes the owner. Refused unless the claim is still held: once the owner declared the attempt
+  Unknown (lapsed lease, passed deadline) nothing can settle into it any more.
+
+  Input:
+    KEYS[1]  attempt record  <prefix>:{<root>}:attempt:<attemptId>
+    KEYS[2]  inbox           <prefix>:{<root>}:inbox
+    KEYS[3]  settled effects <prefix>:{<root>}:settled
+    ARGV[1]  attempt id
+    ARGV[2]  claim token
+    ARGV[3]  settlement JSON (`{"outcome":"settled","settlement":…}` or `{"outcome":"unknown",…}`)
+    ARGV[4]  1 when the settlement is definite (the effect may not be claimed again)
+    ARGV[5]  retention ms of the inbox
+    ARGV[6]  notification channel
+    ARGV[7]  notification message
+
+  Output:
+    1 delivered; 0 refused (the claim is no longer held)
+]]
+local fields = redis.call('HMGET', KEYS[1], 'state', 'token', 'effect')
+if fields[1] ~= 'claimed' or fields[2] ~= ARGV[2] then return 0 end
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+if ARGV[4] == '1' then redis.call('HSETNX', KEYS[3], fields[3], ARGV[1]) end
+redis.call('HSET', KEYS[1], 'state', 'settled')
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+return 1

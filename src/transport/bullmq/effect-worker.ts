@@ -1,0 +1,187 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { Delta, type Deployment, type Dispatcher, type Payload } from '../../kernel/index.js';
+import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
+import { RedisEventLog } from '../../store/redis/event-log.js';
+import { deltaType } from '../../store/event-log.js';
+import { encodeInboxEntry, requestOf, type EffectJobData, type InboxEntry } from './job-data.js';
+import { bullPrefixOf, queueNameOf } from './names.js';
+import { defaultTransportTiming, type TransportTiming } from './transport-options.js';
+
+/**
+ * `scope worker`'s engine: consumes the queue of every deployment it holds (one queue per exact
+ * DeploymentRef) and runs an attempt only after its Lua claim succeeds. A refused claim executes
+ * nothing and writes nothing. While it runs, the claimant renews its lease and watches the durable
+ * cancel flag (plus a notification), aborting the dispatch's AbortSignal on cancel; deltas go to the
+ * tree's event log (best effort); the settlement (or `unknown` when the dispatcher threw) goes to
+ * the tree's inbox, and only then does the job complete.
+ */
+
+export interface EffectWorkerOptions {
+  /** A client for the claims, the inbox, the event log and the registry. */
+  readonly redis: Redis;
+  /** A client for BullMQ (`maxRetriesPerRequest: null`); BullMQ duplicates it for blocking reads. */
+  readonly bullConnection: Redis;
+  readonly keyPrefix: string;
+  readonly deployments: readonly Deployment[];
+  readonly concurrency?: number;
+  readonly timing?: Partial<TransportTiming>;
+  /** Registry heartbeat period (default 1000 ms); an entry lives three periods. */
+  readonly heartbeatMs?: number;
+  readonly workerId?: string;
+  readonly onError?: (error: unknown, context: string) => void;
+}
+
+export type AttemptOutcome = 'executed' | 'refused';
+
+export class EffectWorker {
+  readonly #options: EffectWorkerOptions;
+  readonly #timing: TransportTiming;
+  readonly #attempts: RedisEffectAttempts;
+  readonly #log: RedisEventLog;
+  readonly #dispatchers = new Map<string, Dispatcher>();
+  readonly #workers: Worker[] = [];
+  readonly #running = new Map<string, AbortController>();
+  readonly #refs: string[] = [];
+  readonly #workerId: string;
+  #subscriber: Redis | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: EffectWorkerOptions) {
+    this.#options = options;
+    this.#timing = { ...defaultTransportTiming, ...options.timing };
+    this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
+    this.#log = new RedisEventLog({ redis: options.redis, keyPrefix: options.keyPrefix, onAppendError: (error) => options.onError?.(error, 'delta append') });
+    this.#workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    for (const deployment of options.deployments) {
+      if (deployment.dispatcher === undefined) continue;
+      this.#dispatchers.set(deployment.ref.digest.toString(), deployment.dispatcher);
+      this.#refs.push(deployment.ref.digest.hex);
+    }
+  }
+
+  get workerId(): string {
+    return this.#workerId;
+  }
+
+  /** Subscribes to cancellations, joins the registry and starts consuming. */
+  async start(): Promise<void> {
+    const subscriber = this.#options.redis.duplicate();
+    subscriber.on('error', (error) => this.#options.onError?.(error, 'cancel subscriber'));
+    subscriber.on('message', (_channel: string, message: string) => this.#running.get(message)?.abort(new Error('canceled by the owner')));
+    await subscriber.subscribe(this.#attempts.cancelChannel);
+    this.#subscriber = subscriber;
+    await this.#beat();
+    const heartbeatMs = this.#options.heartbeatMs ?? 1_000;
+    this.#heartbeat = setInterval(() => void this.#beat(), heartbeatMs);
+    for (const deployment of this.#options.deployments) {
+      if (deployment.dispatcher === undefined) continue;
+      const worker = new Worker(queueNameOf(deployment.ref), (job: Job<EffectJobData>) => this.run(job.data), {
+        connection: this.#options.bullConnection,
+        prefix: bullPrefixOf(this.#options.keyPrefix),
+        concurrency: this.#options.concurrency ?? 4,
+        lockDuration: this.#timing.lockDurationMs,
+        stalledInterval: this.#timing.stalledIntervalMs,
+        // A stalled job is redelivered once so its claim can be refused visibly; the claim, not
+        // this counter, is what keeps a second execution from happening.
+        maxStalledCount: 1,
+      });
+      worker.on('error', (error) => this.#options.onError?.(error, `worker ${deployment.ref.name}`));
+      this.#workers.push(worker);
+    }
+    await Promise.all(this.#workers.map((worker) => worker.waitUntilReady()));
+  }
+
+  /** Claims and, when granted, executes one attempt (exported for tests of a redelivery). */
+  async run(data: EffectJobData): Promise<AttemptOutcome> {
+    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId };
+    const token = randomBytes(12).toString('hex');
+    const claim = await this.#attempts.claim(attempt, token, this.#workerId, this.#timing.leaseMs);
+    if (!claim.claimed) return 'refused';
+    const key = `${attempt.rootId} ${attempt.attemptId}`;
+    const abort = new AbortController();
+    this.#running.set(key, abort);
+    if (claim.canceled) abort.abort(new Error('canceled by the owner'));
+    const renew = setInterval(() => {
+      this.#attempts.renew(attempt, token, this.#timing.leaseMs).then(
+        ({ held, canceled }) => {
+          if (!held || canceled) abort.abort(new Error(held ? 'canceled by the owner' : 'the claim is no longer held'));
+        },
+        (error: unknown) => this.#options.onError?.(error, 'lease renewal'),
+      );
+    }, Math.max(10, Math.floor(this.#timing.leaseMs / 3)));
+    let entry: InboxEntry;
+    try {
+      entry = await this.#execute(data, abort.signal);
+    } finally {
+      clearInterval(renew);
+      this.#running.delete(key);
+    }
+    // A refused settlement means the owner already declared the attempt Unknown: nothing to do.
+    await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
+    return 'executed';
+  }
+
+  async #execute(data: EffectJobData, signal: AbortSignal): Promise<InboxEntry> {
+    try {
+      const request = requestOf(data);
+      const dispatcher = this.#dispatchers.get(request.deploymentRef.digest.toString());
+      if (dispatcher === undefined) return { outcome: 'unknown', reason: `this worker holds no dispatcher for ${request.deploymentRef.toString()}` };
+      let sequence = 0n;
+      const emit = (payload: Payload): void => {
+        if (signal.aborted) return;
+        sequence += 1n;
+        try {
+          const delta = Delta.create({
+            attemptId: request.attemptId!,
+            processId: request.processId,
+            effectId: request.id,
+            treeIncarnationId: request.incarnationId,
+            effectSequence: sequence,
+            emittedAt: new Date(),
+            payload,
+          });
+          this.#log.append(data.rootId, [{ type: deltaType, processId: request.processId.toString(), data: delta.json() }]);
+        } catch (error) {
+          // A rejected delta is dropped (best effort), leaving a visible gap in the sequence.
+          this.#options.onError?.(error, 'delta');
+        }
+      };
+      const settlement = await dispatcher.dispatch(request, emit, signal);
+      return { outcome: 'settled', settlement };
+    } catch (error) {
+      return { outcome: 'unknown', reason: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  async #beat(): Promise<void> {
+    const ttl = 3 * (this.#options.heartbeatMs ?? 1_000);
+    await this.#attempts.heartbeat(this.#workerId, this.#refs, ttl).catch((error: unknown) => this.#options.onError?.(error, 'registry heartbeat'));
+  }
+
+  /**
+   * Graceful stop: take no new jobs, let running attempts finish for `graceMs`, then abort them
+   * (`cancelAllJobs` plus our own signals: a second `close()` cannot force the first) and leave.
+   * The aborted attempts still settle (as the dispatcher reports them) before the workers close.
+   */
+  stop(graceMs: number): Promise<void> {
+    this.#stopping ??= (async () => {
+      clearInterval(this.#heartbeat);
+      const closing = Promise.all(this.#workers.map((worker) => worker.close()));
+      const timer = setTimeout(() => {
+        for (const worker of this.#workers) worker.cancelAllJobs('worker shutdown');
+        for (const abort of this.#running.values()) abort.abort(new Error('worker shutdown'));
+      }, graceMs);
+      await closing;
+      clearTimeout(timer);
+      await this.#attempts.leave(this.#workerId, this.#refs).catch(() => undefined);
+      this.#subscriber?.disconnect();
+      await this.#log.close();
+    })();
+    return this.#stopping;
+  }
+}
+

@@ -1,0 +1,186 @@
+/**
+ * The BullMQ transport end to end: a Redis-mode Host in this (the API) process with
+ * SCOPE_TRANSPORT=bullmq, and real `scope worker` processes executing the Effects. Barriers are
+ * facts (a worker's "ready" log line, committed events, an attempt record's state), never sleeps.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { after, before, test } from 'node:test';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
+import { treeKeyBase } from '../../../src/store/redis/keys.js';
+import { EngineHost } from '../../../src/server/engine-host.js';
+import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
+import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { drainStream, effectsOf, freshPrefix, ofType, result, start, testConfig, untilSettled } from '../../server/harness.js';
+
+let server: RedisServer;
+let redis: Redis;
+const children = new Set<ChildProcess>();
+
+before(async () => {
+  server = await startRedisServer();
+  redis = new Redis(server.url);
+});
+
+after(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const timing = {
+  SCOPE_TRANSPORT_LEASE_MS: '600',
+  SCOPE_TRANSPORT_LOCK_MS: '1000',
+  SCOPE_TRANSPORT_STALL_MS: '500',
+  SCOPE_TRANSPORT_CLAIM_MS: '5000',
+  SCOPE_TRANSPORT_DEADLINE_MS: '60000',
+};
+
+/** Spawns `scope worker` and resolves once it logged that it is ready. */
+async function spawnWorker(prefix: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['bin/scope.js', 'worker'], {
+    env: { ...process.env, SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'info', SCOPE_WORKER_CONCURRENCY: '2', ...timing },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('scope worker ready')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready: ${output}`)));
+  });
+  return child;
+}
+
+function apiHost(prefix: string, env: Record<string, string> = {}): EngineHost {
+  return new EngineHost({
+    config: testConfig({ SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', ...timing, ...env }),
+    defaultMetrics: false,
+  });
+}
+
+/** Every attempt record of a tree (test-side inspection of the transport's evidence). */
+async function attemptsOf(prefix: string, rootId: string): Promise<Record<string, string>[]> {
+  const keys = await redis.keys(`${treeKeyBase(prefix, rootId)}:attempt:*`);
+  return Promise.all(keys.map((key) => redis.hgetall(key)));
+}
+
+function workerPidOf(record: Record<string, string>): number {
+  return Number(record.worker?.split(':')[1]);
+}
+
+test('bullmq: demo.echo and demo.unreliable run on two worker processes, none in the API process', async () => {
+  const prefix = freshPrefix();
+  const workers = await Promise.all([spawnWorker(prefix), spawnWorker(prefix)]);
+  const workerPids = new Set(workers.map((worker) => worker.pid));
+  const host = apiHost(prefix);
+  try {
+    const echo = await start(host, 'demo.echo', { value: 'héllo' });
+    const echoed = await result(host, echo.processId);
+    assert.equal(echoed.status, 'completed');
+    assert.deepEqual(echoed.output, { value: 'héllo' });
+
+    const ok = await start(host, 'demo.unreliable', { mode: 'ok', replayable: false });
+    assert.deepEqual((await result(host, ok.processId)).output, { mode: 'ok', attempts: 1 });
+    const fail = await start(host, 'demo.unreliable', { mode: 'fail', replayable: false });
+    const failed = await result(host, fail.processId);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.failure?.code, 'demo.unreliable.failed');
+
+    const unknown = await start(host, 'demo.unreliable', { mode: 'unknown', replayable: false });
+    await untilSettled(host, unknown.processId, ofType('agent.effect.finished', unknown.processId));
+    const [unknownEffect] = await effectsOf(host, unknown.processId);
+    assert.equal(unknownEffect?.status, 'unknown');
+
+    for (const root of [echo, ok, fail, unknown].map((view) => view.processId)) {
+      const records = await attemptsOf(prefix, root);
+      assert.equal(records.length, 1, `one attempt for ${root}`);
+      const record = records[0] as Record<string, string>;
+      assert.equal(record.state, 'settled');
+      const pid = workerPidOf(record);
+      assert.notEqual(pid, process.pid, 'the API process executed nothing');
+      assert.ok(workerPids.has(pid), `executed by a worker process (${record.worker})`);
+    }
+  } finally {
+    await host.close(2_000);
+    for (const worker of workers) worker.kill('SIGTERM');
+    await Promise.all(workers.map((worker) => (worker.exitCode === null ? once(worker, 'exit') : undefined)));
+  }
+});
+
+test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a duplicate delivery never runs a never effect twice', async () => {
+  const prefix = freshPrefix();
+  const first = await spawnWorker(prefix);
+  const host = apiHost(prefix);
+  const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
+  try {
+    const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
+    const root = sleeping.processId;
+    // Barrier: the attempt is claimed (the claim is recorded before the dispatcher runs).
+    let record: Record<string, string> | undefined;
+    for (;;) {
+      record = (await attemptsOf(prefix, root))[0];
+      if (record?.state === 'claimed') break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(workerPidOf(record), first.pid);
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    await untilSettled(host, root, ofType('agent.effect.finished', root));
+    const [effect] = await effectsOf(host, root);
+    assert.equal(effect?.status, 'unknown', 'a crash mid-effect is an Unknown outcome, never a failure or a retry');
+
+    // A `never` effect: run it once, then deliver the same attempt again to a second worker.
+    const second = await spawnWorker(prefix);
+    const once_ = await start(host, 'demo.unreliable', { mode: 'ok', replayable: false });
+    assert.deepEqual((await result(host, once_.processId)).output, { mode: 'ok', attempts: 1 });
+    const [done] = await effectsOf(host, once_.processId);
+    const executed = await attemptsOf(prefix, once_.processId);
+    assert.equal(executed.length, 1);
+    const queueName = (await redis.keys(`${bullPrefixOf(prefix)}:{demo.unreliable@*}:meta`))[0]?.split(':')[1] as string;
+    const queue = new Queue(queueName, { connection: redis, prefix: bullPrefixOf(prefix) });
+    const events = new QueueEvents(queueName, { connection: { url: server.url }, prefix: bullPrefixOf(prefix) });
+    try {
+      await events.waitUntilReady();
+      const original = (await redis.keys(`${treeKeyBase(prefix, once_.processId)}:attempt:*`))[0] as string;
+      const attemptId = original.slice(original.indexOf(':attempt:') + 1);
+      // A second delivery of the same attempt (as a stall redelivers it): the claim comes first, so
+      // the worker refuses it before it even reads the rest of the job.
+      const job = await queue.add('effect', { rootId: once_.processId, attemptId }, { jobId: 'redelivery-1', attempts: 1 });
+      assert.equal(await job.waitUntilFinished(events, 10_000), 'refused');
+      assert.equal(await attempts.executions(once_.processId, done?.effectId as string), 1, 'executed once, counted at claim time');
+    } finally {
+      await events.close();
+      await queue.close();
+    }
+    second.kill('SIGTERM');
+    await once(second, 'exit');
+  } finally {
+    await host.close(2_000);
+  }
+});
+
+test('bullmq: a deployment with no worker fails definitely with transport.unclaimed at the claim deadline', async () => {
+  const prefix = freshPrefix();
+  const host = apiHost(prefix, { SCOPE_TRANSPORT_CLAIM_MS: '300' });
+  try {
+    const echo = await start(host, 'demo.echo', { value: 'nobody' });
+    const outcome = await result(host, echo.processId);
+    assert.equal(outcome.status, 'failed');
+    const [effect] = await effectsOf(host, echo.processId);
+    assert.equal(effect?.status, 'settled');
+    // A definite failed settlement (not Unknown), as the log records it.
+    const finished = (await drainStream(host, echo.processId)).filter((entry) => entry.type === 'agent.effect.finished');
+    assert.ok(finished.some((entry) => entry.data.includes('"settlement_status":"failed"')), finished.map((entry) => entry.data).join('\n'));
+    const [record] = await attemptsOf(prefix, echo.processId);
+    assert.equal(record?.state, 'revoked', 'no claim can succeed after the revocation');
+  } finally {
+    await host.close(2_000);
+  }
+});
