@@ -481,10 +481,35 @@ export class EngineHost implements Host {
 
   async readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { engine: this.#closing ? 'shutting down' : 'ok', dispatch: 'ok', ...(await this.#backend.checks()) };
+    if (this.#transport !== undefined) Object.assign(checks, await this.#workerChecks(this.#transport));
     return { ready: Object.values(checks).every((value) => value === 'ok'), checks };
   }
 
+  /**
+   * With the BullMQ transport, one check per deployment that dispatches: `ok` while some live worker
+   * holds its exact ref; otherwise its effects would wait until their claim window ends
+   * (`transport.unclaimed`), so the server says it is not ready.
+   */
+  async #workerChecks(transport: BullmqTransport): Promise<Record<string, string>> {
+    let live: Map<string, number>;
+    let queued: Map<string, { waiting: number; active: number }>;
+    try {
+      [live, queued] = await Promise.all([transport.attempts.liveWorkers(), transport.queueCounts()]);
+    } catch (error) {
+      return { workers: `unknown: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    this.#metrics.observeQueues(queued, live);
+    const checks: Record<string, string> = {};
+    for (const deployment of this.#catalog.current()) {
+      if (deployment.dispatcher === undefined) continue;
+      const workers = live.get(deployment.ref.digest.hex) ?? 0;
+      checks[`worker:${deployment.ref.name}`] = workers > 0 ? 'ok' : `no live worker holds ${deployment.ref.toString()}`;
+    }
+    return checks;
+  }
+
   async metrics(): Promise<{ contentType: string; body: string }> {
+    if (this.#transport !== undefined) await this.#workerChecks(this.#transport);
     const registry = this.#metrics.registry;
     return { contentType: registry.contentType, body: await registry.metrics() };
   }

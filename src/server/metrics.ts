@@ -21,6 +21,8 @@ export class HostMetrics {
   readonly sseClients: Gauge;
   readonly sseStreamsEnded: Counter<'reason'>;
   readonly logAppendFailures: Counter;
+  readonly queueJobs: Gauge<'queue' | 'state'>;
+  readonly liveWorkers: Gauge<'ref'>;
 
   constructor(options: {
     /** Root processes that exist (the root index: every server's, in Redis mode). */
@@ -90,11 +92,34 @@ export class HostMetrics {
       labelNames: ['reason'],
       registers,
     });
+    this.queueJobs = new Gauge({
+      name: 'scope_transport_jobs',
+      help: 'BullMQ effect jobs per deployment queue, by state (waiting, active)',
+      labelNames: ['queue', 'state'],
+      registers,
+    });
+    this.liveWorkers = new Gauge({
+      name: 'scope_transport_live_workers',
+      help: 'Live scope worker processes holding each DeploymentRef (by ref digest)',
+      labelNames: ['ref'],
+      registers,
+    });
     this.logAppendFailures = new Counter({
       name: 'scope_event_log_append_failures_total',
       help: 'Best-effort event log entries (attempt events, deltas) lost to failed appends',
       registers,
     });
+  }
+
+  /** The BullMQ transport's queues and live workers, as last read. */
+  observeQueues(queues: ReadonlyMap<string, { waiting: number; active: number }>, workers: ReadonlyMap<string, number>): void {
+    this.queueJobs.reset();
+    for (const [queue, counts] of queues) {
+      this.queueJobs.set({ queue, state: 'waiting' }, counts.waiting);
+      this.queueJobs.set({ queue, state: 'active' }, counts.active);
+    }
+    this.liveWorkers.reset();
+    for (const [ref, count] of workers) this.liveWorkers.set({ ref }, count);
   }
 
   /** Counts what one published event reports. */

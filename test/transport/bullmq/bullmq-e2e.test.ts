@@ -184,3 +184,26 @@ test('bullmq: a deployment with no worker fails definitely with transport.unclai
     await host.close(2_000);
   }
 });
+
+test('bullmq: readiness and metrics say which deployments a live worker serves', async () => {
+  const prefix = freshPrefix();
+  const host = apiHost(prefix);
+  let worker: ChildProcess | undefined;
+  try {
+    const before = await host.readiness();
+    assert.equal(before.ready, false, 'no worker holds the demo refs yet');
+    assert.match(before.checks['worker:demo.echo'] ?? '', /^no live worker holds demo\.echo\+sha256:/);
+    assert.equal(before.checks['worker:demo.approval'], undefined, 'a deployment without a dispatcher needs no worker');
+    // The worker joins the registry before it says it is ready.
+    worker = await spawnWorker(prefix);
+    const after = await host.readiness();
+    assert.equal(after.checks['worker:demo.echo'], 'ok');
+    assert.equal(after.ready, true, JSON.stringify(after.checks));
+    const metrics = await host.metrics();
+    assert.match(metrics.body, /scope_transport_live_workers\{ref="[0-9a-f]{64}"\} 1/);
+  } finally {
+    await host.close(2_000);
+    worker?.kill('SIGTERM');
+    if (worker !== undefined && worker.exitCode === null) await once(worker, 'exit');
+  }
+});
