@@ -5,6 +5,7 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, redactUrl, type ServerConfig } from '../server/config.js';
 import { EngineHost } from '../server/engine-host.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
+import { loadDeploymentsModule } from './deployments-module.js';
 import { startWorker, type RunningWorker } from './worker.js';
 
 /**
@@ -51,7 +52,8 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 /** Builds and starts the server; resolves once it listens. */
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
-  const host = new EngineHost({ config, logger: logger.child({ component: 'host' }) });
+  const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
+  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }) });
   const app = await buildApp({ host, config, logger });
   let url: string;
   try {

@@ -4,10 +4,12 @@ import { demoDeployments } from '../server/demos.js';
 import { closeRedis, connectRedis, type RedisClient } from '../store/redis/connection.js';
 import { EffectWorker } from '../transport/bullmq/effect-worker.js';
 import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
+import { loadDeploymentsModule } from './deployments-module.js';
 
 /**
- * `scope worker`: executes the Effects of the deployments it holds (the demos, the same catalog
- * `scope serve` registers, so a job's exact DeploymentRef finds exactly its behaviour here).
+ * `scope worker`: executes the Effects of the deployments it holds — the demos (unless SCOPE_DEMOS=off)
+ * and the SCOPE_DEPLOYMENTS module, the same catalog `scope serve` registers, so a job's exact
+ * DeploymentRef finds exactly its behaviour here.
  */
 export interface RunningWorker {
   readonly workerId: string;
@@ -32,11 +34,15 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     throw error;
   }
   const shutdown = new AbortController();
+  const deployments = [
+    ...(config.demos ? demoDeployments({ shutdown: shutdown.signal }) : []),
+    ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal })),
+  ];
   const worker = new EffectWorker({
     redis,
     bullConnection,
     keyPrefix: config.keyPrefix,
-    deployments: demoDeployments({ shutdown: shutdown.signal }),
+    deployments,
     concurrency: config.workerConcurrency,
     timing: config.transportTiming,
     onError: (error, context) => logger.warn({ err: error, context }, 'worker error'),

@@ -31,6 +31,7 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_TRANSPORT_LOCK_MS`  | 10000            | bullmq: BullMQ job lock duration                         |
  * | `SCOPE_TRANSPORT_STALL_MS` | 5000             | bullmq: BullMQ stalled-job check interval                |
  * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
+ * | `SCOPE_DEPLOYMENTS`      | (none)             | a module whose default export lists your Deployments (serve and worker load it) |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
 
@@ -70,6 +71,8 @@ export interface ServerConfig {
   readonly transportTiming: TransportTiming;
   /** `scope worker`: concurrent attempts per deployment queue. */
   readonly workerConcurrency: number;
+  /** A module of your own deployments (`SCOPE_DEPLOYMENTS`), loaded by `scope serve` and `scope worker` alike. */
+  readonly deploymentsModule: string | undefined;
   /**
    * Authentication: `off` (the embedded default on loopback: every caller may do everything), or bearer
    * API keys read from a file of digests (`SCOPE_API_KEYS_FILE`).
@@ -260,6 +263,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     idempotencyTtlMs,
     grants: Object.freeze(grants),
     auth: Object.freeze(auth),
+    deploymentsModule: read('SCOPE_DEPLOYMENTS'),
     transport,
     transportTiming,
     workerConcurrency,

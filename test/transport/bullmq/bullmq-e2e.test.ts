@@ -11,10 +11,12 @@ import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
+import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
+import type { Deployment } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
-import { drainStream, effectsOf, freshPrefix, ofType, result, start, testConfig, untilSettled } from '../../server/harness.js';
+import { drainStream, effectsOf, freshPrefix, ofType, rejectsWith, result, start, testConfig, untilSettled } from '../../server/harness.js';
 
 let server: RedisServer;
 let redis: Redis;
@@ -40,9 +42,9 @@ const timing = {
 };
 
 /** Spawns `scope worker` and resolves once it logged that it is ready. */
-async function spawnWorker(prefix: string): Promise<ChildProcess> {
+async function spawnWorker(prefix: string, env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/scope.js', 'worker'], {
-    env: { ...process.env, SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'info', SCOPE_WORKER_CONCURRENCY: '2', ...timing },
+    env: { ...process.env, SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'info', SCOPE_WORKER_CONCURRENCY: '2', ...timing, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.add(child);
@@ -58,10 +60,11 @@ async function spawnWorker(prefix: string): Promise<ChildProcess> {
   return child;
 }
 
-function apiHost(prefix: string, env: Record<string, string> = {}): EngineHost {
+function apiHost(prefix: string, env: Record<string, string> = {}, deployments: Deployment[] = []): EngineHost {
   return new EngineHost({
     config: testConfig({ SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', ...timing, ...env }),
     defaultMetrics: false,
+    deployments,
   });
 }
 
@@ -205,5 +208,40 @@ test('bullmq: readiness and metrics say which deployments a live worker serves',
     await host.close(2_000);
     worker?.kill('SIGTERM');
     if (worker !== undefined && worker.exitCode === null) await once(worker, 'exit');
+  }
+});
+
+test('bullmq: your own deployments module on both sides; a never-replay effect whose worker died stays Unknown for good', async () => {
+  const prefix = freshPrefix();
+  const module = 'test/fixtures/never-sleep-deployments.ts';
+  const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
+  const worker = await spawnWorker(prefix, own);
+  const shutdown = new AbortController();
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
+  try {
+    assert.deepEqual(host.deployments().map((deployment) => deployment.name), ['demo.sleep'], 'the module is the whole catalog');
+    assert.equal((await host.readiness()).checks['worker:demo.sleep'], 'ok', 'the worker holds the exact same ref');
+    const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
+    const root = sleeping.processId;
+    let record: Record<string, string> | undefined;
+    for (;;) {
+      record = (await attemptsOf(prefix, root))[0];
+      if (record?.state === 'claimed') break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    worker.kill('SIGKILL');
+    await once(worker, 'exit');
+    await untilSettled(host, root, ofType('agent.effect.finished', root));
+    const [effect] = await effectsOf(host, root);
+    assert.equal(effect?.status, 'unknown');
+    await rejectsWith(host.replayEffect(root, effect?.effectId as string), 'effect_replay_forbidden');
+    assert.equal(await attempts.executions(root, effect?.effectId as string), 1, 'it ran once and will not run again');
+    // A person decides what happened; the process goes on from that.
+    await host.resolveEffect(root, effect?.effectId as string, { status: 'succeeded', payload: { sleptMs: 600_000 } });
+    assert.equal((await result(host, root)).status, 'completed');
+  } finally {
+    shutdown.abort();
+    await host.close(2_000);
   }
 });
