@@ -7,6 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
+import fastifyCors from '@fastify/cors';
+import fastifyHelmet from '@fastify/helmet';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from '@sinclair/typebox';
@@ -71,6 +73,8 @@ export interface AppConfig {
   readonly stream?: StreamPluginOptions;
   /** Authentication (`SCOPE_AUTH`): off by default; `keys` checks bearer API keys and their scopes. */
   readonly auth?: AuthConfig;
+  /** Origins a browser may call the API from (`SCOPE_CORS_ORIGINS`); none by default (same origin only). */
+  readonly corsOrigins?: readonly string[];
 }
 
 export interface BuildAppOptions {
@@ -304,6 +308,23 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }
 
   await app.register(problemDetails, { bodyLimit });
+  // Security headers on every response. The strict policy is for the API's own pages (the JSON the API
+  // sends executes nothing); /docs sets Swagger UI's own.
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: { directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], objectSrc: ["'none'"], frameAncestors: ["'none'"], upgradeInsecureRequests: null } },
+    // Plain http on loopback is the default; HSTS is for a TLS terminator in front to set.
+    strictTransportSecurity: false,
+  });
+  const corsOrigins = options.config?.corsOrigins ?? [];
+  if (corsOrigins.length > 0) {
+    await app.register(fastifyCors, {
+      origin: [...corsOrigins],
+      methods: ['GET', 'POST', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'last-event-id', 'x-request-id'],
+      exposedHeaders: ['location', 'x-request-id', 'www-authenticate', 'retry-after'],
+      maxAge: 600,
+    });
+  }
   const auth = options.config?.auth;
   if (auth?.mode === 'keys') {
     const store = new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
@@ -354,7 +375,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       buildLocalReference: (json, _baseUri, _fragment, index) => String(json.$id ?? `def-${index}`),
     },
   });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  await app.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    // Swagger UI's own policy (scripts from itself only); no upgrade-insecure-requests (the default is plain http).
+    staticCSP: true,
+    transformStaticCSP: (header: string) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
+  });
 
   for (const schema of problemComponents) app.addSchema(schema);
   const plugins = resourcePlugins(options.config);

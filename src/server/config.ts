@@ -31,6 +31,7 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_TRANSPORT_LOCK_MS`  | 10000            | bullmq: BullMQ job lock duration                         |
  * | `SCOPE_TRANSPORT_STALL_MS` | 5000             | bullmq: BullMQ stalled-job check interval                |
  * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
+ * | `SCOPE_CORS_ORIGINS`     | (none)             | origins browsers may call the API from, comma-separated  |
  * | `SCOPE_DEPLOYMENTS`      | (none)             | a module whose default export lists your Deployments (serve and worker load it) |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
@@ -73,6 +74,8 @@ export interface ServerConfig {
   readonly workerConcurrency: number;
   /** A module of your own deployments (`SCOPE_DEPLOYMENTS`), loaded by `scope serve` and `scope worker` alike. */
   readonly deploymentsModule: string | undefined;
+  /** Origins browsers may call the API from (`SCOPE_CORS_ORIGINS`, comma-separated); none by default. */
+  readonly corsOrigins: readonly string[];
   /**
    * Authentication: `off` (the embedded default on loopback: every caller may do everything), or bearer
    * API keys read from a file of digests (`SCOPE_API_KEYS_FILE`).
@@ -247,6 +250,19 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   });
   const workerConcurrency = integer('SCOPE_WORKER_CONCURRENCY', 4, 1, 1_000);
 
+  const corsOrigins: string[] = [];
+  for (const origin of (read('SCOPE_CORS_ORIGINS') ?? '').split(',').map((text) => text.trim()).filter((text) => text !== '')) {
+    let valid = false;
+    try {
+      const url = new URL(origin);
+      valid = (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin;
+    } catch {
+      valid = false;
+    }
+    if (valid) corsOrigins.push(origin);
+    else problems.push(`SCOPE_CORS_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path)`);
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     mode: redisUrl === undefined ? 'embedded' : 'redis',
@@ -264,6 +280,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     grants: Object.freeze(grants),
     auth: Object.freeze(auth),
     deploymentsModule: read('SCOPE_DEPLOYMENTS'),
+    corsOrigins,
     transport,
     transportTiming,
     workerConcurrency,

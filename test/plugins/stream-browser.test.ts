@@ -53,7 +53,10 @@ describe('the stream in a browser (native EventSource)', { skip }, () => {
   before(async () => {
     server = await startTestServer({
       beforeListen(app) {
-        app.get('/test/stream-page', { schema: { hide: true } }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(page()));
+        // The test page's script is inline: it carries its own policy (the app's forbids inline scripts).
+        app.get('/test/stream-page', { schema: { hide: true } }, async (_request, reply) =>
+          reply.header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'").type('text/html; charset=utf-8').send(page()),
+        );
       },
     });
     browser = await chromium.launch({
