@@ -337,6 +337,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       info: {
         title: 'Scope API',
         version: '1',
+        license: { name: 'UNLICENSED (private)' },
         description:
           'Durable, recoverable agent process trees. JSON everywhere; errors are `application/problem+json` ' +
           '(RFC 9457) with a stable `code`. Identities in paths are the kernel\'s own strings, URL-encoded.',
@@ -363,7 +364,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     transform: ({ schema, url }) => {
       const operationId = (schema as { operationId?: string } | undefined)?.operationId;
       const security = operationId === undefined ? undefined : securityOf(operationId);
-      if (security === undefined) return { schema: documentProblems(schema), url };
+      // A public operation says so explicitly (an empty requirement), so a linter can tell it from a forgotten one.
+      if (security === undefined) return { schema: { ...documentProblems(schema), security: [] }, url };
       return { schema: { ...documentProblems(withAuthProblems(schema)), security }, url };
     },
     transformObject: (document) => {
