@@ -28,21 +28,7 @@ import { ObservationRecorder } from '../../../src/testing/scripted-dispatcher.js
 // ---------------------------------------------------------------------------------------------
 // Promises
 
-export interface Deferred<T = void> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-  reject(error: unknown): void;
-}
-
-export function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+export { deferred, type Deferred } from '../../../src/kernel/deferred.js';
 
 /**
  * Lets every already queued promise reaction and I/O callback run (one macrotask turn). It is a

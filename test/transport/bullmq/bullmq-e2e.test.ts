@@ -74,6 +74,15 @@ async function attemptsOf(prefix: string, rootId: string): Promise<Record<string
   return Promise.all(keys.map((key) => redis.hgetall(key)));
 }
 
+/** The tree's first attempt record once a worker claimed it (the claim is recorded before the dispatcher runs). */
+async function untilClaimed(prefix: string, rootId: string): Promise<Record<string, string>> {
+  for (;;) {
+    const record = (await attemptsOf(prefix, rootId))[0];
+    if (record?.state === 'claimed') return record;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 function workerPidOf(record: Record<string, string>): number {
   return Number(record.worker?.split(':')[1]);
 }
@@ -126,12 +135,7 @@ test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a duplicat
     const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
     const root = sleeping.processId;
     // Barrier: the attempt is claimed (the claim is recorded before the dispatcher runs).
-    let record: Record<string, string> | undefined;
-    for (;;) {
-      record = (await attemptsOf(prefix, root))[0];
-      if (record?.state === 'claimed') break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    const record = await untilClaimed(prefix, root);
     assert.equal(workerPidOf(record), first.pid);
     first.kill('SIGKILL');
     await once(first, 'exit');
@@ -224,12 +228,7 @@ test('bullmq: your own deployments module on both sides; a never-replay effect w
     assert.equal((await host.readiness()).checks['worker:demo.sleep'], 'ok', 'the worker holds the exact same ref');
     const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
     const root = sleeping.processId;
-    let record: Record<string, string> | undefined;
-    for (;;) {
-      record = (await attemptsOf(prefix, root))[0];
-      if (record?.state === 'claimed') break;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await untilClaimed(prefix, root);
     worker.kill('SIGKILL');
     await once(worker, 'exit');
     await untilSettled(host, root, ofType('agent.effect.finished', root));
