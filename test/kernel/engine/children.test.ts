@@ -316,3 +316,45 @@ test('capture and restore of a tree with children mid-flight: children restore f
   assert.equal(result.status, 'completed');
   assert.deepEqual(reportOf(result.output).answer?.outcomes.map((outcome) => outcome.result.termination.status), ['completed', 'completed']);
 });
+
+for (const when of ['before', 'after'] as const) {
+  test(`a writer crash ${when} the child_start commit lands: restore publishes the child exactly once and the tree completes`, async () => {
+    const first = setup();
+    const parent = deploy(parentProgram({ children: [childSpec('a', done), childSpec('b', done)], wait: { boundary: 'subtree_drained', condition: ChildWaitCondition.all() }, childDeployments: () => [done] }));
+    let broken = false;
+    first.committer.intercept = (record) => {
+      if (broken || record.kind !== 'child_start') return undefined;
+      broken = true;
+      return { fail: { when, error: new Error('the store went away') } };
+    };
+    const root = await first.engine.start(parent, Payload.encode({}));
+    await assert.rejects(root.await(), (error: unknown) => error instanceof Error && error.name === 'RuntimeError');
+    const stored = await first.committer.store.loadTree(root.id);
+    assert.ok(stored !== undefined);
+    const [a, b] = [childOf(root.id, 0), childOf(root.id, 1)];
+    // A lost acknowledgment still landed; a refused commit published nothing.
+    assert.equal(stored.process(a) !== undefined, when === 'after');
+
+    const second = setup({ committer: new RecordingCommitter(first.committer.store) });
+    const restored = await second.engine.restoreTree(parent, stored);
+    const result = await restored.await();
+    await restored.join();
+    assert.equal(result.status, 'completed');
+    const head = await second.engine.captureTree(restored.id);
+    // Every commit the store applied, in order: the first writer's acknowledged ones, the one whose
+    // acknowledgment was lost (it landed), then the second writer's (its activation first).
+    const lost = when === 'after' ? first.committer.attempts.filter((record) => record.kind === 'child_start').slice(0, 1) : [];
+    const applied = [...first.committer.acknowledged, ...lost, ...second.committer.acknowledged];
+    for (const id of [a, b]) {
+      assert.equal(head.process(id)?.status, 'completed');
+      // Publication never repeats (admission may): the child appears in exactly one applied commit
+      // after a head without it, and that commit is a child_start checkpoint.
+      const publications = applied.filter((record, index) => record.snapshot.process(id) !== undefined && applied[index - 1]?.snapshot.process(id) === undefined);
+      assert.deepEqual(publications.map((record) => record.kind), ['child_start']);
+      const terminal = applied.filter((record, index) => record.snapshot.process(id)?.isTerminal === true && applied[index - 1]?.snapshot.process(id)?.isTerminal !== true);
+      assert.equal(terminal.length, 1, 'one terminal checkpoint per child');
+    }
+    const starts = second.recorder.events().filter((event) => event.name === 'agent.process.started').map((event) => event.processId.toString());
+    assert.equal(new Set(starts).size, starts.length, 'no child is announced twice after the restore');
+  });
+}
