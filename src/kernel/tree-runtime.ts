@@ -36,7 +36,7 @@ import { Settlement } from './settlement.js';
 import type { SignalRequest } from './signal.js';
 import { resolveTermination, hasTerminalIntent, type StepOutcome } from './termination-matrix.js';
 import type { Termination } from './termination.js';
-import type { Transition } from './transition.js';
+import { Transition } from './transition.js';
 import type { TreeCommitter } from './tree-committer.js';
 import type { TreeLimits } from './tree-limits.js';
 import { TreeSnapshot } from './tree-snapshot.js';
@@ -613,6 +613,10 @@ export class TreeRuntime {
     } catch (error) {
       return { kind: 'error', failure: stepErrorFailure(error) };
     }
+    // A Strategy bug is the Process's contract failure, never the writer's (kernel-contract §4.18).
+    if (!(transition instanceof Transition)) {
+      return { kind: 'error', failure: Failure.create('contract', 'execution.transition.invalid', 'the step did not return a Transition') };
+    }
     let candidate: ExecutionState;
     try {
       candidate = execution.snapshot();
@@ -689,6 +693,20 @@ export class TreeRuntime {
       return Failure.create('contract', 'execution.transition.invalid', `the transition consumes ${consumed} of ${windowLength} delivered signals`);
     }
     const effects = transition.effects;
+    // One open wait per key (kernel-contract §4.9): two wait Effects on one key, or one on a key whose
+    // wait is still open after this Step's consumption, could never be installed.
+    const remaining = snapshot.mailbox.consume(consumed);
+    const keys = new Set<string>();
+    for (const effect of effects) {
+      if (effect.target !== 'framework') continue;
+      const operation = effect.frameworkOperation();
+      const key = operation.operation === 'wait' ? operation.key : operation.operation === 'wait_children' ? operation.spec.key : undefined;
+      if (key === undefined) continue;
+      if (keys.has(key.toString()) || remaining.openWaitFor(key) !== undefined) {
+        return Failure.create('contract', 'execution.transition.invalid', `two open waits on key ${key.toString()}`);
+      }
+      keys.add(key.toString());
+    }
     for (const effect of effects) {
       if (effect.target === 'dispatcher') {
         if (process.deployment.dispatcher === undefined) {
