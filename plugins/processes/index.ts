@@ -1,6 +1,7 @@
 /**
  * Processes: `POST /v1/processes` (idempotent with `Idempotency-Key`), `GET /v1/processes`,
- * `GET /v1/processes/{id}` and the result long poll `GET /v1/processes/{id}/result?waitMs=`.
+ * `GET /v1/processes/{id}`, its direct children `GET /v1/processes/{id}/children`, and the result
+ * long poll `GET /v1/processes/{id}/result?waitMs=`.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses, withPointerBase } from '../problem-details.js';
@@ -8,6 +9,7 @@ import { NoQuery, ProcessParams, processPath, ref, wire } from '../shared.js';
 import {
   ListProcessesQuery,
   Process,
+  ProcessChildren,
   ProcessPage,
   Result,
   ResultPending,
@@ -110,6 +112,22 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => wire(await app.host.inspectProcess(request.params.id)),
+  );
+
+  app.get(
+    '/v1/processes/:id/children',
+    {
+      schema: {
+        operationId: 'getProcessChildren',
+        tags: ['processes'],
+        summary: "A process's direct children",
+        description: 'Each child is a process of the same tree: control, signal and inspect it by its own id.',
+        params: ProcessParams,
+        querystring: NoQuery,
+        response: { 200: { description: 'The direct children.', ...ref(ProcessChildren) }, ...problemResponses('process_not_found') },
+      },
+    },
+    async (request) => wire(await app.host.children(request.params.id)),
   );
 
   app.get(

@@ -128,7 +128,7 @@ export const Process = closedObject(
       description: 'Signals the mailbox holds (engine-minted ones included); page them with `GET /v1/processes/{id}/signals`.',
     }),
     result: nullable(ref(Result)),
-    work: stringEnum(['idle', 'queued', 'step', 'dispatch', 'inactive'], {
+    work: stringEnum(['idle', 'queued', 'step', 'dispatch', 'admission', 'inactive'], {
       description: "Live work in this server's runtime; `inactive` when no runtime here owns the tree.",
     }),
     runtimeError: nullable(ref(RuntimeError)),
@@ -152,6 +152,14 @@ export const ProcessPage = closedObject(
     nextCursor: nullable(Type.String({ description: 'Pass as `cursor` for the next page; null on the last page.' })),
   },
   { $id: 'ProcessPage', description: 'Root processes, newest first.' },
+);
+
+export const ProcessChildren = closedObject(
+  {
+    processId: Type.String({ description: 'The parent.' }),
+    items: Type.Array(ref(Process), { description: 'Its direct children, in tree order (depth, then id).' }),
+  },
+  { $id: 'ProcessChildren', description: "A process's direct children, each viewed like any process." },
 );
 
 export const StartProcessRequest = closedObject(
@@ -179,7 +187,7 @@ export const ResultPending = closedObject(
     processId: Type.String(),
     rootId: Type.String(),
     status: stringEnum(statusValues, { description: 'The current, non-terminal status.' }),
-    work: stringEnum(['idle', 'queued', 'step', 'dispatch', 'inactive'], {
+    work: stringEnum(['idle', 'queued', 'step', 'dispatch', 'admission', 'inactive'], {
       description: "Live work in this server's runtime; `inactive`: no runtime here owns the tree, so nothing will move it until it is restored.",
     }),
     next: nullable(
@@ -252,6 +260,7 @@ export const processComponents: readonly TSchema[] = [
   Process,
   ProcessSummary,
   ProcessPage,
+  ProcessChildren,
   StartProcessRequest,
   ResultPending,
   ReceiptPage,

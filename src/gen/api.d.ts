@@ -93,6 +93,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/processes/{id}/children": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A process's direct children
+         * @description Each child is a process of the same tree: control, signal and inspect it by its own id.
+         */
+        get: operations["getProcessChildren"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/processes/{id}/result": {
         parameters: {
             query?: never;
@@ -674,7 +694,7 @@ export interface components {
              * @description Live work in this server's runtime; `inactive` when no runtime here owns the tree.
              * @enum {string}
              */
-            work: "idle" | "queued" | "step" | "dispatch" | "inactive";
+            work: "idle" | "queued" | "step" | "dispatch" | "admission" | "inactive";
             runtimeError: components["schemas"]["RuntimeError"] | null;
         };
         /** @description One root process in a list. */
@@ -693,6 +713,13 @@ export interface components {
         ProcessPage: {
             items: components["schemas"]["ProcessSummary"][];
             nextCursor: string | null;
+        };
+        /** @description A process's direct children, each viewed like any process. */
+        ProcessChildren: {
+            /** @description The parent. */
+            processId: string;
+            /** @description Its direct children, in tree order (depth, then id). */
+            items: components["schemas"]["Process"][];
         };
         /**
          * @description Start a root process. Budget, tree limits and capabilities may only narrow what the server grants.
@@ -729,7 +756,7 @@ export interface components {
              * @description Live work in this server's runtime; `inactive`: no runtime here owns the tree, so nothing will move it until it is restored.
              * @enum {string}
              */
-            work: "idle" | "queued" | "step" | "dispatch" | "inactive";
+            work: "idle" | "queued" | "step" | "dispatch" | "admission" | "inactive";
             next: {
                 /**
                  * @description Why waiting longer will not help.
@@ -1292,6 +1319,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Process"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `process_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed` (503). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getProcessChildren: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The process id (URL-encoded where it appears in the path). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The direct children. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcessChildren"];
                 };
             };
             /** @description `invalid_request` */

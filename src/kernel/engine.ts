@@ -28,6 +28,12 @@ import { TreeLimits } from './tree-limits.js';
 import { TreeRuntime, type ProcessWork } from './tree-runtime.js';
 import { TreeSnapshot } from './tree-snapshot.js';
 import { waitContractProblem } from './wait.js';
+import { admissionFailure, type ChildAdmissionOutcome, type ChildAdmissionRequest } from './child-admission.js';
+import { stepFailure } from './classified-error.js';
+
+function failed(failure: Failure): ChildAdmissionOutcome {
+  return { kind: 'failed', failure };
+}
 
 /** What a ProcessAdmitter sees before a Process is created. */
 export interface ProcessAdmission {
@@ -288,11 +294,72 @@ export class Engine {
 
   #runtime(tree: TreeSnapshot, sequence: bigint, deployments: ReadonlyMap<string, Deployment>): TreeRuntime {
     return new TreeRuntime(
-      { committer: this.#committer, clock: this.#clock, events: this.#events, deltas: this.#deltas },
+      {
+        committer: this.#committer,
+        clock: this.#clock,
+        events: this.#events,
+        deltas: this.#deltas,
+        admitChild: (request) => this.#admitChild(request),
+        onPublished: (runtime, process) => this.#handles.set(process.id.toString(), new Process(runtime, process, this.#events)),
+      },
       tree,
       sequence,
       deployments,
     );
+  }
+
+  /**
+   * The admission job of one child (kernel-contract §4.15), outside the owner lane: resolve the
+   * deployment, validate the input, ask the admitter, initialise, acknowledge. Every refusal is a
+   * Failure with the contract's code, so the parent's Effect settles definitely failed.
+   */
+  async #admitChild(request: ChildAdmissionRequest): Promise<ChildAdmissionOutcome> {
+    const { spec, childId, relation } = request;
+    let deployment: Deployment;
+    try {
+      deployment = this.#childDeployment(request.parentDeployment, spec.deploymentRef);
+    } catch (error) {
+      return failed(admissionFailure('external', 'engine.child.deployment_unavailable', 'the child deployment is unavailable', error));
+    }
+    try {
+      deployment.descriptor.validateInput(spec.input);
+    } catch (error) {
+      return failed(admissionFailure('contract', 'engine.child.input.invalid', 'the child input does not satisfy its descriptor', error));
+    }
+    const admission: ProcessAdmission = { processId: childId, relation, deploymentRef: deployment.ref, input: spec.input };
+    if (this.#admitter !== undefined) {
+      try {
+        await this.#admitter(admission);
+      } catch (error) {
+        return failed(admissionFailure('execution', 'engine.child.admission.rejected', 'the child admission was rejected', error));
+      }
+    }
+    const startedAt = formatUtcTimestamp(this.#clock.now());
+    let state;
+    try {
+      const execution: Execution = await deployment.definition.start(spec.input);
+      state = execution.snapshot();
+      await deployment.definition.restore(state, new AbortController().signal);
+    } catch (error) {
+      // The acknowledger learns of the failure; the parent gets the initialisation's own failure.
+      await Promise.resolve(this.#acknowledger?.({ status: 'failed', admission, failure: undefined, error })).catch(() => undefined);
+      return failed(stepFailure(error) ?? admissionFailure('execution', 'execution.start.failed', 'the child execution did not start', error));
+    }
+    try {
+      await this.#acknowledger?.({ status: 'initialized', admission, startedAt });
+    } catch (error) {
+      return failed(admissionFailure('external', 'engine.child.initialization_outcome.unacknowledged', 'the child initialisation was not acknowledged', error));
+    }
+    return { kind: 'admitted', deployment, state, startedAt };
+  }
+
+  /**
+   * A child's exact Deployment: its parent's own when the refs are equal, the parent's static
+   * binding, else the resolver for children named by runtime input (kernel-contract §4.14).
+   */
+  #childDeployment(parent: Deployment, ref: DeploymentRef): Deployment {
+    if (ref.equals(parent.ref)) return parent;
+    return parent.childDeployment(ref) ?? this.#resolve(ref);
   }
 
   #register(runtime: TreeRuntime): Process {
@@ -416,9 +483,14 @@ export class Engine {
       );
     }
     const deployments = new Map<string, Deployment>();
+    // Canonical order is depth first, so every parent's Deployment is known before its children:
+    // children restore from their parent's bindings, transitively (kernel-contract §4.17).
     for (const process of snapshot.processSnapshots()) {
       const ref = process.deploymentRef;
-      const deployment = ref.equals(rootDeployment.ref) ? rootDeployment : this.#resolve(ref);
+      const parentId = process.relation.parentId;
+      const parent = parentId === undefined ? undefined : deployments.get(parentId.toString());
+      const deployment =
+        parentId === undefined ? rootDeployment : parent === undefined ? this.#resolve(ref) : this.#childDeployment(parent, ref);
       deployments.set(process.processId.toString(), deployment);
       // Answers admitted under the wait contracts this deployment declares (run-time ones were
       // checked when the snapshot was decoded), terminal evidence included.

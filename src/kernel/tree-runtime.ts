@@ -36,7 +36,7 @@ import { Settlement } from './settlement.js';
 import type { SignalRequest } from './signal.js';
 import { resolveTermination, hasTerminalIntent, type StepOutcome } from './termination-matrix.js';
 import type { Termination } from './termination.js';
-import type { Transition } from './transition.js';
+import { Transition } from './transition.js';
 import type { TreeCommitter } from './tree-committer.js';
 import type { TreeLimits } from './tree-limits.js';
 import { TreeSnapshot } from './tree-snapshot.js';
@@ -46,6 +46,11 @@ import type { Result } from './result.js';
 import { admitTree } from './snapshot-admission.js';
 import { answerSchemaOf, waitEffectProblem } from './wait.js';
 import { SchemaValidationError } from './schema.js';
+import { allocateChild, childOwnerProblem, type ChildAdmissionOutcome, type ChildAdmitter } from './child-admission.js';
+import { satisfyChildWaits } from './child-waits.js';
+import type { ChildSpec, ChildWaitSpec, FrameworkOperation } from './effect.js';
+import { ProcessId as ProcessIdentity } from './identity.js';
+import { ProcessRelation } from './relation.js';
 
 /** What a tree runtime needs from its Engine. */
 export interface RuntimeServices {
@@ -55,13 +60,17 @@ export interface RuntimeServices {
   readonly deltas: DeltaPipeline;
   /** Called once when the tree has no live work left and every Process is terminal or stopped. */
   readonly onSettled?: (runtime: TreeRuntime) => void;
+  /** Runs a child's admission job (outside the owner lane); absent, every child start is refused. */
+  readonly admitChild?: ChildAdmitter;
+  /** Called once a child's `child_start` checkpoint is acknowledged, before any of its events. */
+  readonly onPublished?: (runtime: TreeRuntime, process: ProcessRuntime) => void;
 }
 
 /** Live work of one Process, as inspection reports it. */
-export type ProcessWork = 'idle' | 'queued' | 'step' | 'dispatch';
+export type ProcessWork = 'idle' | 'queued' | 'step' | 'dispatch' | 'admission';
 
 interface Job {
-  readonly kind: 'step' | 'dispatch';
+  readonly kind: 'step' | 'dispatch' | 'admission';
   readonly abort: AbortController;
 }
 
@@ -293,7 +302,8 @@ export class TreeRuntime {
       return true;
     }
     if (snapshot.status !== 'running') return false;
-    if (!snapshot.budget.steps.admits(snapshot.committedSteps + 1n)) {
+    // Grants to children are debited permanently, so they count as spent (kernel-contract §4.12).
+    if (!snapshot.budget.steps.admits(snapshot.committedSteps + snapshot.allocatedResources.steps + 1n)) {
       await this.#terminate(process, {
         kind: 'failed',
         failure: Failure.create('execution', 'engine.limit.steps', 'the steps budget admits no further Step'),
@@ -359,6 +369,9 @@ export class TreeRuntime {
   #prospective(replacements: readonly ProcessSnapshot[]): TreeSnapshot {
     const byId = new Map(this.processes().map((process) => [process.id.toString(), process.snapshot]));
     for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
+    // Every prospective tree answers the child waits it satisfies, so an answer commits atomically
+    // with the child facts that satisfy it (kernel-contract §4.15).
+    satisfyChildWaits(byId);
     return TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: byId.values() });
   }
 
@@ -371,6 +384,7 @@ export class TreeRuntime {
     boundary: { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind } | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean },
     events: (prospective: TreeSnapshot) => Event[] = () => [],
     unresolvedOnFailure: readonly EffectId[] = [],
+    added: readonly ProcessRuntime[] = [],
   ): Promise<void> {
     const prospective = this.#prospective(replacements);
     try {
@@ -408,15 +422,67 @@ export class TreeRuntime {
     }
     this.#head = prospective;
     this.#sequence = sequence;
-    for (const snapshot of replacements) {
+    for (const process of added) {
+      this.#processes.set(process.id.toString(), process);
+      this.#services.onPublished?.(this, process);
+    }
+    // Install from the prospective tree, not only the replacements: child-wait answers may have
+    // changed other members (see #prospective).
+    const changed: ProcessRuntime[] = [];
+    for (const snapshot of prospective.processSnapshots()) {
       const process = this.#processes.get(snapshot.processId.toString());
-      if (process !== undefined) process.snapshot = snapshot;
+      if (process === undefined || process.snapshot === snapshot) continue;
+      if (!process.snapshot.isTerminal && snapshot.isTerminal) changed.push(process);
+      process.snapshot = snapshot;
     }
     for (const event of published) this.#publish(event);
-    for (const snapshot of replacements) {
-      const result = snapshot.result();
-      if (result !== undefined) this.#processes.get(snapshot.processId.toString())?.result.resolve(result);
+    for (const process of changed) {
+      const result = process.snapshot.result();
+      if (result !== undefined) process.result.resolve(result);
+      this.#cascadeFinished(process);
     }
+  }
+
+  /**
+   * A finished Process leaves no live child behind: each live descendant gets the matching parent
+   * intent (kill, parent deadline, or parent cancellation for every other end) and terminates
+   * through its own lifecycle (kernel-contract §4.11).
+   */
+  #cascadeFinished(process: ProcessRuntime): void {
+    const cause = process.snapshot.termination?.cause;
+    const reason = `the parent finished (${cause ?? 'terminal'})`;
+    if (cause === 'engine_kill') this.#cascade(process, { killReason: reason });
+    else if (cause === 'host_deadline' || cause === 'parent_deadline') this.#cascade(process, { deadline: { owner: 'parent', reason } });
+    else this.#cascade(process, { cancellation: { owner: 'parent', reason } });
+  }
+
+  /** Records `intent` on every live descendant of `process` and aborts their owned work. */
+  #cascade(process: ProcessRuntime, intent: TerminalIntent): void {
+    for (const child of this.#childrenOf(process.id)) {
+      if (child.snapshot.isTerminal) continue;
+      this.#recordIntent(child, intent);
+      this.#cascade(child, intent);
+    }
+  }
+
+  #childrenOf(id: ProcessId): ProcessRuntime[] {
+    return this.processes().filter((candidate) => candidate.snapshot.relation.parentId?.equals(id) === true);
+  }
+
+  /** Adds `change` to the Process's recorded intents (the first of each kind wins) and aborts its job. */
+  #recordIntent(process: ProcessRuntime, change: TerminalIntent): void {
+    const control = process.control;
+    process.control = control.with({
+      killReason: control.killReason ?? change.killReason,
+      cancellation: control.cancellation ?? change.cancellation,
+      deadline: control.deadline ?? change.deadline,
+    });
+    // A deadline aborts owned work as a timeout, so an interrupted dispatch is classified
+    // `engine.dispatch.deadline` rather than `engine.dispatch.canceled` (kernel-contract §4.5).
+    const deadline = process.control.killReason === undefined && process.control.deadline !== undefined;
+    process.job?.abort.abort(
+      deadline ? new DOMException('the deadline passed', 'TimeoutError') : new KernelError(ErrorCode.processFinished, 'terminal intent'),
+    );
   }
 
   /**
@@ -547,6 +613,10 @@ export class TreeRuntime {
     } catch (error) {
       return { kind: 'error', failure: stepErrorFailure(error) };
     }
+    // A Strategy bug is the Process's contract failure, never the writer's (kernel-contract §4.18).
+    if (!(transition instanceof Transition)) {
+      return { kind: 'error', failure: Failure.create('contract', 'execution.transition.invalid', 'the step did not return a Transition') };
+    }
     let candidate: ExecutionState;
     try {
       candidate = execution.snapshot();
@@ -623,6 +693,20 @@ export class TreeRuntime {
       return Failure.create('contract', 'execution.transition.invalid', `the transition consumes ${consumed} of ${windowLength} delivered signals`);
     }
     const effects = transition.effects;
+    // One open wait per key (kernel-contract §4.9): two wait Effects on one key, or one on a key whose
+    // wait is still open after this Step's consumption, could never be installed.
+    const remaining = snapshot.mailbox.consume(consumed);
+    const keys = new Set<string>();
+    for (const effect of effects) {
+      if (effect.target !== 'framework') continue;
+      const operation = effect.frameworkOperation();
+      const key = operation.operation === 'wait' ? operation.key : operation.operation === 'wait_children' ? operation.spec.key : undefined;
+      if (key === undefined) continue;
+      if (keys.has(key.toString()) || remaining.openWaitFor(key) !== undefined) {
+        return Failure.create('contract', 'execution.transition.invalid', `two open waits on key ${key.toString()}`);
+      }
+      keys.add(key.toString());
+    }
     for (const effect of effects) {
       if (effect.target === 'dispatcher') {
         if (process.deployment.dispatcher === undefined) {
@@ -633,19 +717,20 @@ export class TreeRuntime {
         }
       } else {
         const operation = effect.frameworkOperation();
-        if (operation.operation !== 'wait') {
-          return Failure.create('contract', 'execution.effect.invalid', `framework operation ${operation.operation} is not supported by this engine yet`);
+        if (operation.operation === 'wait') {
+          const invalid = waitEffectProblem(process.deployment.descriptor, operation.key, operation.answerSchema);
+          if (invalid !== undefined) return Failure.create('contract', 'execution.effect.invalid', invalid);
         }
-        const invalid = waitEffectProblem(process.deployment.descriptor, operation.key, operation.answerSchema);
-        if (invalid !== undefined) return Failure.create('contract', 'execution.effect.invalid', invalid);
+        // Child operations are checked at the frontier, against the tree as it is then.
       }
     }
     const count = BigInt(effects.length);
-    if (!snapshot.budget.effects.admits(snapshot.counters.preparedEffects + count)) {
+    const allocated = snapshot.allocatedResources;
+    if (!snapshot.budget.effects.admits(snapshot.counters.preparedEffects + allocated.effects + count)) {
       return Failure.create('execution', 'engine.limit.effects', 'the effects budget cannot admit this batch');
     }
     const accepted = BigInt(snapshot.mailbox.length);
-    if (!snapshot.budget.signals.admits(accepted + count)) {
+    if (!snapshot.budget.signals.admits(accepted + allocated.signals + count)) {
       return Failure.create('execution', 'engine.limit.signals', 'the signals budget cannot admit the batch settlements');
     }
     if (BigInt(snapshot.mailbox.pendingCount - consumed) + count > this.#treeLimits.maxPendingSignals) {
@@ -661,7 +746,7 @@ export class TreeRuntime {
     if (transition.kind === 'wait') {
       const waitId = transition.waitId as WaitId;
       const wait = snapshot.mailbox.consume(consumed).wait(waitId);
-      if (wait === undefined || wait.closed || wait.kind !== 'external') {
+      if (wait === undefined || wait.closed) {
         return Failure.create('contract', 'execution.transition.invalid', `wait ${waitId} is not an open wait of this process`);
       }
     }
@@ -807,7 +892,21 @@ export class TreeRuntime {
   async #runFrontier(process: ProcessRuntime, snapshot: ProcessSnapshot): Promise<void> {
     let prepared = snapshot.prepared as PreparedStep;
     let frontier = prepared.frontier();
+    // Waits settle locally (they are committed by the next boundary); child operations each need
+    // a boundary of their own, and never start under terminal intent.
     while (frontier !== undefined && frontier.effect.target === 'framework') {
+      const operation = frontier.effect.frameworkOperation();
+      if (operation.operation === 'wait_children') {
+        const problem = this.#childWaitProblem(process, operation.spec);
+        if (problem !== undefined) {
+          await this.#terminate(process, { kind: 'failed', failure: Failure.create('contract', 'execution.effect.invalid', problem) });
+          return;
+        }
+      } else if (operation.operation !== 'wait') {
+        if (hasTerminalIntent(process.control)) break;
+        await this.#runChildOperation(process, snapshot.with({ prepared }), frontier, operation);
+        return;
+      }
       prepared = prepared.withFrameworkSettlement(frontier.id);
       frontier = prepared.frontier();
     }
@@ -840,6 +939,180 @@ export class TreeRuntime {
     }
     const unknown = current.with({ prepared: prepared.withSettlement(frontier.id, Settlement.of('unknown', Payload.emptyObject), diagnostics.interrupted()) });
     await this.#commit([unknown], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Child operations (kernel-contract §4.15)
+
+  /** Why a child wait cannot be registered: every awaited child must be a direct child. */
+  #childWaitProblem(process: ProcessRuntime, spec: ChildWaitSpec): string | undefined {
+    for (const id of spec.children) {
+      const child = this.#processes.get(id.toString());
+      if (child === undefined || child.snapshot.relation.parentId?.equals(process.id) !== true) {
+        return `wait_children awaits ${id.toString()}, which is not a direct child of ${process.id.toString()}`;
+      }
+    }
+    return undefined;
+  }
+
+  /** Runs the frontier's start_child, signal_child or cancel_child from `current` (possibly private). */
+  async #runChildOperation(
+    process: ProcessRuntime,
+    current: ProcessSnapshot,
+    effect: PreparedEffect,
+    operation: Exclude<FrameworkOperation, { operation: 'wait' | 'wait_children' }>,
+  ): Promise<void> {
+    switch (operation.operation) {
+      case 'start_child':
+        return this.#startChild(process, current, effect, operation.spec);
+      case 'signal_child':
+        return this.#signalChild(process, current, effect, operation.childId, operation.signal);
+      case 'cancel_child':
+        return this.#cancelChild(process, current, effect, operation.childId, operation.reason);
+    }
+  }
+
+  /** Commits the frontier framework Effect's definite settlement (failed when `failure` is given). */
+  async #settleFramework(
+    process: ProcessRuntime,
+    current: ProcessSnapshot,
+    effect: PreparedEffect,
+    failure: Failure | undefined,
+    others: readonly ProcessSnapshot[] = [],
+    events: () => Event[] = () => [],
+  ): Promise<void> {
+    const next = current.with({ prepared: (current.prepared as PreparedStep).withFrameworkSettlement(effect.id, failure) });
+    await this.#commit([next, ...others], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false }, events);
+  }
+
+  #ownerProblem(process: ProcessRuntime, current: ProcessSnapshot, childId: ProcessId, spec: ChildSpec): Failure | undefined {
+    return childOwnerProblem({
+      parent: current,
+      prepared: current.prepared as PreparedStep,
+      childId,
+      spec,
+      treeLimits: this.#treeLimits,
+      processCount: this.#processes.size,
+      children: this.#childrenOf(process.id).map((child) => child.snapshot),
+      exists: (id) => this.#processes.has(id.toString()),
+    });
+  }
+
+  /**
+   * start_child: the owner checks here, the admission job outside the lane, then one boundary —
+   * a failed settlement, or a `child_start` checkpoint that publishes the child together with the
+   * parent's settled Effect and allocation, before any Step of the child.
+   */
+  async #startChild(process: ProcessRuntime, current: ProcessSnapshot, effect: PreparedEffect, spec: ChildSpec): Promise<void> {
+    const childId = ProcessIdentity.child(effect.id);
+    const problem = this.#ownerProblem(process, current, childId, spec);
+    if (problem !== undefined) return this.#settleFramework(process, current, effect, problem);
+    const relation = ProcessRelation.child(childId, current.relation, spec.key);
+    const admit = this.#services.admitChild;
+    const abort = new AbortController();
+    process.job = { kind: 'admission', abort };
+    const job: Promise<ChildAdmissionOutcome> =
+      admit === undefined
+        ? Promise.resolve({ kind: 'failed', failure: Failure.create('external', 'engine.child.start.unavailable', 'this engine cannot start children') })
+        : admit({ parentDeployment: process.deployment, childId, relation, spec });
+    void job.then((outcome) => {
+      void this.#exclusive(async () => {
+        process.job = undefined;
+        if (this.#stopped !== undefined) return;
+        // Host signals may have been admitted meanwhile: rebase the (possibly private) batch on
+        // the acknowledged snapshot, and check the owner rules again against today's tree.
+        const base = process.snapshot.with({ prepared: current.prepared, counters: current.counters });
+        const failure = outcome.kind === 'failed' ? outcome.failure : this.#ownerProblem(process, base, childId, spec);
+        if (failure !== undefined) {
+          await this.#settleFramework(process, base, effect, failure);
+        } else if (outcome.kind === 'admitted') {
+          await this.#publishChild(process, base, effect, spec, relation, outcome);
+        }
+        await this.#drive();
+      }).catch((error: unknown) => this.#fail(error));
+    });
+  }
+
+  async #publishChild(
+    process: ProcessRuntime,
+    base: ProcessSnapshot,
+    effect: PreparedEffect,
+    spec: ChildSpec,
+    relation: ProcessRelation,
+    admitted: Extract<ChildAdmissionOutcome, { kind: 'admitted' }>,
+  ): Promise<void> {
+    // A child admitted while its parent is under terminal intent joins under that intent, so it
+    // ends before any Step (kernel-contract §4.15).
+    const control = process.control;
+    const inherited: TerminalIntent = control.killReason !== undefined
+      ? { killReason: control.killReason }
+      : control.deadline !== undefined
+        ? { deadline: { owner: 'parent', reason: control.deadline.reason } }
+        : control.cancellation !== undefined
+          ? { cancellation: { owner: 'parent', reason: control.cancellation.reason } }
+          : {};
+    const child = ProcessSnapshot.create({
+      relation,
+      childRequestDigest: spec.digest(),
+      deploymentRef: spec.deploymentRef,
+      startedAt: admitted.startedAt,
+      status: 'running',
+      committedSteps: 0n,
+      budget: spec.budget,
+      capabilities: spec.capabilities,
+      committedExecutionState: admitted.state,
+      pendingControl: PendingControl.empty().with(inherited),
+    });
+    const parent = base.with({
+      prepared: (base.prepared as PreparedStep).withFrameworkSettlement(effect.id),
+      allocatedResources: allocateChild(base, spec.budget),
+    });
+    if (!this.#fits([parent, child])) {
+      const failure = Failure.create('execution', 'engine.child.tree_limit', 'the child does not fit the snapshot byte limits');
+      return this.#settleFramework(process, base, effect, failure);
+    }
+    const runtime = new ProcessRuntime(child, admitted.deployment);
+    await this.#commit([parent, child], { kind: 'checkpoint', checkpoint: 'child_start' }, () => [this.#event(runtime, eventNames.processStarted)], [], [runtime]);
+  }
+
+  /** The direct child `childId` of `process`, or undefined when the parent does not own it. */
+  #ownedChild(process: ProcessRuntime, childId: ProcessId): ProcessRuntime | undefined {
+    const child = this.#processes.get(childId.toString());
+    return child?.snapshot.relation.parentId?.equals(process.id) === true ? child : undefined;
+  }
+
+  /** signal_child: the recipient's admission and the parent's receipt share one settled boundary. */
+  async #signalChild(process: ProcessRuntime, current: ProcessSnapshot, effect: PreparedEffect, childId: ProcessId, request: SignalRequest): Promise<void> {
+    const child = this.#ownedChild(process, childId);
+    if (child === undefined) return this.#settleFramework(process, current, effect, notOwned(childId));
+    let admitted: SignalAdmission | undefined;
+    try {
+      admitted = this.#signalAdmission(child, [request]);
+    } catch (error) {
+      const failure = Failure.create('execution', 'engine.child.signal.rejected', normalizeDiagnostic(error instanceof Error ? error.message : 'the signal was rejected'));
+      return this.#settleFramework(process, current, effect, failure);
+    }
+    // A duplicate of an admitted signal is a successful receipt without a second admission.
+    if (admitted === undefined) return this.#settleFramework(process, current, effect, undefined);
+    const { next, fresh } = admitted;
+    await this.#settleFramework(process, current, effect, undefined, [next], () =>
+      fresh.map((signal) => this.#event(child, eventNames.signalAccepted, { fact: SignalAccepted.create({ signalId: signal.id, waitId: signal.waitId }) })),
+    );
+  }
+
+  /**
+   * cancel_child: records the parent-owned cancellation in the child's pending control in the same
+   * boundary as the receipt; the receipt confirms intent, not termination (wait for a drain).
+   */
+  async #cancelChild(process: ProcessRuntime, current: ProcessSnapshot, effect: PreparedEffect, childId: ProcessId, reason: string): Promise<void> {
+    const child = this.#ownedChild(process, childId);
+    if (child === undefined) return this.#settleFramework(process, current, effect, notOwned(childId));
+    if (child.snapshot.isTerminal) return this.#settleFramework(process, current, effect, undefined);
+    const intent: TerminalIntent = { cancellation: { owner: 'parent', reason } };
+    const control = child.control.with({ cancellation: child.control.cancellation ?? intent.cancellation });
+    await this.#settleFramework(process, current, effect, undefined, [child.snapshot.with({ pendingControl: control })]);
+    this.#recordIntent(child, intent);
+    this.#cascade(child, intent);
   }
 
   async #advanceFrontier(process: ProcessRuntime, prepared: PreparedStep): Promise<boolean> {
@@ -978,6 +1251,21 @@ export class TreeRuntime {
   }
 
   async #admitSignals(process: ProcessRuntime, requests: readonly SignalRequest[]): Promise<boolean> {
+    const admitted = this.#signalAdmission(process, requests);
+    if (admitted === undefined) return false;
+    const { next, fresh } = admitted;
+    await this.#commit([next], { kind: 'checkpoint', checkpoint: 'signals' }, () =>
+      fresh.map((request) => this.#event(process, eventNames.signalAccepted, { fact: SignalAccepted.create({ signalId: request.id, waitId: request.waitId }) })),
+    );
+    return true;
+  }
+
+  /**
+   * The mailbox contract of one signal batch (kernel-contract §4.8), shared by Host delivery and
+   * signal_child: the recipient's next snapshot and the fresh requests, undefined when every request
+   * was already admitted; a rejection throws.
+   */
+  #signalAdmission(process: ProcessRuntime, requests: readonly SignalRequest[]): SignalAdmission | undefined {
     const snapshot = process.snapshot;
     const seen = new Set<string>();
     const fresh: SignalRequest[] = [];
@@ -1009,7 +1297,7 @@ export class TreeRuntime {
       }
       fresh.push(request);
     }
-    if (fresh.length === 0) return false;
+    if (fresh.length === 0) return undefined;
     const count = BigInt(fresh.length);
     // A live prepared batch has reserved one settlement Signal per Effect (and will consume its
     // prefix): admission must leave room for them, now and after adoption (kernel-contract §2.5).
@@ -1035,10 +1323,7 @@ export class TreeRuntime {
     } catch (error) {
       throw new KernelError(ErrorCode.resourceLimitExceeded, error instanceof Error ? error.message : String(error), { cause: error });
     }
-    await this.#commit([next], { kind: 'checkpoint', checkpoint: 'signals' }, () =>
-      fresh.map((request) => this.#event(process, eventNames.signalAccepted, { fact: SignalAccepted.create({ signalId: request.id, waitId: request.waitId }) })),
-    );
-    return true;
+    return { next, fresh };
   }
 
   pause(process: ProcessRuntime, reason: string): Promise<void> {
@@ -1071,22 +1356,17 @@ export class TreeRuntime {
   }
 
   /** Records a terminal intent (cancellation, kill or deadline) and lets the owner apply it. */
-  requestTermination(process: ProcessRuntime, change: Partial<{ killReason: string; cancellation: { owner: 'host' | 'parent'; reason: string }; deadline: { owner: 'host' | 'parent'; reason: string } }>): Promise<void> {
+  requestTermination(process: ProcessRuntime, change: TerminalIntent): Promise<void> {
     return this.#exclusive(async () => {
       this.#ensureRunning();
       if (process.snapshot.isTerminal) throw finished(process);
-      const control = process.control;
-      process.control = control.with({
-        killReason: control.killReason ?? change.killReason,
-        cancellation: control.cancellation ?? change.cancellation,
-        deadline: control.deadline ?? change.deadline,
-      });
-      // A deadline aborts owned work as a timeout, so an interrupted dispatch is classified
-      // `engine.dispatch.deadline` rather than `engine.dispatch.canceled` (kernel-contract §4.5).
-      const deadline = process.control.killReason === undefined && process.control.deadline !== undefined;
-      process.job?.abort.abort(
-        deadline ? new DOMException('the deadline passed', 'TimeoutError') : new KernelError(ErrorCode.processFinished, 'terminal intent'),
-      );
+      this.#recordIntent(process, change);
+      // The intent reaches the owned subtree at once, without waiting for this Process's own work
+      // to settle; descendants end as `parent_*` (kernel-contract §4.11).
+      const reason = change.killReason ?? change.deadline?.reason ?? change.cancellation?.reason ?? 'terminal intent';
+      if (change.killReason !== undefined) this.#cascade(process, { killReason: reason });
+      else if (change.deadline !== undefined) this.#cascade(process, { deadline: { owner: 'parent', reason } });
+      else this.#cascade(process, { cancellation: { owner: 'parent', reason } });
       // Recorded intent only: `await()` reports whether the terminal commit landed.
       this.wake();
     });
@@ -1146,6 +1426,23 @@ export class TreeRuntime {
     await this.#services.committer.activateTree(activation, { events });
     this.#sequence = 0n;
   }
+}
+
+/** Terminal intents as a command records them (each optional; the first recorded of each kind wins). */
+type TerminalIntent = Partial<{
+  killReason: string;
+  cancellation: { owner: 'host' | 'parent'; reason: string };
+  deadline: { owner: 'host' | 'parent'; reason: string };
+}>;
+
+/** An admitted signal batch: the recipient's next snapshot and the requests it newly records. */
+interface SignalAdmission {
+  readonly next: ProcessSnapshot;
+  readonly fresh: readonly SignalRequest[];
+}
+
+function notOwned(childId: ProcessId): Failure {
+  return Failure.create('contract', 'engine.child.control.not_owned', `process ${childId.toString()} is not a direct child of the sender`);
 }
 
 /** Mutable partial snapshot members, assembled before one `with()` call. */

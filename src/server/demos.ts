@@ -1,18 +1,19 @@
 import { approvalDefinition } from '../../strategies/demo/approval.js';
 import { counterDefinition } from '../../strategies/demo/counter.js';
 import { echoDefinition } from '../../strategies/demo/echo.js';
+import { fanoutDefinition } from '../../strategies/demo/fanout.js';
 import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 
 /**
- * The five built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
+ * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
  * implementation and configuration digests are fixed strings' SHA-256, so a tree stored by one
  * server binds exactly the same DeploymentRefs in the next one (restore needs the exact ref). Bump
  * the version in a digest text whenever a demo's behaviour changes.
  */
-export const demoNames = ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable'] as const;
+export const demoNames = ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout'] as const;
 
 function demo(name: string, definition: Definition, dispatcher?: Dispatcher): Deployment {
   return Deployment.create({
@@ -28,11 +29,14 @@ function demo(name: string, definition: Definition, dispatcher?: Dispatcher): De
  * `shutdown` ends demo sleeps early when the server stops waiting for dispatches.
  */
 export function demoDeployments(options: { shutdown?: AbortSignal } = {}): Deployment[] {
+  // demo.fanout binds this exact echo Deployment, so its children start and restore from the binding.
+  const echo = demo('demo.echo', echoDefinition, echoDispatcher());
   return [
-    demo('demo.echo', echoDefinition, echoDispatcher()),
+    echo,
     demo('demo.approval', approvalDefinition),
     demo('demo.counter', counterDefinition),
     demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
+    demo('demo.fanout', fanoutDefinition(echo)),
   ];
 }

@@ -242,6 +242,18 @@ export class EngineHost implements Host {
     return this.#view(await this.#residency.locateOrThrow(processId));
   }
 
+  async children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }> {
+    const located = await this.#residency.locateOrThrow(processId);
+    const id = snapshotOf(located).processId;
+    const items =
+      located.kind === 'local'
+        ? located.inspection.processes
+            .filter((entry) => entry.snapshot.relation.parentId?.equals(id) === true)
+            .map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError))
+        : located.head.children(id).map((snapshot) => processView(snapshot, 'inactive', undefined));
+    return { processId: id.toString(), items };
+  }
+
   async awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll> {
     if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > maxWaitMs) throw invalidRequest(`waitMs must be an integer in 0..${maxWaitMs}`);
     const located = await this.#residency.locateOrThrow(processId);

@@ -135,7 +135,7 @@ export interface ProcessView {
   /** Accepted signals in the mailbox (engine-minted ones included); paged by `GET …/signals`. */
   readonly receiptCount: number;
   readonly result: ResultView | null;
-  /** Live work in this server's runtime: idle, queued, step, dispatch; `inactive` when no runtime owns the tree. */
+  /** Live work in this server's runtime: idle, queued, step, dispatch, admission (a child start); `inactive` when no runtime owns the tree. */
   readonly work: string;
   readonly runtimeError: RuntimeErrorView | null;
 }
@@ -329,6 +329,8 @@ export interface Host {
   startProcess(request: StartRequest, idempotencyKey?: string): Promise<StartOutcome>;
   listProcesses(query: ProcessListQuery): Promise<Page<ProcessSummary>>;
   inspectProcess(processId: string): Promise<ProcessView>;
+  /** The direct children of a process (`process_not_found` for an unknown parent). */
+  children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }>;
   awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll>;
   deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
   control(processId: string, action: ControlAction, reason?: string): Promise<void>;

@@ -24,6 +24,8 @@ export interface DemoMachine<S extends object> {
   initial(input: Payload): S;
   /** Validates a decoded state; throws for anything malformed. */
   check(value: unknown): S;
+  /** The child Deployments this demo binds statically (`Definition.childDeployments`); default none. */
+  readonly childDeployments?: readonly Deployment[];
   /** One Step: a pure function of the state and the delivered window. */
   step(state: S, signals: readonly Signal[]): { readonly state: S; readonly transition: Transition };
 }
@@ -36,7 +38,7 @@ export function machineDefinition<S extends object>(machine: DemoMachine<S>): De
   };
   return Object.freeze({
     descriptor: (): Descriptor => machine.descriptor,
-    childDeployments: (): readonly Deployment[] => [],
+    childDeployments: (): readonly Deployment[] => machine.childDeployments ?? [],
     start(input: Payload): Execution {
       machine.descriptor.validateInput(input);
       return new MachineExecution(machine, machine.initial(input));

@@ -24,6 +24,36 @@ export function demoFlows(mode: string, factory: HostFactory): void {
     });
   };
 
+  withHost('demo.fanout: a tree of echo children — quorum at subtree_drained, the rest canceled, every process in the tree view and the log', async (host) => {
+    const process = await start(host, 'demo.fanout', { values: ['a', 'b', 'c', 'd'], quorum: 2 });
+    const root = process.processId;
+    const entries = await drainStream(host, root);
+    const outcome = await result(host, root);
+    assert.equal(outcome.status, 'completed');
+    const output = outcome.output as { outputs: Array<{ processId: string; value: string }>; canceled: string[] };
+    assert.ok(output.outputs.length >= 2, JSON.stringify(output));
+    assert.ok(output.outputs.every((entry) => ['a', 'b', 'c', 'd'].includes(entry.value)));
+    const tree = await host.inspectTree(root);
+    assert.equal(tree.processes.length, 5);
+    const children = tree.processes.filter((view) => view.parentId === root);
+    assert.equal(children.length, 4);
+    assert.ok(children.every((view) => view.depth === 1 && view.rootId === root && view.result !== null));
+    for (const id of output.canceled) {
+      const child = await result(host, id);
+      assert.ok(child.status === 'completed' || child.cause === 'parent_cancellation', `${id}: ${child.status} ${child.cause}`);
+    }
+    const listed = await host.children(root);
+    assert.deepEqual(new Set(listed.items.map((view) => view.processId)), new Set(children.map((view) => view.processId)));
+    // The root's log carries the whole subtree: every child's start and end.
+    const of = (name: string) => new Set(entries.filter((entry) => entry.type === name).map((entry) => (dataOf(entry) as { process_id?: string }).process_id));
+    for (const child of children) {
+      assert.ok(of('agent.process.started').has(child.processId), `started ${child.processId}`);
+      assert.ok(of('agent.process.finished').has(child.processId), `finished ${child.processId}`);
+    }
+    // A child is its own process: inspected by its own id, its root is the fan-out.
+    assert.equal((await host.inspectProcess(children[0]?.processId as string)).rootId, root);
+  });
+
   // The structure issue's defect 3: the log read `effect.started a b step.finished c … effect.finished h … 9 …`
   // and deltas reached SSE clients after `agent.process.finished`.
   withHost('demo.echo: the log orders deltas before their settlement, and process.finished last', async (host) => {

@@ -16,11 +16,11 @@ import { dataOf, drainStream, embeddedHost, ofType, rejectsWith, result, start, 
 
 demoFlows('embedded', { make: () => embeddedHost() });
 
-test('the catalog lists the five demos with their exact refs and schemas; --no-demos registers none', async () => {
+test('the catalog lists the six demos with their exact refs and schemas; --no-demos registers none', async () => {
   const host = embeddedHost();
   try {
     const names = host.deployments().map((deployment) => deployment.name);
-    assert.deepEqual(names, ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable']);
+    assert.deepEqual(names, ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout']);
     const echo = host.deployment('demo.echo');
     assert.match(echo.deploymentRef, /^demo\.echo\+sha256:[0-9a-f]{64}$/);
     assert.equal(echo.signalSchema, false);

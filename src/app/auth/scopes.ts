@@ -33,6 +33,7 @@ export const operationScopes: Readonly<Record<string, Scope | 'public'>> = {
   listProcesses: 'processes:read',
   getProcess: 'processes:read',
   getProcessResult: 'processes:read',
+  getProcessChildren: 'processes:read',
   deliverSignals: 'processes:write',
   listSignals: 'processes:read',
   pauseProcess: 'processes:write',

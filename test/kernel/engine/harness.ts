@@ -208,6 +208,7 @@ export interface ProgramStepContext {
 export interface ProgramOptions {
   readonly name?: string;
   readonly signalSchema?: Schema;
+  readonly inputSchema?: Schema;
   readonly outputSchema?: Schema;
   /** Static wait declarations of the descriptor. */
   readonly waits?: DescriptorConfig['waits'];
@@ -216,6 +217,8 @@ export interface ProgramOptions {
    * The state advances only when a Transition is returned.
    */
   step(context: ProgramStepContext): { transition: Transition; note?: string } | Transition | Promise<Transition>;
+  /** The static child bindings (`Definition.childDeployments`); default none. */
+  readonly childDeployments?: () => readonly Deployment[];
   /** Called on every restore with the state being restored; a throw makes the restore fail. */
   onRestore?(state: ProgramState): void;
   /** Called on every snapshot with the state being captured; a throw makes the snapshot fail. */
@@ -245,7 +248,7 @@ export class ProgramDefinition implements Definition {
     this.#descriptor = Descriptor.create({
       name,
       description: 'A test Definition whose Steps are programmed by the test.',
-      inputSchema: anyValue,
+      inputSchema: options.inputSchema ?? anyValue,
       outputSchema: options.outputSchema ?? anyValue,
       signalSchema: options.signalSchema,
       waits: options.waits,
@@ -257,7 +260,7 @@ export class ProgramDefinition implements Definition {
   }
 
   childDeployments(): readonly Deployment[] {
-    return [];
+    return this.#options.childDeployments?.() ?? [];
   }
 
   start(): Execution {
