@@ -244,3 +244,47 @@ test('bullmq: your own deployments module on both sides; a never-replay effect w
     await host.close(2_000);
   }
 });
+
+test('bullmq: a cancel reaches the attempt running in another process, and its settlement is still collected', async () => {
+  const prefix = freshPrefix();
+  const worker = await spawnWorker(prefix);
+  const host = apiHost(prefix);
+  try {
+    const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
+    const root = sleeping.processId;
+    await untilClaimed(prefix, root);
+    await host.control(root, 'cancel', 'no longer needed');
+    const outcome = await result(host, root);
+    assert.equal(outcome.status, 'canceled');
+    assert.equal(outcome.reason, 'no longer needed');
+    // The worker aborted the sleep (it did not run for ten minutes) and reported back, and it lives on.
+    const [record] = await attemptsOf(prefix, root);
+    assert.equal(record?.state, 'settled', JSON.stringify(record));
+    assert.equal(worker.exitCode, null, 'the worker process is still running');
+    const next = await start(host, 'demo.echo', { value: 'after the cancel' });
+    assert.equal((await result(host, next.processId)).status, 'completed', 'and it keeps serving');
+  } finally {
+    await host.close(2_000);
+    worker.kill('SIGTERM');
+    if (worker.exitCode === null) await once(worker, 'exit');
+  }
+});
+
+test('bullmq: SIGTERM stops a worker within its deadline; the attempt it had to abort is Unknown, not failed', async () => {
+  const prefix = freshPrefix();
+  const worker = await spawnWorker(prefix, { SCOPE_SHUTDOWN_MS: '300' });
+  const host = apiHost(prefix);
+  try {
+    const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
+    const root = sleeping.processId;
+    await untilClaimed(prefix, root);
+    worker.kill('SIGTERM');
+    const [code] = (await once(worker, 'exit')) as [number | null];
+    assert.equal(code, 0, 'a graceful stop');
+    await untilSettled(host, root, ofType('agent.effect.finished', root));
+    const [effect] = await effectsOf(host, root);
+    assert.equal(effect?.status, 'unknown', 'an effect cut short by a stopping worker may or may not have happened');
+  } finally {
+    await host.close(2_000);
+  }
+});
