@@ -98,6 +98,7 @@ export const problemRegistry = {
   runtime_stopped: { status: 503, title: 'Runtime stopped' },
   committer_unavailable: { status: 503, title: 'Storage unavailable' },
   shutting_down: { status: 503, title: 'Shutting down' },
+  stream_capacity: { status: 503, title: 'Stream capacity reached' },
   engine_closed: { status: 503, title: 'Engine closed' },
 } as const satisfies Record<string, ProblemType>;
 

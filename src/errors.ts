@@ -56,6 +56,8 @@ export const HttpErrorCode = {
   rangeNotSatisfiable: 'range_not_satisfiable',
   expectationFailed: 'expectation_failed',
   requestHeaderFieldsTooLarge: 'request_header_fields_too_large',
+  /** 503: this server holds as many open streams as it allows (Retry-After says when to try again). */
+  streamCapacity: 'stream_capacity',
   /** 500 with nothing but this code: an unexpected error, logged and never sent. */
   internalError: 'internal_error',
 } as const;

@@ -46,6 +46,8 @@ export interface StreamPluginOptions {
   readonly pageSize?: number;
   /** How long server shutdown waits for the final events to reach clients (default 2 000 ms). */
   readonly closeGraceMs?: number;
+  /** Open streams at once (default 1 000; `SCOPE_SSE_MAX_STREAMS`); one more is 503 `stream_capacity`. */
+  readonly maxStreams?: number;
 }
 
 export const streamDefaults = {
@@ -57,6 +59,7 @@ export const streamDefaults = {
   retryMs: 1_000,
   pageSize: 500,
   closeGraceMs: 2_000,
+  maxStreams: 1_000,
 } as const;
 
 type Settings = { readonly [K in keyof typeof streamDefaults]: number };
@@ -70,6 +73,7 @@ const minimums: Settings = {
   retryMs: 0,
   pageSize: 1,
   closeGraceMs: 0,
+  maxStreams: 1,
 };
 
 function settingsOf(options: StreamPluginOptions): Settings {
@@ -197,6 +201,8 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
   const settings = settingsOf(options);
   /** Streams still taking messages. */
   const open = new Set<OpenStream>();
+  /** Streams past the capacity check and not yet open (their checks are still running). */
+  let opening = 0;
   /** Responses not yet fully handed to their socket (an ended stream may still be flushing). */
   const unflushed = new Set<SseWriter>();
 
@@ -228,7 +234,7 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
         params: TreeParams,
         querystring: StreamQuery,
         headers: StreamHeaders,
-        response: { 200: StreamResponse, ...problemResponses('tree_not_found', 'cursor_ahead', 'history_trimmed') },
+        response: { 200: StreamResponse, ...problemResponses('tree_not_found', 'cursor_ahead', 'history_trimmed', 'stream_capacity') },
       },
     },
     async (request, reply) => {
@@ -243,9 +249,20 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
       };
       const cursor = after === undefined ? {} : { after };
 
+      // A bound on what one server holds open: past it, come back later (or to another node).
+      if (open.size + opening >= settings.maxStreams) {
+        reply.header('retry-after', String(Math.max(1, Math.ceil(settings.retryMs / 1000))));
+        throw new ProblemError('stream_capacity', `this server already serves ${settings.maxStreams} streams; retry later or on another node`);
+      }
       // Every check a client must hear as a problem (404, 400, 409, 410) happens here, before any byte.
       const abort = new AbortController();
-      const tree = await host.openStream(rootId, { ...filters, ...cursor, signal: abort.signal });
+      opening += 1;
+      let tree: TreeStream;
+      try {
+        tree = await host.openStream(rootId, { ...filters, ...cursor, signal: abort.signal });
+      } finally {
+        opening -= 1;
+      }
 
       reply.hijack();
       const writer = new SseWriter(reply.raw, {

@@ -105,6 +105,7 @@ export function resourcePlugins(config: AppConfig = {}): readonly ResourcePlugin
     ...config.stream,
     ...(config.sse?.keepAliveMs === undefined ? {} : { keepAliveMs: config.sse.keepAliveMs }),
     ...(config.sse?.bufferEntries === undefined ? {} : { bufferEntries: config.sse.bufferEntries }),
+    ...(config.sse?.maxStreams === undefined ? {} : { maxStreams: config.sse.maxStreams }),
   };
   return [
     { plugin: deployments, components: deploymentComponents },

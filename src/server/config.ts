@@ -18,6 +18,7 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_BODY_LIMIT`       | 1MiB               | request body bound: bytes or `<n>KiB`/`<n>MiB`            |
  * | `SCOPE_SSE_KEEPALIVE_MS` | 15000              | SSE keep-alive comment period                             |
  * | `SCOPE_SSE_BUFFER`       | 1000               | per-client SSE buffer, in entries (a slower client drops) |
+ * | `SCOPE_SSE_MAX_STREAMS`  | 1000               | open SSE streams per server; one more is 503 with Retry-After |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
@@ -45,6 +46,8 @@ export interface SseConfig {
   readonly keepAliveMs: number;
   /** Per-client bounded buffer in entries; a client that falls further behind is dropped. */
   readonly bufferEntries: number;
+  /** Open streams this server serves at once; one more is 503 `stream_capacity` with Retry-After. */
+  readonly maxStreams: number;
 }
 
 export interface ServerConfig {
@@ -202,6 +205,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   const sse: SseConfig = {
     keepAliveMs: integer('SCOPE_SSE_KEEPALIVE_MS', 15_000, 100, 15_000),
     bufferEntries: integer('SCOPE_SSE_BUFFER', 1_000, 1, 1_000_000),
+    maxStreams: integer('SCOPE_SSE_MAX_STREAMS', 1_000, 1, 1_000_000),
   };
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);

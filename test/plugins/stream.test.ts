@@ -472,3 +472,30 @@ describe('GET /v1/trees/{rootId}/stream (Redis mode)', () => {
     assert.deepEqual([...ids(first.events), ...ids(second.events)], ids(full.events));
   });
 });
+
+describe('stream capacity', () => {
+  test('past SCOPE_SSE_MAX_STREAMS a stream is 503 stream_capacity with Retry-After; a closed one frees its place', async () => {
+    const server = await startTestServer({ stream: { maxStreams: 2 } });
+    try {
+      const rootId = await server.start('demo.approval', { subject: 'capacity' });
+      const first = await openSse(`${server.base}${streamPath(rootId)}`);
+      const second = await openSse(`${server.base}${streamPath(rootId)}`);
+      await Promise.all([first.waitFor(isWaiting), second.waitFor(isWaiting)]);
+      const refused = await fetch(`${server.base}${streamPath(rootId)}`);
+      assert.equal(refused.status, 503);
+      assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.equal(((await refused.json()) as { code: string }).code, 'stream_capacity');
+      assert.match(refused.headers.get('retry-after') ?? '', /^\d+$/);
+      first.close();
+      await eventually(async () => {
+        const again = await fetch(`${server.base}${streamPath(rootId)}`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined);
+        const ok = again?.status === 200;
+        await again?.body?.cancel().catch(() => undefined);
+        return ok;
+      }, 'a place freed by the closed stream');
+      second.close();
+    } finally {
+      await server.close();
+    }
+  });
+});

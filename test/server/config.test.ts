@@ -14,7 +14,7 @@ test('defaults: embedded mode on 127.0.0.1:3000 with demos, 1 MiB bodies and the
   assert.equal(config.demos, true);
   assert.equal(config.bodyLimit, defaultBodyLimit);
   assert.equal(defaultBodyLimit, 1024 * 1024);
-  assert.deepEqual(config.sse, { keepAliveMs: 15_000, bufferEntries: 1_000 });
+  assert.deepEqual(config.sse, { keepAliveMs: 15_000, bufferEntries: 1_000, maxStreams: 1_000 });
   assert.equal(config.eventLogMaxLen, 10_000);
   assert.equal(config.shutdownMs, 10_000);
   assert.equal(config.idempotencyTtlMs, 86_400_000);
@@ -55,7 +55,7 @@ test('every variable is read', () => {
   assert.equal(config.keyPrefix, 'acme:scope');
   assert.equal(config.demos, false);
   assert.equal(config.bodyLimit, 8 * 1024 * 1024);
-  assert.deepEqual(config.sse, { keepAliveMs: 5_000, bufferEntries: 64 });
+  assert.deepEqual(config.sse, { keepAliveMs: 5_000, bufferEntries: 64, maxStreams: 1_000 });
   assert.equal(config.eventLogMaxLen, 500);
   assert.equal(config.shutdownMs, 2_500);
   assert.equal(config.idempotencyTtlMs, 60_000);
