@@ -1,3 +1,4 @@
+// Over 500 lines: the Engine's public operations and their option checks, each a thin door into the tree runtimes.
 import { Budget } from './budget.js';
 import { CapabilitySet } from './capability.js';
 import { TreeCheckpoint } from './commit.js';
