@@ -4,6 +4,7 @@ import { CapabilitySet } from './capability.js';
 import { TreeCheckpoint } from './commit.js';
 import { systemClock, type Clock } from './clock.js';
 import { Deployment, type DeploymentRef } from './deployment.js';
+import type { Descriptor } from './descriptor.js';
 import type { DeploymentResolver, Execution } from './definition.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { eventNames } from './event.js';
@@ -36,12 +37,19 @@ function failed(failure: Failure): ChildAdmissionOutcome {
   return { kind: 'failed', failure };
 }
 
-/** What a ProcessAdmitter sees before a Process is created. */
+/**
+ * What a ProcessAdmitter sees before a Process is created: the Framework's facts about it — identity,
+ * relation, deployment and contract, the resources it would get. Never its input, execution,
+ * dispatcher or host state (the seed's rule: an admitter decides on the prospective identity and
+ * resources alone, and cannot enlarge them).
+ */
 export interface ProcessAdmission {
   readonly processId: ProcessId;
   readonly relation: ProcessRelation;
   readonly deploymentRef: DeploymentRef;
-  readonly input: Payload;
+  readonly descriptor: Descriptor;
+  readonly budget: Budget;
+  readonly capabilities: CapabilitySet;
 }
 
 /** A host policy gate before execution starts; throwing rejects the start. */
@@ -207,7 +215,7 @@ export class Engine {
     if (!(treeLimits instanceof TreeLimits)) throw new KernelError(ErrorCode.invalidTreeLimits, 'the start tree limits must be TreeLimits');
     const processId = ProcessId.newRoot();
     const relation = ProcessRelation.root(processId);
-    const admission: ProcessAdmission = { processId, relation, deploymentRef: deployment.ref, input };
+    const admission: ProcessAdmission = Object.freeze({ processId, relation, deploymentRef: deployment.ref, descriptor: deployment.descriptor, budget, capabilities });
     this.#reserved.add(processId.toString());
     this.#pendingAdmissions += 1;
     try {
@@ -327,7 +335,14 @@ export class Engine {
     } catch (error) {
       return failed(admissionFailure('contract', 'engine.child.input.invalid', 'the child input does not satisfy its descriptor', error));
     }
-    const admission: ProcessAdmission = { processId: childId, relation, deploymentRef: deployment.ref, input: spec.input };
+    const admission: ProcessAdmission = Object.freeze({
+      processId: childId,
+      relation,
+      deploymentRef: deployment.ref,
+      descriptor: deployment.descriptor,
+      budget: spec.budget,
+      capabilities: spec.capabilities,
+    });
     if (this.#admitter !== undefined) {
       try {
         await this.#admitter(admission);

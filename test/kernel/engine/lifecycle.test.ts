@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Effect } from '../../../src/kernel/effect.js';
 import { ErrorCode } from '../../../src/kernel/errors.js';
-import type { ProcessInitializationOutcome } from '../../../src/kernel/engine.js';
+import { Budget } from '../../../src/kernel/budget.js';
+import type { ProcessAdmission, ProcessInitializationOutcome } from '../../../src/kernel/engine.js';
+import { Quota } from '../../../src/kernel/quota.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import type { RuntimeError } from '../../../src/kernel/runtime-error.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
@@ -109,16 +111,25 @@ test('restoreTree refuses a tree that is already registered', async () => {
 
 test('start validates input, applies host admission and acknowledges initialisation before any commit', async () => {
   const outcomes: ProcessInitializationOutcome[] = [];
+  const seen: ProcessAdmission[] = [];
   const { engine, committer } = setup({
+    // An admitter decides on the prospective identity and resources, never on the input (the seed's rule).
     processAdmitter: (admission) => {
-      if (admission.input.decode<{ value: string }>().value === 'blocked') throw new Error('policy says no');
+      seen.push(admission);
+      if (admission.budget.steps.maximum === 7n) throw new Error('policy says no');
     },
     initializationAcknowledger: (outcome) => {
       outcomes.push(outcome);
     },
   });
   await rejectsWith(engine.start(echo, Payload.encode({ nope: true })), ErrorCode.schemaValidationFailed);
-  await rejectsWith(engine.start(echo, Payload.encode({ value: 'blocked' })), ErrorCode.processAdmissionRejected);
+  const sevenSteps = Budget.of({ steps: Quota.of(7), effects: Quota.unlimited(), signals: Quota.unlimited() });
+  await rejectsWith(engine.start(echo, hello, { budget: sevenSteps }), ErrorCode.processAdmissionRejected);
+  const refused = seen.at(-1) as ProcessAdmission;
+  assert.equal('input' in refused, false, 'the admission does not expose the input');
+  assert.ok(refused.descriptor.digest().equals(refused.deploymentRef.contractDigest), 'it carries the contract');
+  assert.ok(refused.budget.steps.maximum === 7n && refused.capabilities.values().length === 0);
+  assert.ok(Object.isFrozen(refused));
   const broken = new ProgramDefinition({
     step: () => {
       throw new Error('unused');
