@@ -37,9 +37,10 @@ const eventsPlugin: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { after, limit } = request.query;
+      const { after, limit, processId } = request.query;
       const page = await app.host.events(request.params.id, {
         ...(after === undefined ? {} : { after }),
+        ...(processId === undefined ? {} : { processId }),
         limit: limit ?? defaultEventsPageLimit,
       });
       // A string with a JSON content type is sent as it is (the typed reply expects the object it encodes).

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { anyJson, closedObject, nullable, ref } from '../shared.js';
+import { anyJson, closedObject, identity, nullable, ref } from '../shared.js';
 
 /**
  * Schemas of the tree event log as HTTP sees it: one position syntax shared by the `/events` cursor and
@@ -49,5 +49,8 @@ export const EventsQuery = closedObject({
   ),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: maxEventsPageLimit, description: `Entries per page (default ${defaultEventsPageLimit}).`, example: 100 }),
+  ),
+  processId: Type.Optional(
+    identity('Keep only the entries of this process of the tree (the log holds the whole tree).', 'process:0123456789abcdef0123456789abcdef'),
   ),
 });

@@ -2796,6 +2796,8 @@ export interface operations {
                 after?: string;
                 /** @description Entries per page (default 100). */
                 limit?: number;
+                /** @description Keep only the entries of this process of the tree (the log holds the whole tree). */
+                processId?: string;
             };
             header?: never;
             path: {

@@ -144,7 +144,7 @@ describe('GET /v1/processes/{id}/events', () => {
     assert.ok(document.components.schemas.LogEntry && document.components.schemas.LogPage);
     assert.deepEqual(
       operation.parameters.filter((parameter: any) => parameter.in === 'query').map((parameter: any) => parameter.name).sort(),
-      ['after', 'limit'],
+      ['after', 'limit', 'processId'],
     );
     assert.ok(operation.responses['400'] && operation.responses['404']);
   });

@@ -58,5 +58,11 @@ for (const mode of ['embedded', 'redis'] as const) {
     const viaChild = await request(server.url).get(`/v1/processes/${child}/events`).query({ limit: 1000 });
     assert.equal(viaChild.status, 200);
     assert.deepEqual(viaChild.body.items, events.body.items);
+    // `?processId=` keeps one member's entries.
+    const mine = await request(server.url).get(`/v1/processes/${root.processId}/events`).query({ limit: 1000, processId: child });
+    assert.equal(mine.status, 200);
+    const items = mine.body.items as Array<{ type: string; processId: string }>;
+    assert.ok(items.length > 0 && items.every((entry) => entry.processId === child));
+    assert.deepEqual(items, (events.body.items as Array<{ processId: string }>).filter((entry) => entry.processId === child));
   });
 }
