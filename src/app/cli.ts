@@ -126,32 +126,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
     return;
   }
 
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    signals += 1;
-    if (signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    logger.info({ signal, deadlineMs: config.shutdownMs }, 'shutting down');
-    const hardStop = setTimeout(() => {
-      logger.error('shutdown deadline passed: exiting');
-      process.exit(1);
-    }, config.shutdownMs + exitGraceMs);
-    hardStop.unref();
-    server.stop().then(
-      () => {
-        logger.info('shut down');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  exitOnSignals(logger, config.shutdownMs, 'shutting down', () => server.stop());
 }
 
 /** `scope worker` until SIGTERM/SIGINT: stop taking jobs, abort running attempts after `SCOPE_SHUTDOWN_MS`, exit. */
@@ -169,17 +144,34 @@ async function runWorker(config: ServerConfig, logger: Logger): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  exitOnSignals(logger, config.shutdownMs, 'worker shutting down', () => worker.stop(config.shutdownMs));
+}
+
+/**
+ * SIGTERM/SIGINT: run `stop` and exit 0 when it is done (1 if it fails); a second signal, or the
+ * deadline plus a grace passing, exits 1 at once. Shared by `serve` and `worker`.
+ */
+function exitOnSignals(logger: Logger, deadlineMs: number, what: string, stop: () => Promise<void>): void {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
-    if (signals > 1) process.exit(1);
-    logger.info({ signal, deadlineMs: config.shutdownMs }, 'worker shutting down');
-    const hardStop = setTimeout(() => process.exit(1), config.shutdownMs + exitGraceMs);
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal, deadlineMs }, what);
+    const hardStop = setTimeout(() => {
+      logger.error('shutdown deadline passed: exiting');
+      process.exit(1);
+    }, deadlineMs + exitGraceMs);
     hardStop.unref();
-    worker.stop(config.shutdownMs).then(
-      () => process.exit(0),
+    stop().then(
+      () => {
+        logger.info('shut down');
+        process.exit(0);
+      },
       (error: unknown) => {
-        logger.error({ err: error }, 'worker shutdown failed');
+        logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
       },
     );

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { ProcessId } from '../../../src/kernel/identity.js';
-import { committerUnavailable, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
+import { committerUnavailable, mapFlagReply, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
 import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
 import { luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
@@ -169,4 +169,14 @@ test('redis host writes: the encoding the scripts parse', () => {
   );
   assert.throws(() => encodeHostWrites('p', root, { entries: Array.from({ length: 1_025 }, () => ({ a: '1' })) }, 7), isCode('invalid_commit'));
   assert.throws(() => encodeHostWrites('p', root, { records: 'x' as never }, 7), isCode('invalid_commit'));
+});
+
+test('redis mapper: the pointer scripts answer 1 or 0; bad arguments are invalid_commit, anything else unknown', () => {
+  assert.equal(mapFlagReply('op', 1), true);
+  assert.equal(mapFlagReply('op', 0), false);
+  assert.equal(mapFlagReply('op', 1n), true, 'a bigint reply');
+  assert.throws(() => mapFlagReply('op', [-4, 'bad ttl']), isCode('invalid_commit', /bad ttl.*nothing was written/));
+  for (const reply of [2, -1, '1', null, undefined, [1], 'OK']) {
+    assert.throws(() => mapFlagReply('op', reply), isCode('committer_unavailable', /unexpected reply/), JSON.stringify(reply) ?? String(reply));
+  }
 });

@@ -75,6 +75,15 @@ function declaredKeys(args: readonly string[]): string[] {
 /** The idempotency scripts: their keys are directory keys (a pointer; the start fence takes the tree's own). */
 const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace'];
 
+/**
+ * The script an EVAL/EVALSHA line runs: EVALSHA names the sha; an EVAL carries the source (MONITOR
+ * escapes it), whose header starts with the script's name.
+ */
+function scriptNameOf(args: readonly string[]): string | undefined {
+  const shas = new Map([...luaScripts().values()].map((script) => [script.sha, script.name]));
+  return shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
+}
+
 function touchedKeys(args: readonly string[]): string[] {
   const command = (args[0] ?? '').toUpperCase();
   if (command === 'DEL' || command === 'EXISTS') return args.slice(1);
@@ -126,20 +135,15 @@ test('redis slots: every key each script receives, and every key it touches, is 
   }
 
   const scriptCalls = seen.filter((command) => /^eval(sha)?$/i.test(command.args[0] ?? ''));
-  // EVALSHA names the sha; an EVAL carries the source (MONITOR escapes it), whose header starts
-  // with the script's name.
-  const shas = new Map([...luaScripts().values()].map((script) => [script.sha, script.name]));
-  const scriptName = (args: readonly string[]): string | undefined =>
-    shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
-  const called = new Set(scriptCalls.map((command) => scriptName(command.args)));
+  const called = new Set(scriptCalls.map((command) => scriptNameOf(command.args)));
   const treeScripts = [...luaScripts().keys()].filter((name) => !directoryScripts.includes(name));
   assert.deepEqual([...called].sort(), treeScripts.sort(), 'every tree script was exercised');
   const declared = new Set<string>();
   for (const call of scriptCalls) {
     const keys = declaredKeys(call.args);
-    assert.ok(keys.length >= (scriptName(call.args) === 'appendLog' ? 1 : 2), `${scriptName(call.args)} declares its keys`);
+    assert.ok(keys.length >= (scriptNameOf(call.args) === 'appendLog' ? 1 : 2), `${scriptNameOf(call.args)} declares its keys`);
     const slots = new Set(keys.map(clusterSlot));
-    assert.equal(slots.size, 1, `${scriptName(call.args)} receives keys in ${slots.size} slots: ${keys.join(', ')}`);
+    assert.equal(slots.size, 1, `${scriptNameOf(call.args)} receives keys in ${slots.size} slots: ${keys.join(', ')}`);
     for (const key of keys) declared.add(key);
   }
   // The scripts' own commands only touch keys that some script call declared (never a computed key).
@@ -195,14 +199,11 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
   } finally {
     monitor.disconnect();
   }
-  const shas = new Map([...luaScripts().values()].map((script) => [script.sha, script.name]));
-  const scriptName = (args: readonly string[]): string | undefined =>
-    shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
   const calls = seen.filter((command) => /^eval(sha)?$/i.test(command.args[0] ?? ''));
-  assert.deepEqual([...new Set(calls.map((call) => scriptName(call.args)))].sort(), [...directoryScripts].sort(), 'every idempotency script was exercised');
+  assert.deepEqual([...new Set(calls.map((call) => scriptNameOf(call.args)))].sort(), [...directoryScripts].sort(), 'every idempotency script was exercised');
   for (const call of calls) {
     const keys = declaredKeys(call.args);
-    const name = scriptName(call.args);
+    const name = scriptNameOf(call.args);
     if (name === 'fenceStart') {
       assert.equal(keys.length, 2);
       assert.equal(new Set(keys.map(clusterSlot)).size, 1, `fenceStart keys in one slot: ${keys.join(', ')}`);
