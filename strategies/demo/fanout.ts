@@ -25,8 +25,12 @@ import { invalidState, machineDefinition, objectOf, statePhase, stateRecord } fr
  */
 export const fanoutName = 'demo.fanout';
 
-/** The bound on N: a demo tree, not a load generator (the default max_active_children is 16). */
-export const maxFanout = 16;
+/**
+ * The bound on N: a demo tree, not a load generator. Beyond the default max_active_children (16) a
+ * start must be granted more active children (`treeLimits.maxActiveChildren`), or the later starts
+ * are refused with `engine.child.tree_limit` while earlier children still run.
+ */
+export const maxFanout = 32;
 
 const outputSchema = {
   type: 'object',
