@@ -18,31 +18,36 @@ export class SimulatedHostCrash extends Error {
   }
 }
 
-type AnyCommit = TreeCheckpoint | EffectBoundary | TreeActivation;
+/** Any commit a store sees. */
+export type GatedCommit = TreeCheckpoint | EffectBoundary | TreeActivation;
+type AnyCommit = GatedCommit;
 
 function kindOf(commit: AnyCommit): CommitKind {
   return commit instanceof TreeActivation ? 'activation' : commit.kind;
 }
 
 /**
- * Intercepts the first commit of one kind at one position. `before`: the commit waits before the
- * store sees it; `after`: the store installs the head, then the acknowledgment waits. `abort()`
- * returns a simulated crash to the Engine; `continueCommit()` lets it proceed.
+ * Intercepts the first commit of one kind (that `matches`, when given) at one position. `before`:
+ * the commit waits before the store sees it; `after`: the store installs the head, then the
+ * acknowledgment waits. `abort()` returns a simulated crash to the Engine; `continueCommit()` lets
+ * it proceed.
  */
 export class CommitGate implements TreeStore {
   readonly #inner: TreeStore;
   readonly kind: CommitKind;
   readonly position: CutPosition;
+  readonly #matches: (commit: AnyCommit) => boolean;
   #armed = true;
   #held: AnyCommit | undefined;
   #release: ((crash: boolean) => void) | undefined;
   readonly reached: Promise<AnyCommit>;
   #onReached!: (commit: AnyCommit) => void;
 
-  constructor(inner: TreeStore, kind: CommitKind, position: CutPosition) {
+  constructor(inner: TreeStore, kind: CommitKind, position: CutPosition, matches: (commit: AnyCommit) => boolean = () => true) {
     this.#inner = inner;
     this.kind = kind;
     this.position = position;
+    this.#matches = matches;
     this.reached = new Promise((resolve) => {
       this.#onReached = resolve;
     });
@@ -69,7 +74,7 @@ export class CommitGate implements TreeStore {
   }
 
   async #gate(commit: AnyCommit, apply: () => Promise<void>): Promise<void> {
-    if (!this.#armed || kindOf(commit) !== this.kind) return apply();
+    if (!this.#armed || kindOf(commit) !== this.kind || !this.#matches(commit)) return apply();
     this.#armed = false;
     this.#held = commit;
     const crash = new Promise<boolean>((resolve) => {
@@ -189,6 +194,48 @@ export class CommitWatcher implements TreeStore {
   async activateTree(activation: TreeActivation, context?: CommitContext): Promise<void> {
     await this.#inner.activateTree(activation, context);
     this.#acknowledged(activation.snapshot);
+  }
+
+  loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {
+    return this.#inner.loadTree(rootId);
+  }
+}
+
+/** One acknowledged commit and the head digest the store held when it acknowledged it. */
+export interface Acknowledgment {
+  readonly commit: GatedCommit;
+  readonly headDigest: Digest | undefined;
+}
+
+/**
+ * Passes commits through and records, for each acknowledged one, the head the store holds at that
+ * moment (read before the acknowledgment returns): a store that acknowledges without storing shows
+ * a head other than the commit's.
+ */
+export class AcknowledgmentProbe implements TreeStore {
+  readonly #inner: TreeStore;
+  readonly acknowledged: Acknowledgment[] = [];
+
+  constructor(inner: TreeStore) {
+    this.#inner = inner;
+  }
+
+  async #record(commit: GatedCommit, apply: () => Promise<void>): Promise<void> {
+    await apply();
+    const stored = await this.#inner.loadTree(commit.snapshot.rootId);
+    this.acknowledged.push({ commit, headDigest: stored?.digest });
+  }
+
+  commitCheckpoint(checkpoint: TreeCheckpoint, context?: CommitContext): Promise<void> {
+    return this.#record(checkpoint, () => this.#inner.commitCheckpoint(checkpoint, context));
+  }
+
+  commitEffect(boundary: EffectBoundary, context?: CommitContext): Promise<void> {
+    return this.#record(boundary, () => this.#inner.commitEffect(boundary, context));
+  }
+
+  activateTree(activation: TreeActivation, context?: CommitContext): Promise<void> {
+    return this.#record(activation, () => this.#inner.activateTree(activation, context));
   }
 
   loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {

@@ -7,6 +7,7 @@ import type { TreeStore } from '../kernel/tree-committer.js';
 import type { TreeSnapshot } from '../kernel/tree-snapshot.js';
 import { conformanceTrees, type ConformanceTrees } from './conformance-trees.js';
 import { ConformanceFailure, type CommitterConformanceCase } from './conformance-failure.js';
+import { childConformanceCases } from './child-conformance.js';
 import { engineConformanceCases } from './engine-conformance.js';
 
 export { ConformanceFailure, type CommitterConformanceCase } from './conformance-failure.js';
@@ -24,7 +25,7 @@ const caseTimeoutMs = 10_000;
 
 /** Registers every case as a node:test test named `<prefix> <case name>`. */
 export function runTreeCommitterConformance(prefix: string, factory: TreeStoreFactory): void {
-  for (const conformanceCase of [...committerConformanceCases, ...engineConformanceCases]) {
+  for (const conformanceCase of [...committerConformanceCases, ...engineConformanceCases, ...childConformanceCases]) {
     test(`${prefix} ${conformanceCase.name}`, { timeout: caseTimeoutMs }, async () => {
       await runConformanceCase(conformanceCase, factory);
     });

@@ -1,33 +1,37 @@
 // Over 500 lines: one exported conformance suite (the Engine-driven committer cases and the crash matrix).
 import { TreeCheckpoint, type EffectBoundary } from '../kernel/commit.js';
 import type { Definition, Dispatcher, ReplayPolicy } from '../kernel/definition.js';
-import { Deployment } from '../kernel/deployment.js';
 import { Descriptor } from '../kernel/descriptor.js';
 import { Schema } from '../kernel/schema.js';
-import { Digest } from '../kernel/digest.js';
 import type { EffectRequest } from '../kernel/effect.js';
-import { Engine, type EngineConfig } from '../kernel/engine.js';
 import { KernelError } from '../kernel/errors.js';
-import type { Event } from '../kernel/event.js';
 import type { EffectId, ProcessId } from '../kernel/identity.js';
 import { Payload } from '../kernel/payload.js';
 import type { Process } from '../kernel/process.js';
-import type { ProcessSnapshot } from '../kernel/process-snapshot.js';
-import { RuntimeError } from '../kernel/runtime-error.js';
 import { Settlement } from '../kernel/settlement.js';
 import { SignalRequest } from '../kernel/signal.js';
-import type { Status } from '../kernel/status.js';
-import type { TreeStore } from '../kernel/tree-committer.js';
-import { CommitGate, CommitWatcher, DurabilityProbe, SimulatedHostCrash, type CommitKind, type CutPosition } from './commit-gate.js';
+import { CommitGate, DurabilityProbe } from './commit-gate.js';
+import {
+  committedStatus,
+  deploymentOf,
+  engineOver,
+  expect,
+  expectCrash,
+  expectHeadDigest,
+  expectRuntimeError,
+  head,
+  input,
+  restoreFromStore,
+  startGated,
+  type Harness,
+} from './conformance-harness.js';
 import { echoDefinition, pauseDefinition, progressDefinition, waitDefinition } from './example-definitions.js';
 import { ConformanceFailure, type CommitterConformanceCase } from './conformance-failure.js';
-import { ObservationRecorder } from './scripted-dispatcher.js';
 
 /**
  * The Engine-driven cases of the committer conformance suite (kernel-contract §5.3): a real Engine
  * runs real Definitions over the store under test, with commit gates that cut execution before or
  * after every commit kind, and fresh Engines that restore from whatever the store holds.
- * Child-process scenarios join this list with the children issue.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -53,16 +57,6 @@ class ConformanceDispatcher implements Dispatcher {
   }
 }
 
-function deploymentOf(name: string, definition: Definition, dispatcher?: Dispatcher): Deployment {
-  return Deployment.create({
-    definition,
-    dispatcher,
-    implementationDigest: Digest.of(`scope-conformance-${name}-implementation`),
-    configurationDigest: Digest.of(`scope-conformance-${name}-configuration`),
-  });
-}
-
-const input = Payload.encode({ value: 'conformance' });
 
 /** The pause example, accepting any unaddressed input (the signal-admission cases deliver some). */
 const pauseAcceptingInput: Definition = {
@@ -78,88 +72,6 @@ const pauseAcceptingInput: Definition = {
   start: (value) => pauseDefinition.start(value),
   restore: (state, signal) => pauseDefinition.restore(state, signal),
 };
-
-interface Harness {
-  readonly engine: Engine;
-  readonly recorder: ObservationRecorder;
-  readonly watcher: CommitWatcher;
-}
-
-function engineOver(store: TreeStore, config: Partial<EngineConfig> = {}): Harness {
-  const recorder = new ObservationRecorder();
-  const watcher = new CommitWatcher(store);
-  const engine = new Engine({ committer: watcher, eventListeners: [recorder], ...config });
-  return { engine, recorder, watcher };
-}
-
-function committedStatus(recorder: ObservationRecorder, processId: ProcessId, status: Status): Promise<Event> {
-  return recorder.awaitEvent(
-    (event) =>
-      event.processId.equals(processId) &&
-      ((event.stepCommitted()?.status === status) || (event.name === 'agent.process.finished' && event.processFinished()?.status === status) || (status === 'paused' && event.name === 'agent.process.paused')),
-  );
-}
-
-async function head(store: TreeStore, rootId: ProcessId): Promise<ProcessSnapshot> {
-  const tree = await store.loadTree(rootId);
-  if (tree === undefined) throw new ConformanceFailure('the store has no head for the tree');
-  return tree.root;
-}
-
-async function expectHeadDigest(store: TreeStore, rootId: ProcessId, want: Digest | undefined, what: string): Promise<void> {
-  const tree = await store.loadTree(rootId);
-  if (want === undefined) {
-    if (tree !== undefined) throw new ConformanceFailure(`${what}: head exists, want absent`);
-    return;
-  }
-  if (tree === undefined || !tree.digest.equals(want)) {
-    throw new ConformanceFailure(`${what}: head digest ${tree?.digest.toString() ?? 'absent'}, want ${want}`);
-  }
-}
-
-async function expectRuntimeError(promise: Promise<unknown>, what: string, code?: string): Promise<RuntimeError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (!(error instanceof RuntimeError)) throw new ConformanceFailure(`${what}: want a RuntimeError, got ${String(error)}`);
-    if (code !== undefined && error.causeCode !== code) throw new ConformanceFailure(`${what}: RuntimeError cause ${error.causeCode}, want ${code}`);
-    return error;
-  }
-  throw new ConformanceFailure(`${what}: succeeded, want a RuntimeError`);
-}
-
-async function expectCrash(promise: Promise<unknown>, what: string): Promise<void> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof SimulatedHostCrash || (error instanceof RuntimeError && error.cause instanceof SimulatedHostCrash)) return;
-    throw new ConformanceFailure(`${what}: want the simulated crash, got ${String(error)}`);
-  }
-  throw new ConformanceFailure(`${what}: succeeded, want the simulated crash`);
-}
-
-function expect(condition: boolean, message: string): void {
-  if (!condition) throw new ConformanceFailure(message);
-}
-
-/** Restores the tree the store holds into a fresh Engine. */
-async function restoreFromStore(store: TreeStore, rootId: ProcessId, deployment: Deployment): Promise<Harness & { process: Process }> {
-  const harness = engineOver(store);
-  const tree = await store.loadTree(rootId);
-  if (tree === undefined) throw new ConformanceFailure('nothing to restore: the store has no head');
-  const process = await harness.engine.restoreTree(deployment, tree);
-  return { ...harness, process };
-}
-
-/** Starts `deployment` over a gate and waits until the gate holds its commit. */
-async function startGated(store: TreeStore, deployment: Deployment, kind: CommitKind, position: CutPosition) {
-  const gate = new CommitGate(store, kind, position);
-  const harness = engineOver(gate);
-  const started = harness.engine.start(deployment, input);
-  started.catch(() => undefined);
-  const held = await gate.reached;
-  return { gate, ...harness, started, held };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Cases

@@ -38,8 +38,11 @@ interface Reduction<S> {
   readonly transition: Transition;
 }
 
-interface Machine<S extends object> {
+/** A pure state machine that {@link MachineDefinition} runs as a Definition. */
+export interface Machine<S extends object> {
   readonly descriptor: Descriptor;
+  /** The static child bindings (`Definition.childDeployments`); none by default. */
+  readonly childDeployments?: readonly Deployment[];
   /** The ExecutionState kind (a qualified name). */
   readonly stateKind: string;
   /** The first state, from input that already satisfies the descriptor. */
@@ -50,7 +53,7 @@ interface Machine<S extends object> {
   reduce(state: S, signals: readonly Signal[]): Reduction<S>;
 }
 
-class MachineDefinition<S extends object> implements Definition {
+export class MachineDefinition<S extends object> implements Definition {
   readonly #machine: Machine<S>;
 
   constructor(machine: Machine<S>) {
@@ -63,7 +66,7 @@ class MachineDefinition<S extends object> implements Definition {
   }
 
   childDeployments(): readonly Deployment[] {
-    return [];
+    return this.#machine.childDeployments ?? [];
   }
 
   start(input: Payload): Execution {
@@ -109,7 +112,7 @@ function invalidState(kind: string, problem: string): KernelError {
 }
 
 /** A decoded state object with exactly the `required` members and any of the `optional` ones. */
-function stateRecord(
+export function stateRecord(
   kind: string,
   value: unknown,
   required: readonly string[],
@@ -128,14 +131,14 @@ function stateRecord(
   return record;
 }
 
-function oneOf<T extends string>(kind: string, member: string, value: unknown, allowed: readonly T[]): T {
+export function oneOf<T extends string>(kind: string, member: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
     throw invalidState(kind, `${member} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
   }
   return value as T;
 }
 
-function text(kind: string, member: string, value: unknown): string {
+export function text(kind: string, member: string, value: unknown): string {
   if (typeof value !== 'string') throw invalidState(kind, `${member} must be a string, got ${describe(value)}`);
   return value;
 }

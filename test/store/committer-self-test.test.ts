@@ -18,6 +18,7 @@ import {
   runConformanceCase,
   type TreeStoreFactory,
 } from '../../src/testing/committer-conformance.js';
+import { childConformanceCases } from '../../src/testing/child-conformance.js';
 
 /**
  * The conformance suite must fail, with the named message, against stores that each break one rule
@@ -44,6 +45,13 @@ async function assertDetected(factory: TreeStoreFactory, caseName: string, messa
   const failed = await failures(factory);
   assert.ok(failed.has(caseName), `case "${caseName}" should fail; failures: ${JSON.stringify([...failed])}`);
   assert.match(failed.get(caseName) as string, message);
+}
+
+/** Runs one Engine-driven child case against `factory` and asserts it fails with `message`. */
+async function assertChildCaseDetected(factory: TreeStoreFactory, caseName: string, message: RegExp): Promise<void> {
+  const conformanceCase = childConformanceCases.find((candidate) => candidate.name === caseName);
+  assert.ok(conformanceCase !== undefined, `no child case named "${caseName}"`);
+  await assert.rejects(runConformanceCase(conformanceCase, factory), (error: unknown) => error instanceof ConformanceFailure && message.test(error.message));
 }
 
 class Wrapper implements TreeStore {
@@ -141,6 +149,7 @@ test('self-test: framework_requires_pending (rejects a settled boundary without 
     'a tree-local settlement commits without a pending boundary',
     /settled boundary without pending was rejected/,
   );
+  await assertChildCaseDetected(() => new RequiresPending(), 'framework child controls/signal', /writer stopped .*settled without pending/);
 });
 
 test('self-test: framework_missing_head (acknowledges a settled boundary without storing it)', async () => {
@@ -155,6 +164,7 @@ test('self-test: framework_missing_head (acknowledges a settled boundary without
     'a tree-local settlement commits without a pending boundary',
     /acknowledged head digest mismatch/,
   );
+  await assertChildCaseDetected(() => new MissingSettledHead(), 'framework child controls/signal', /acknowledged head digest mismatch/);
 });
 
 // ---------------------------------------------------------------------------------------------
