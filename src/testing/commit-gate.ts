@@ -20,9 +20,8 @@ export class SimulatedHostCrash extends Error {
 
 /** Any commit a store sees. */
 export type GatedCommit = TreeCheckpoint | EffectBoundary | TreeActivation;
-type AnyCommit = GatedCommit;
 
-function kindOf(commit: AnyCommit): CommitKind {
+function kindOf(commit: GatedCommit): CommitKind {
   return commit instanceof TreeActivation ? 'activation' : commit.kind;
 }
 
@@ -36,14 +35,14 @@ export class CommitGate implements TreeStore {
   readonly #inner: TreeStore;
   readonly kind: CommitKind;
   readonly position: CutPosition;
-  readonly #matches: (commit: AnyCommit) => boolean;
+  readonly #matches: (commit: GatedCommit) => boolean;
   #armed = true;
-  #held: AnyCommit | undefined;
+  #held: GatedCommit | undefined;
   #release: ((crash: boolean) => void) | undefined;
-  readonly reached: Promise<AnyCommit>;
-  #onReached!: (commit: AnyCommit) => void;
+  readonly reached: Promise<GatedCommit>;
+  #onReached!: (commit: GatedCommit) => void;
 
-  constructor(inner: TreeStore, kind: CommitKind, position: CutPosition, matches: (commit: AnyCommit) => boolean = () => true) {
+  constructor(inner: TreeStore, kind: CommitKind, position: CutPosition, matches: (commit: GatedCommit) => boolean = () => true) {
     this.#inner = inner;
     this.kind = kind;
     this.position = position;
@@ -73,7 +72,7 @@ export class CommitGate implements TreeStore {
     this.#release?.(false);
   }
 
-  async #gate(commit: AnyCommit, apply: () => Promise<void>): Promise<void> {
+  async #gate(commit: GatedCommit, apply: () => Promise<void>): Promise<void> {
     if (!this.#armed || kindOf(commit) !== this.kind || !this.#matches(commit)) return apply();
     this.#armed = false;
     this.#held = commit;
@@ -109,13 +108,13 @@ export class CommitGate implements TreeStore {
  */
 export class DurabilityProbe implements TreeStore {
   readonly #inner: TreeStore;
-  readonly acknowledged: AnyCommit[] = [];
+  readonly acknowledged: GatedCommit[] = [];
 
   constructor(inner: TreeStore) {
     this.#inner = inner;
   }
 
-  async #twice(commit: AnyCommit, apply: () => Promise<void>): Promise<void> {
+  async #twice(commit: GatedCommit, apply: () => Promise<void>): Promise<void> {
     await apply();
     await apply();
     this.acknowledged.push(commit);
