@@ -8,14 +8,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Deployment } from '../../../src/kernel/deployment.js';
-import type { ProcessId } from '../../../src/kernel/identity.js';
+import { EffectId, ProcessId } from '../../../src/kernel/identity.js';
+import { ChildWaitCondition } from '../../../src/kernel/effect.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { RuntimeError } from '../../../src/kernel/runtime-error.js';
 import { Schema } from '../../../src/kernel/schema.js';
 import { Transition } from '../../../src/kernel/transition.js';
 import { ScriptedDispatcher } from '../../../src/testing/scripted-dispatcher.js';
-import { deferred, deploy, hostRequest, ProgramDefinition, published, RecordingCommitter, setup, type Setup } from './harness.js';
+import { committedStatus, deferred, deploy, hostRequest, ProgramDefinition, published, RecordingCommitter, setup, type Setup } from './harness.js';
 import { dispatchProgram } from './programs.js';
+import { childSpec, gateChildProgram, parentProgram } from './child-programs.js';
 
 /** A Definition whose first Step is held until `gate` opens, then completes. */
 function heldStep(gate: Promise<void>): ProgramDefinition {
@@ -163,4 +165,24 @@ test('a repeated cancellation commits nothing new; the first recorded reason win
   assert.equal((await context.committer.store.loadTree(process.id))?.root.pendingControl.cancellation?.reason, 'first');
   gate.resolve();
   assert.equal((await process.await()).termination.reason, 'first');
+});
+
+test('a host cancellation of a parent records the cascade in the same checkpoint: a restored child ends by parent_cancellation', async () => {
+  const gate = deploy(gateChildProgram(['go'], Schema.of(true)), undefined, 'durable-control-gate');
+  const parent = deploy(parentProgram({ children: [childSpec('a', gate)], wait: { boundary: 'terminal_result', condition: ChildWaitCondition.all() }, childDeployments: () => [gate] }));
+  const first = setup();
+  const root = await first.engine.start(parent, Payload.encode({}));
+  const childId = ProcessId.child(EffectId.derive(root.id, 1n, 0));
+  await committedStatus(first.recorder, childId, 'waiting');
+  await committedStatus(first.recorder, root.id, 'waiting');
+  // Drop the child's own terminal commit: the crash comes right after the parent's.
+  first.committer.intercept = (record) => (record.snapshot.process(childId)?.isTerminal === true ? { fail: { when: 'before', error: new Error('crash') } } : undefined);
+  await root.requestCancellation('operator');
+  const { second, process: restored, head } = await restoreElsewhere(first, parent, root.id);
+  assert.equal(head.root.status, 'canceled');
+  assert.equal(head.process(childId)?.pendingControl.cancellation?.owner, 'parent');
+  assert.equal((await restored.await()).termination.cause, 'host_cancellation');
+  const child = await second.engine.process(childId)?.await();
+  assert.equal(child?.status, 'canceled');
+  assert.equal(child?.termination.cause, 'parent_cancellation');
 });
