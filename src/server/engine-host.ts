@@ -308,10 +308,12 @@ export class EngineHost implements Host {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
     const located = await this.#residency.locateOrThrow(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
+    // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
+    const stoppedBefore = located.inspection.stopped;
     try {
       await this.#command(located.handle, action, reason);
     } catch (error) {
-      if (error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
+      if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
         throw new KernelError(ErrorCode.committerUnavailable, `the ${action} of ${processId} was not acknowledged: storage could not take its commit`, { cause: error });
       }
       throw error;
