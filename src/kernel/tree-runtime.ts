@@ -386,9 +386,15 @@ export class TreeRuntime {
   #withControl(snapshot: ProcessSnapshot): ProcessSnapshot {
     const process = this.#processes.get(snapshot.processId.toString());
     if (process === undefined || snapshot.isTerminal) return snapshot;
+    // Identity first: this runs for every member of every prospective tree, and the installed
+    // snapshot normally holds the very control object its runtime does.
+    if (process.control === snapshot.pendingControl) return snapshot;
     const pausable = snapshot.status === 'running' || snapshot.status === 'waiting';
     const control = pausable ? process.control : process.control.without('pauseReason');
-    return control.equals(snapshot.pendingControl) ? snapshot : snapshot.with({ pendingControl: control });
+    if (control === snapshot.pendingControl) return snapshot;
+    if (!control.equals(snapshot.pendingControl)) return snapshot.with({ pendingControl: control });
+    if (pausable) process.control = snapshot.pendingControl; // equal values: share one object from now on
+    return snapshot;
   }
 
   /**
