@@ -1,4 +1,7 @@
-/** `POST /v1/processes/{id}/pause|resume|cancel|kill`: control intents, answered 202 once admitted. */
+/**
+ * `POST /v1/processes/{id}/pause|resume|cancel|kill`: control intents, answered 202 only once the
+ * intent is in the authoritative head (it survives any crash); storage down is 503.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlAction } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
@@ -17,6 +20,17 @@ const summaries: Record<ControlAction, string> = {
   kill: 'Kill a process (terminal at once, pending effects aborted)',
 };
 
+/** What a 202 promises: the intent is in the authoritative head, so it survives any crash. */
+const durable =
+  'otherwise a checkpoint recording it as pending control, which every later checkpoint keeps and a restore applies before any step or dispatch. ' +
+  'It survives any crash; storage that cannot take the commit is 503 `committer_unavailable` (nothing acknowledged).';
+const accepted: Record<ControlAction, string> = {
+  pause: `The pause is in the authoritative head: the paused checkpoint when the process can pause at once, ${durable}`,
+  resume: 'The resumed state is in the authoritative head.',
+  cancel: `The cancellation is in the authoritative head: the terminal checkpoint when the process can end at once, ${durable}`,
+  kill: `The kill is in the authoritative head: the terminal checkpoint when the process can end at once, ${durable}`,
+};
+
 const control: FastifyPluginAsyncTypebox = async (app) => {
   for (const action of controlActions) {
     app.post(
@@ -30,7 +44,7 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
           querystring: NoQuery,
           body: ref(ControlRequest),
           response: {
-            202: { description: 'The intent entered the runtime.', ...ref(ControlAccepted) },
+            202: { description: accepted[action], ...ref(ControlAccepted) },
             ...problemResponses(
               'process_not_found',
               'invalid_process_control',
@@ -38,6 +52,8 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
               'tree_not_active',
               'payload_too_large',
               'unsupported_media_type',
+              'committer_unavailable',
+              'runtime_stopped',
             ),
           },
         },

@@ -14,7 +14,7 @@ export const ControlAccepted = closedObject(
     processId: Type.String(),
     action: stringEnum(controlActions),
   },
-  { $id: 'ControlAccepted', description: 'The intent entered the runtime; watch the process for its effect.' },
+  { $id: 'ControlAccepted', description: 'The intent is in the authoritative head (it survives a crash); watch the process for its effect.' },
 );
 
 export const controlComponents: readonly TSchema[] = [ControlRequest, ControlAccepted];

@@ -819,7 +819,7 @@ export interface components {
             /** @description Why; recorded with the intent and the result. */
             reason?: string;
         };
-        /** @description The intent entered the runtime; watch the process for its effect. */
+        /** @description The intent is in the authoritative head (it survives a crash); watch the process for its effect. */
         ControlAccepted: {
             processId: string;
             /** @enum {string} */
@@ -1713,7 +1713,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The intent entered the runtime. */
+            /** @description The pause is in the authoritative head: the paused checkpoint when the process can pause at once, otherwise a checkpoint recording it as pending control, which every later checkpoint keeps and a restore applies before any step or dispatch. It survives any crash; storage that cannot take the commit is 503 `committer_unavailable` (nothing acknowledged). */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -1778,6 +1778,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1812,7 +1821,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The intent entered the runtime. */
+            /** @description The resumed state is in the authoritative head. */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -1877,6 +1886,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1911,7 +1929,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The intent entered the runtime. */
+            /** @description The cancellation is in the authoritative head: the terminal checkpoint when the process can end at once, otherwise a checkpoint recording it as pending control, which every later checkpoint keeps and a restore applies before any step or dispatch. It survives any crash; storage that cannot take the commit is 503 `committer_unavailable` (nothing acknowledged). */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -1976,6 +1994,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2010,7 +2037,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The intent entered the runtime. */
+            /** @description The kill is in the authoritative head: the terminal checkpoint when the process can end at once, otherwise a checkpoint recording it as pending control, which every later checkpoint keeps and a restore applies before any step or dispatch. It survives any crash; storage that cannot take the commit is 503 `committer_unavailable` (nothing acknowledged). */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2075,6 +2102,15 @@ export interface operations {
             };
             /** @description `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -14,8 +14,9 @@ import type { ProcessRuntime, TreeRuntime } from './tree-runtime.js';
 
 /**
  * The handle of one Engine-owned Process. Every command goes through its tree's single owner; a
- * resolved command means its effect was acknowledged (signals, resume, resolution) or its intent
- * was recorded (pause, cancellation, kill — `await()` tells how the Process ended).
+ * resolved command means its commit was acknowledged: its effect (signals, resume, resolution) or,
+ * for pause, cancellation and kill, its intent — which then survives a crash (`await()` tells how
+ * the Process ended). A commit that fails stops the writer and rejects with a RuntimeError.
  */
 export class Process {
   readonly #tree: TreeRuntime;
@@ -92,7 +93,11 @@ export class Process {
     return this.#tree.deliverSignals(this.#runtime, requests);
   }
 
-  /** Pauses at the next safe boundary (in-flight Effects settle first). */
+  /**
+   * Pauses at the next safe boundary (in-flight Effects settle first; a racing Wait candidate is
+   * discarded, any other is adopted first). Resolves once the pause is in the authoritative head:
+   * the paused checkpoint, or one recording it as `pending_control` while work is in flight.
+   */
   pause(reason: string): Promise<void> {
     this.#guardReentrancy();
     return this.#tree.pause(this.#runtime, controlReason(reason));
@@ -104,13 +109,17 @@ export class Process {
     return this.#tree.resume(this.#runtime);
   }
 
-  /** Records host cancellation; in-flight external work still settles, planned Effects never start. */
+  /**
+   * Records host cancellation; in-flight external work still settles, planned Effects never start.
+   * Resolves once it is in the authoritative head: the terminal checkpoint when the Process can end
+   * at once, otherwise one recording it as `pending_control` (a restore applies it first).
+   */
   requestCancellation(reason: string): Promise<void> {
     this.#guardReentrancy();
     return this.#tree.requestTermination(this.#runtime, { cancellation: { owner: 'host', reason: controlReason(reason) } });
   }
 
-  /** Records a kill: the highest-priority terminal intent. */
+  /** Records a kill, the highest-priority terminal intent; resolves as `requestCancellation` does. */
   kill(reason: string): Promise<void> {
     this.#guardReentrancy();
     return this.#tree.requestTermination(this.#runtime, { killReason: controlReason(reason) });

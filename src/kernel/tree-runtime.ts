@@ -135,9 +135,11 @@ export class ProcessRuntime {
   /** The Execution restored from the prepared candidate, adopted with the batch. */
   candidateExecution: Execution | undefined;
   job: Job | undefined;
-  /** A pause accepted but not yet applied (it applies at the next Step boundary). */
-  pauseIntent: string | undefined;
-  /** Terminal intents recorded in memory; committed with the next boundary. */
+  /**
+   * Control intent accepted but not yet applied (terminal intents, and a pause that applies at the
+   * next Step boundary). Every prospective tree records it as the member's `pending_control`, so
+   * an acknowledged control command survives a crash (see `#withControl`).
+   */
   control: PendingControl;
   adjudication: Adjudication | undefined;
   eventSequence = 0n;
@@ -297,7 +299,7 @@ export class TreeRuntime {
     }
     if (this.#freezes > 0) return false;
     if (prepared !== undefined) return this.#advanceFrontier(process, prepared);
-    if (process.pauseIntent !== undefined && (snapshot.status === 'running' || snapshot.status === 'waiting')) {
+    if (process.control.pauseReason !== undefined && (snapshot.status === 'running' || snapshot.status === 'waiting')) {
       await this.#applyPause(process);
       return true;
     }
@@ -318,7 +320,7 @@ export class TreeRuntime {
     const snapshot = process.snapshot;
     if (hasTerminalIntent(process.control)) return true;
     if (snapshot.prepared !== undefined) return snapshot.prepared.frontier()?.unknown !== true;
-    return snapshot.status === 'running' || (process.pauseIntent !== undefined && snapshot.status === 'waiting');
+    return snapshot.status === 'running' || (process.control.pauseReason !== undefined && snapshot.status === 'waiting');
   }
 
   #jobCount(): number {
@@ -369,10 +371,30 @@ export class TreeRuntime {
   #prospective(replacements: readonly ProcessSnapshot[]): TreeSnapshot {
     const byId = new Map(this.processes().map((process) => [process.id.toString(), process.snapshot]));
     for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
+    for (const [id, snapshot] of byId) byId.set(id, this.#withControl(snapshot));
     // Every prospective tree answers the child waits it satisfies, so an answer commits atomically
     // with the child facts that satisfy it (kernel-contract §4.15).
     satisfyChildWaits(byId);
     return TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: byId.values() });
+  }
+
+  /**
+   * `snapshot` recording its runtime's accepted control intent as `pending_control`: every
+   * boundary keeps what was accepted and not yet applied, so a restore applies it before any Step
+   * or dispatch. A pause intent is recorded only while it can still apply (running or waiting).
+   */
+  #withControl(snapshot: ProcessSnapshot): ProcessSnapshot {
+    const process = this.#processes.get(snapshot.processId.toString());
+    if (process === undefined || snapshot.isTerminal) return snapshot;
+    // Identity first: this runs for every member of every prospective tree, and the installed
+    // snapshot normally holds the very control object its runtime does.
+    if (process.control === snapshot.pendingControl) return snapshot;
+    const pausable = snapshot.status === 'running' || snapshot.status === 'waiting';
+    const control = pausable ? process.control : process.control.without('pauseReason');
+    if (control === snapshot.pendingControl) return snapshot;
+    if (!control.equals(snapshot.pendingControl)) return snapshot.with({ pendingControl: control });
+    if (pausable) process.control = snapshot.pendingControl; // equal values: share one object from now on
+    return snapshot;
   }
 
   /**
@@ -644,8 +666,14 @@ export class TreeRuntime {
     outcome: StepResult,
     finished: (status: StepStatus) => void,
   ): Promise<void> {
-    if (this.#stopped !== undefined || hasTerminalIntent(process.control) || process.pauseIntent !== undefined) {
-      // A pending control applies at this Step boundary; the candidate is discarded unadopted.
+    if (this.#stopped !== undefined || hasTerminalIntent(process.control)) {
+      // Terminal intent applies at this Step boundary; the candidate is discarded unadopted.
+      finished('discarded');
+      return;
+    }
+    if (process.control.pauseReason !== undefined && outcome.kind === 'candidate' && outcome.transition.kind === 'wait') {
+      // An accepted pause discards only an unadopted Wait candidate, without consuming its
+      // Signals; any other candidate is adopted and the pause applies after it (the seed's Pause).
       finished('discarded');
       return;
     }
@@ -799,6 +827,11 @@ export class TreeRuntime {
       default:
         break;
     }
+    // A Step that pauses by itself fulfils a pending pause: nothing is left to apply after it.
+    if (fields.status === 'paused') {
+      process.control = process.control.without('pauseReason');
+      fields.pendingControl = base.pendingControl.without('pauseReason');
+    }
     let next = base.with(fields);
     const termination = outcome.kind === 'none' ? undefined : resolveTermination(process.control, outcome);
     if (termination !== undefined) next = this.#terminalSnapshot(next, termination, intent.kind === 'complete' ? intent.output : undefined);
@@ -863,7 +896,6 @@ export class TreeRuntime {
         failure: Failure.create('contract', 'engine.termination.invalid', 'termination requested without a recorded intent'),
       });
     const next = this.#terminalSnapshot(snapshot, termination as Termination, undefined);
-    process.pauseIntent = undefined;
     await this.#commit([next], { kind: 'checkpoint' }, () => [this.#finishedEvent(process, next)]);
     process.control = PendingControl.empty();
     process.execution = undefined;
@@ -875,9 +907,9 @@ export class TreeRuntime {
   }
 
   async #applyPause(process: ProcessRuntime): Promise<void> {
-    const reason = process.pauseIntent as string;
-    process.pauseIntent = undefined;
-    const next = process.snapshot.with({ status: 'paused', pauseReason: reason });
+    const reason = process.control.pauseReason as string;
+    process.control = process.control.without('pauseReason');
+    const next = process.snapshot.with({ status: 'paused', pauseReason: reason, pendingControl: process.snapshot.pendingControl.without('pauseReason') });
     await this.#commit([next], { kind: 'checkpoint' }, () => [this.#event(process, eventNames.processPaused)]);
   }
 
@@ -1108,11 +1140,12 @@ export class TreeRuntime {
     const child = this.#ownedChild(process, childId);
     if (child === undefined) return this.#settleFramework(process, current, effect, notOwned(childId));
     if (child.snapshot.isTerminal) return this.#settleFramework(process, current, effect, undefined);
+    // Recorded first, so the receipt's boundary carries it as the child's (and its subtree's)
+    // pending_control; if that commit fails, the writer stops and nothing was acknowledged.
     const intent: TerminalIntent = { cancellation: { owner: 'parent', reason } };
-    const control = child.control.with({ cancellation: child.control.cancellation ?? intent.cancellation });
-    await this.#settleFramework(process, current, effect, undefined, [child.snapshot.with({ pendingControl: control })]);
     this.#recordIntent(child, intent);
     this.#cascade(child, intent);
+    await this.#settleFramework(process, current, effect, undefined);
   }
 
   async #advanceFrontier(process: ProcessRuntime, prepared: PreparedStep): Promise<boolean> {
@@ -1326,16 +1359,22 @@ export class TreeRuntime {
     return { next, fresh };
   }
 
+  /**
+   * Resolves once the pause is in the authoritative head: the paused (parked) checkpoint when the
+   * Process can pause at once, otherwise a checkpoint recording it as `pending_control` (a Step or
+   * an Effect batch is in flight; the pause applies after it).
+   */
   pause(process: ProcessRuntime, reason: string): Promise<void> {
     return this.#exclusive(async () => {
       this.#ensureRunning();
       const snapshot = process.snapshot;
       if (snapshot.isTerminal || hasTerminalIntent(process.control)) throw finished(process);
-      if (snapshot.status === 'paused' || process.pauseIntent !== undefined) {
+      if (snapshot.status === 'paused' || process.control.pauseReason !== undefined) {
         throw new KernelError(ErrorCode.invalidProcessControl, `process ${process.id} is already paused or pausing`);
       }
-      process.pauseIntent = reason;
-      // The caller learns that the intent is recorded; the parked checkpoint follows in the lane.
+      process.control = process.control.with({ pauseReason: reason });
+      if (process.job === undefined && snapshot.prepared === undefined) await this.#applyPause(process);
+      else await this.#commitControl();
       this.wake();
     });
   }
@@ -1355,7 +1394,12 @@ export class TreeRuntime {
     });
   }
 
-  /** Records a terminal intent (cancellation, kill or deadline) and lets the owner apply it. */
+  /**
+   * Records a terminal intent (cancellation, kill or deadline) and resolves once it is in the
+   * authoritative head: the terminal checkpoint when the Process can end at once, otherwise a
+   * checkpoint recording it as `pending_control` (of the Process and its live descendants) while
+   * owned work settles. A failed commit stops the writer and rejects: nothing was acknowledged.
+   */
   requestTermination(process: ProcessRuntime, change: TerminalIntent): Promise<void> {
     return this.#exclusive(async () => {
       this.#ensureRunning();
@@ -1367,9 +1411,19 @@ export class TreeRuntime {
       if (change.killReason !== undefined) this.#cascade(process, { killReason: reason });
       else if (change.deadline !== undefined) this.#cascade(process, { deadline: { owner: 'parent', reason } });
       else this.#cascade(process, { cancellation: { owner: 'parent', reason } });
-      // Recorded intent only: `await()` reports whether the terminal commit landed.
+      if (process.job === undefined) await this.#terminate(process, { kind: 'none' });
+      else await this.#commitControl();
       this.wake();
     });
+  }
+
+  /**
+   * Commits a checkpoint whose only change is accepted control intent (see `#withControl`); none
+   * when the head already records it (a repeated cancellation, say).
+   */
+  async #commitControl(): Promise<void> {
+    if (this.processes().every((process) => this.#withControl(process.snapshot) === process.snapshot)) return;
+    await this.#commit([], { kind: 'checkpoint' });
   }
 
   resolveUnknownEffect(process: ProcessRuntime, effectId: EffectId, settlement: Settlement): Promise<void> {

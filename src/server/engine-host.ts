@@ -1,6 +1,6 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, KernelError, Payload, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
+import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
@@ -299,11 +299,28 @@ export class EngineHost implements Host {
     }
   }
 
+  /**
+   * Resolves once the intent is in the authoritative head (the kernel acknowledges a control only
+   * with its commit). Storage that cannot take that commit is `committer_unavailable`: nothing was
+   * acknowledged, and the tree's writer has stopped (a restore applies whatever did land).
+   */
   async control(processId: string, action: ControlAction, reason?: string): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
     const located = await this.#residency.locateOrThrow(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    const handle = located.handle;
+    // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
+    const stoppedBefore = located.inspection.stopped;
+    try {
+      await this.#command(located.handle, action, reason);
+    } catch (error) {
+      if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
+        throw new KernelError(ErrorCode.committerUnavailable, `the ${action} of ${processId} was not acknowledged: storage could not take its commit`, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  #command(handle: Process, action: ControlAction, reason: string | undefined): Promise<void> {
     switch (action) {
       case 'pause':
         return handle.pause(reason ?? defaultReasons.pause);

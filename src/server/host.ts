@@ -333,6 +333,10 @@ export interface Host {
   children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }>;
   awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll>;
   deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
+  /**
+   * Resolves once the intent is in the authoritative head (pause, cancel, kill: the parked or
+   * terminal checkpoint, or one recording `pending_control`; resume: its checkpoint).
+   */
   control(processId: string, action: ControlAction, reason?: string): Promise<void>;
 
   /** A page of the process's signal receipts, in arrival order. */

@@ -288,7 +288,8 @@ const crashCases: CommitterConformanceCase[] = [
       gate.abort();
       await expectCrash(restoring, 'the first restore');
       expect(first.engine.process(original.id) === undefined, 'the first restore published a process after its crash');
-      await original.kill('the superseded writer');
+      // A kill is acknowledged only with its commit, which the new incarnation fences.
+      await expectRuntimeError(original.kill('the superseded writer'), 'the source writer kill', 'tree_incarnation_conflict');
       await expectRuntimeError(original.await(), 'the source writer', 'tree_incarnation_conflict');
       await second.process.kill('conformance cleanup');
       await second.process.await();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Effect } from '../../../src/kernel/effect.js';
 import { ErrorCode } from '../../../src/kernel/errors.js';
-import type { ProcessId } from '../../../src/kernel/identity.js';
+import { WaitKey, type ProcessId } from '../../../src/kernel/identity.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
 import { Transition } from '../../../src/kernel/transition.js';
@@ -72,7 +72,7 @@ test('resume of a Process paused by its own Step returns it to running', async (
   assert.deepEqual(result.output?.decode(), { value: 'v' });
 });
 
-test('a pause accepted during a Step discards its candidate; the Step runs again after resume', async () => {
+test('a pause raced by a Step that completes: the Complete candidate is adopted, the pause never applies', async () => {
   const gate = deferred();
   const definition = new ProgramDefinition({
     async step({ step }) {
@@ -84,15 +84,49 @@ test('a pause accepted during a Step discards its candidate; the Step runs again
   const process = await context.engine.start(deploy(definition), Payload.encode({}));
   await published(context.recorder, process.id, 'agent.step.started');
   await process.pause('hold');
+  // The acknowledged pause is in the head while the Step still runs.
+  assert.equal((await context.committer.store.loadTree(process.id))?.root.pendingControl.pauseReason, 'hold');
+  gate.resolve();
+  const result = await process.await();
+  assert.equal(result.status, 'completed');
+  assert.deepEqual(result.output?.decode(), { step: 1 });
+  const finished = context.recorder.events().find((event) => event.name === 'agent.step.finished');
+  assert.equal(finished?.stepFinished()?.status, 'succeeded');
+  assert.equal(definition.callsOf('step').length, 1);
+  assert.ok(!context.recorder.events().some((event) => event.name === 'agent.process.paused'));
+});
+
+test('a pause raced by a Step that waits: the Wait candidate is discarded without consuming its Signals', async () => {
+  const gate = deferred();
+  // Step 1 declares a wait; Step 2 (held by the gate) consumes its opening and waits on it.
+  const gated = new ProgramDefinition({
+    async step({ step, signals }) {
+      if (step === 1) return Transition.continue(0, [Effect.wait(WaitKey.parse('k'))]);
+      if (step === 2) await gate.promise;
+      const opening = signals[0];
+      if (opening?.waitId === undefined) throw new Error('expected the wait opening');
+      return Transition.wait(1, opening.waitId);
+    },
+  });
+  const context = setup();
+  const process = await context.engine.start(deploy(gated), Payload.encode({}));
+  await published(context.recorder, process.id, 'agent.step.started', 2);
+  await process.pause('hold');
   gate.resolve();
   await published(context.recorder, process.id, 'agent.process.paused');
-  const finished = context.recorder.events().find((event) => event.name === 'agent.step.finished');
-  assert.equal(finished?.stepFinished()?.status, 'discarded');
-  assert.equal(snapshotOf(context, process.id).committedSteps, 0n);
+  const discarded = context.recorder.events().filter((event) => event.name === 'agent.step.finished').at(-1);
+  assert.equal(discarded?.stepFinished()?.status, 'discarded');
+  let snapshot = snapshotOf(context, process.id);
+  assert.equal(snapshot.status, 'paused');
+  assert.equal(snapshot.committedSteps, 1n, 'the Wait candidate was not adopted');
+  assert.equal(snapshot.mailbox.pendingCount, 1, 'its opening Signal is still unconsumed');
+  assert.ok(snapshot.pendingControl.isEmpty, 'the applied pause leaves no pending intent');
   await process.resume();
-  const result = await process.await();
-  assert.deepEqual(result.output?.decode(), { step: 1 });
-  assert.equal(definition.callsOf('step').length, 2);
+  await committedStatus(context.recorder, process.id, 'waiting');
+  snapshot = snapshotOf(context, process.id);
+  assert.equal(snapshot.mailbox.pendingCount, 0);
+  assert.deepEqual(gated.callsOf('step').map((call) => [call.step, call.window]), [[1, 0], [2, 1], [2, 1]]);
+  await process.kill('done');
 });
 
 test('a pause during a dispatch applies after the Effect settles and its batch is adopted', async () => {
@@ -108,7 +142,11 @@ test('a pause during a dispatch applies after the Effect settles and its batch i
   assert.equal(snapshotOf(context, process.id).status, 'running');
   gate.resolve();
   await published(context.recorder, process.id, 'agent.process.paused');
-  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'settled', 'progress', 'parked']);
+  // The acknowledged pause is a progress checkpoint recording pending_control while the Effect is in flight.
+  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'progress', 'settled', 'progress', 'parked']);
+  assert.equal(context.committer.acknowledged[2]?.snapshot.root.pendingControl.pauseReason, 'hold');
+  assert.equal(context.committer.acknowledged[3]?.snapshot.root.pendingControl.pauseReason, 'hold', 'the settled boundary keeps it');
+  assert.ok(snapshotOf(context, process.id).pendingControl.isEmpty);
   await process.resume();
   assert.equal((await process.await()).status, 'completed');
 });
@@ -212,7 +250,9 @@ test('an in-flight Effect settles before termination becomes visible', async () 
   gate.resolve();
   const result = await awaited;
   assert.equal(result.status, 'canceled');
-  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'settled', 'terminal']);
+  // The acknowledged cancellation is the progress checkpoint recording pending_control, kept by the settled boundary.
+  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'progress', 'settled', 'terminal']);
+  assert.equal(context.committer.acknowledged[3]?.snapshot.root.pendingControl.cancellation?.owner, 'host');
   const snapshot = snapshotOf(context, process.id);
   assert.deepEqual(snapshot.prepared?.effects().map((effect) => [effect.phase, effect.settlement?.status]), [['settled', 'succeeded']]);
   assert.equal(snapshot.committedSteps, 0n, 'the interrupted candidate is never adopted');

@@ -98,7 +98,8 @@ test('every event name is published with its phase and scope, in a gap-free sequ
   const head = await first.engine.captureTree(original.id);
   const second = setup({ committer: new RecordingCommitter(first.committer.store) });
   const restored = await second.engine.restoreTree(waiter, head);
-  await original.kill('stale writer');
+  // The fenced writer cannot commit the kill: the command itself reports the stopped runtime.
+  await rejectsWith(original.kill('stale writer'), ErrorCode.runtimeStopped);
   await rejectsWith(original.await(), ErrorCode.runtimeStopped);
   await restored.kill('done');
   await restored.await();
@@ -129,7 +130,7 @@ test('a stopped writer publishes agent.runtime.stopped without a gap, and never 
   const context = setup();
   const process = await waitingProcess(context);
   context.committer.intercept = (record) => (record.kind === 'terminal' ? { fail: { when: 'before', error: new Error('disk full') } } : undefined);
-  await process.kill('stop');
+  await assert.rejects(process.kill('stop'), RuntimeError);
   await assert.rejects(process.await(), RuntimeError);
   const events = context.recorder.events();
   assert.equal(events.at(-1)?.name, 'agent.runtime.stopped');
@@ -161,12 +162,14 @@ test('the terminal event and Result wait for the terminal commit', async () => {
   const process = await waitingProcess(context);
   const gate = deferred();
   context.committer.intercept = (record) => (record.kind === 'terminal' ? { before: () => gate.promise } : undefined);
-  await process.requestCancellation('enough');
+  const cancel = process.requestCancellation('enough');
   await context.committer.arrival((record) => record.kind === 'terminal');
   const awaited = process.await();
   assert.equal(await isSettled(awaited), false);
+  assert.equal(await isSettled(cancel), false, 'the cancellation is acknowledged only with its commit');
   assert.ok(!context.recorder.events().some((event) => event.name === 'agent.process.finished'));
   gate.resolve();
+  await cancel;
   assert.equal((await awaited).status, 'canceled');
   assert.ok(context.recorder.events().some((event) => event.name === 'agent.process.finished'));
 });
