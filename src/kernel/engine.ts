@@ -24,6 +24,7 @@ import { ProcessSnapshot } from './process-snapshot.js';
 import { ProcessRelation } from './relation.js';
 import { formatUtcTimestamp, type Result } from './result.js';
 import { RuntimeError } from './runtime-error.js';
+import { restoreSchemaProblem } from './restore-schemas.js';
 import { admitTree } from './snapshot-admission.js';
 import type { TreeCommitter } from './tree-committer.js';
 import { TreeLimits } from './tree-limits.js';
@@ -514,6 +515,8 @@ export class Engine {
       if (contract !== undefined) {
         throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} contradicts its wait contracts: ${contract}`);
       }
+      const schemas = restoreSchemaProblem(deployment.descriptor, process);
+      if (schemas !== undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId}: ${schemas}`);
       if (process.isTerminal) continue;
       const signal = new AbortController().signal;
       try {
