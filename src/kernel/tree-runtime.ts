@@ -23,11 +23,12 @@ import {
 import type { Execution } from './definition.js';
 import type { ExecutionState } from './execution-state.js';
 import { Failure, normalizeDiagnostic } from './failure.js';
-import { stepFailure } from './classified-error.js';
+import { counterExhausted, stepFailure } from './classified-error.js';
 import { EffectAttemptId, type EffectId, type ProcessId, type TreeIncarnationId, type WaitId } from './identity.js';
 import { MailboxRecord } from './mailbox.js';
 import type { DeltaPipeline, EventPublisher } from './observation.js';
 import { saturatingAdd } from './observation.js';
+import { maxUint64 } from './wire.js';
 import { Payload } from './payload.js';
 import { PreparedStep, type PreparedEffect } from './prepared-step.js';
 import { PendingControl, ProcessSnapshot, type ProcessSnapshotFields } from './process-snapshot.js';
@@ -251,7 +252,7 @@ export class TreeRuntime {
    * `begin` once it is acknowledged.
    */
   openingEvents(name: EventName): Event[] {
-    return this.processes().map((process) => this.#event(process, name));
+    return this.processes().flatMap((process) => this.#event(process, name) ?? []);
   }
 
   /** Publishes the opening events once their commit is acknowledged, then begins driving. */
@@ -302,6 +303,11 @@ export class TreeRuntime {
       return true;
     }
     if (snapshot.status !== 'running') return false;
+    // Work stops before a uint64 counter wraps (kernel-contract §4.12): no Step 2^64.
+    if (snapshot.committedSteps >= maxUint64) {
+      await this.#terminate(process, { kind: 'failed', failure: counterExhaustedFailure('the step counter') });
+      return true;
+    }
     // Grants to children are debited permanently, so they count as spent (kernel-contract §4.12).
     if (!snapshot.budget.steps.admits(snapshot.committedSteps + snapshot.allocatedResources.steps + 1n)) {
       await this.#terminate(process, {
@@ -382,7 +388,7 @@ export class TreeRuntime {
   async #commit(
     replacements: readonly ProcessSnapshot[],
     boundary: { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind } | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean },
-    events: (prospective: TreeSnapshot) => Event[] = () => [],
+    events: (prospective: TreeSnapshot) => Array<Event | undefined> = () => [],
     unresolvedOnFailure: readonly EffectId[] = [],
     added: readonly ProcessRuntime[] = [],
   ): Promise<void> {
@@ -412,7 +418,7 @@ export class TreeRuntime {
     // per-Process sequences stay gap-free (kernel-contract §4.19). Nothing else numbers events of
     // this tree while the owner lane awaits the committer.
     const sequences = new Map(this.processes().map((process) => [process, process.eventSequence]));
-    const published = events(prospective);
+    const published = events(prospective).filter((event): event is Event => event !== undefined);
     try {
       if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, { events: published });
       else await this.#services.committer.commitCheckpoint(commit, { events: published });
@@ -537,7 +543,13 @@ export class TreeRuntime {
     process: ProcessRuntime,
     name: EventName,
     scope: { stepSequence?: bigint; effectId?: EffectId; fact?: EventFact } = {},
-  ): Event {
+  ): Event | undefined {
+    // An exhausted publication sequence omits the event and counts it; execution goes on (the
+    // seed's ObservationFailures.DroppedEvents).
+    if (process.eventSequence >= maxUint64) {
+      this.#services.events.recordDroppedEvent();
+      return undefined;
+    }
     process.eventSequence += 1n;
     return Event.create({
       processSequence: process.eventSequence,
@@ -553,8 +565,8 @@ export class TreeRuntime {
     });
   }
 
-  #publish(event: Event): void {
-    this.#services.events.publish(event);
+  #publish(event: Event | undefined): void {
+    if (event !== undefined) this.#services.events.publish(event);
   }
 
   #now(): string {
@@ -725,6 +737,7 @@ export class TreeRuntime {
       }
     }
     const count = BigInt(effects.length);
+    if (snapshot.counters.preparedEffects + count > maxUint64) return counterExhaustedFailure('the prepared effects counter');
     const allocated = snapshot.allocatedResources;
     if (!snapshot.budget.effects.admits(snapshot.counters.preparedEffects + allocated.effects + count)) {
       return Failure.create('execution', 'engine.limit.effects', 'the effects budget cannot admit this batch');
@@ -830,7 +843,7 @@ export class TreeRuntime {
     });
   }
 
-  #finishedEvent(process: ProcessRuntime, snapshot: ProcessSnapshot): Event {
+  #finishedEvent(process: ProcessRuntime, snapshot: ProcessSnapshot): Event | undefined {
     const termination = snapshot.termination as Termination;
     return this.#event(process, eventNames.processFinished, {
       fact: ProcessFinished.create({
@@ -979,7 +992,7 @@ export class TreeRuntime {
     effect: PreparedEffect,
     failure: Failure | undefined,
     others: readonly ProcessSnapshot[] = [],
-    events: () => Event[] = () => [],
+    events: () => Array<Event | undefined> = () => [],
   ): Promise<void> {
     const next = current.with({ prepared: (current.prepared as PreparedStep).withFrameworkSettlement(effect.id, failure) });
     await this.#commit([next, ...others], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false }, events);
@@ -1451,6 +1464,10 @@ type SnapshotChanges = { -readonly [K in keyof ProcessSnapshotFields]?: ProcessS
 type StepResult =
   | { kind: 'error'; failure: Failure }
   | { kind: 'candidate'; transition: Transition; candidate: ExecutionState; restored: Execution };
+
+function counterExhaustedFailure(counter: string): Failure {
+  return Failure.create(counterExhausted.kind, counterExhausted.code, `${counter} is exhausted`);
+}
 
 function snapshotLimitFailure(): Failure {
   return Failure.create('execution', 'engine.limit.snapshot', 'the candidate does not fit the snapshot byte limits');
