@@ -118,7 +118,7 @@ export type ChildAdmissionOutcome =
 export type ChildAdmitter = (request: ChildAdmissionRequest) => Promise<ChildAdmissionOutcome>;
 
 /** A refusal carrying a host or strategy error's message, bounded like every diagnostic. */
-export function admissionFailure(kind: 'contract' | 'execution' | 'external', code: string, fallback: string, error?: unknown): Failure {
+export function admissionFailure(kind: 'contract' | 'execution' | 'external' | 'panic', code: string, fallback: string, error?: unknown): Failure {
   const detail = error instanceof Error && error.message.trim() !== '' ? `${fallback}: ${error.message}` : fallback;
   return Failure.create(kind, code, normalizeDiagnostic(detail));
 }

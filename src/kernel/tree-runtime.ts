@@ -20,7 +20,8 @@ import {
   type EventName,
   type StepStatus,
 } from './event.js';
-import type { Execution } from './definition.js';
+import type { Execution, ReplayPolicy } from './definition.js';
+import { CallbackPanicError, thrownBy } from './callback-panic-error.js';
 import type { ExecutionState } from './execution-state.js';
 import { Failure, normalizeDiagnostic } from './failure.js';
 import { counterExhausted, stepFailure } from './classified-error.js';
@@ -161,6 +162,8 @@ const diagnostics = {
   deadline: () => Failure.create('external', 'engine.dispatch.deadline', 'the dispatch deadline expired before a settlement'),
   canceled: () => Failure.create('external', 'engine.dispatch.canceled', 'the dispatch was canceled before a settlement'),
   failed: () => Failure.create('external', 'engine.dispatch.failed', 'the dispatcher failed without a settlement; the outcome is unknown'),
+  policyPanicked: () =>
+    Failure.create('panic', 'engine.effect.recovery.invalid', 'dispatch was permitted before the writer stopped and the replay policy panicked; the outcome is unknown'),
   interrupted: () =>
     Failure.create(
       'external',
@@ -424,7 +427,7 @@ export class TreeRuntime {
       else await this.#services.committer.commitCheckpoint(commit, { events: published });
     } catch (error) {
       for (const [process, sequence] of sequences) process.eventSequence = sequence;
-      throw this.#stop(error, unresolvedOnFailure);
+      throw this.#stop(thrownBy(commit instanceof EffectBoundary ? 'TreeCommitter.commitEffect' : 'TreeCommitter.commitCheckpoint', error), unresolvedOnFailure);
     }
     this.#head = prospective;
     this.#sequence = sequence;
@@ -944,13 +947,14 @@ export class TreeRuntime {
       this.#startDispatch(process, frontier, false);
       return;
     }
-    // Pending with no job: a restored dispatch permission.
-    const policy = process.deployment.dispatcher?.replayPolicy(frontier.effect);
+    // Pending with no job: a restored dispatch permission. A panicking policy permits no replay.
+    const policy = replayPolicyOf(process, frontier);
     if (policy === 'same_identity') {
       this.#startDispatch(process, frontier, false);
       return;
     }
-    const unknown = current.with({ prepared: prepared.withSettlement(frontier.id, Settlement.of('unknown', Payload.emptyObject), diagnostics.interrupted()) });
+    const diagnostic = policy instanceof CallbackPanicError ? diagnostics.policyPanicked() : diagnostics.interrupted();
+    const unknown = current.with({ prepared: prepared.withSettlement(frontier.id, Settlement.of('unknown', Payload.emptyObject), diagnostic) });
     await this.#commit([unknown], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false });
   }
 
@@ -1399,7 +1403,8 @@ export class TreeRuntime {
     return this.#exclusive(() => {
       this.#ensureRunning();
       const effect = this.#checkAdjudicable(process, effectId);
-      const policy = process.deployment.dispatcher?.replayPolicy(effect.effect);
+      const policy = replayPolicyOf(process, effect);
+      if (policy instanceof CallbackPanicError) throw policy;
       if (policy !== 'same_identity') {
         throw new KernelError(ErrorCode.effectReplayForbidden, `effect ${effectId} cannot be replayed under the same identity`);
       }
@@ -1436,7 +1441,11 @@ export class TreeRuntime {
   /** Activation for a restore: fences the previous writer before anything is published. */
   async activate(previousIncarnationId: TreeIncarnationId, previousDigest: Digest, events: readonly Event[]): Promise<void> {
     const activation = TreeActivation.create({ previousIncarnationId, previousDigest, snapshot: this.#head });
-    await this.#services.committer.activateTree(activation, { events });
+    try {
+      await this.#services.committer.activateTree(activation, { events });
+    } catch (error) {
+      throw thrownBy('TreeCommitter.activateTree', error);
+    }
     this.#sequence = 0n;
   }
 }
@@ -1513,6 +1522,15 @@ async function dispatchOnce(
           ? diagnostics.canceled()
           : diagnostics.failed();
     return { settlement: Settlement.of('unknown', Payload.emptyObject), diagnostic };
+  }
+}
+
+/** The Dispatcher's replay policy for `effect`; a throw (the callback has no error result) is a contained panic. */
+function replayPolicyOf(process: ProcessRuntime, effect: PreparedEffect): ReplayPolicy | undefined | CallbackPanicError {
+  try {
+    return process.deployment.dispatcher?.replayPolicy(effect.effect);
+  } catch (error) {
+    return new CallbackPanicError('Dispatcher.replayPolicy', error);
   }
 }
 
