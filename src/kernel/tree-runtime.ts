@@ -405,6 +405,11 @@ export class TreeRuntime {
       // lifecycle, and bounds").
       throw this.#stop(error, unresolvedOnFailure);
     }
+    if (this.#sequence >= maxUint64) {
+      // No commit can record anything any more, a logical failure included: only a new activation
+      // (a restore, which restarts the sequence) can continue this tree.
+      throw this.#stop(new KernelError(ErrorCode.counterExhausted, 'the commit sequence of this writer is exhausted'), unresolvedOnFailure);
+    }
     const sequence = this.#sequence + 1n;
     const previous = this.#head.digest;
     const commit =

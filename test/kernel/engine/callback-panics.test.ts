@@ -295,3 +295,45 @@ test('a panicking replayPolicy leaves a restored pending Effect Unknown (panic d
   await assert.rejects(process.await(), RuntimeError);
 });
 
+
+// ---------------------------------------------------------------------------------------------
+// The Step path: Execution.snapshot and Definition.restore of a candidate or of the committed state
+
+test('a panic while capturing or restoring a Step candidate, or restoring the committed state, fails the Process with kind panic', async () => {
+  const cases: Array<[string, (step: number) => { snapshot?: unknown; restore?: unknown }, string]> = [
+    // Step 1's candidate is captured as state step 1.
+    ['candidate snapshot', (step) => (step === 1 ? { snapshot: 'snapshot panic' } : {}), 'execution.snapshot.failed'],
+    // Restores of state step 1: the candidate's restore-before-adopt.
+    ['candidate restore', (step) => (step === 1 ? { restore: 'restore panic' } : {}), 'execution.snapshot.unrestorable'],
+  ];
+  for (const [name, panicAt, code] of cases) {
+    const definition = new ProgramDefinition({
+      name: 'test.panics.step',
+      step: () => Transition.complete(0, Payload.encode({})),
+      onSnapshot: (state) => {
+        const thrown = panicAt(state.step).snapshot;
+        if (thrown !== undefined) throw thrown;
+      },
+      onRestore: (state) => {
+        const thrown = panicAt(state.step).restore;
+        if (thrown !== undefined) throw thrown;
+      },
+    });
+    const result = await setup().engine.run(deploy(definition), Payload.encode({}));
+    assert.equal(result.status, 'failed', name);
+    assert.equal(result.termination.cause, 'panic', name);
+    assert.deepEqual([result.termination.failure?.kind, result.termination.failure?.code], ['panic', code], name);
+  }
+  // The committed state (step 0) restores at start, then refuses when the first Step rebuilds it.
+  let restores = 0;
+  const committed = new ProgramDefinition({
+    name: 'test.panics.committed',
+    step: () => Transition.complete(0, Payload.encode({})),
+    onRestore: () => {
+      restores += 1;
+      if (restores === 2) throw 'committed panic';
+    },
+  });
+  const result = await setup().engine.run(deploy(committed), Payload.encode({}));
+  assert.deepEqual([result.termination.failure?.kind, result.termination.failure?.code], ['panic', 'engine.committed_execution_state.invalid']);
+});
