@@ -119,6 +119,12 @@ export type ChildAdmitter = (request: ChildAdmissionRequest) => Promise<ChildAdm
 
 /** A refusal carrying a host or strategy error's message, bounded like every diagnostic. */
 export function admissionFailure(kind: 'contract' | 'execution' | 'external' | 'panic', code: string, fallback: string, error?: unknown): Failure {
-  const detail = error instanceof Error && error.message.trim() !== '' ? `${fallback}: ${error.message}` : fallback;
+  let detail: string;
+  try {
+    detail = error instanceof Error && error.message.trim() !== '' ? `${fallback}: ${error.message}` : fallback;
+  } catch {
+    // Reading the error panicked (a throwing getter): the refusal stands, as a panic.
+    return Failure.create('panic', code, `${fallback}: interpreting the error panicked`);
+  }
   return Failure.create(kind, code, normalizeDiagnostic(detail));
 }

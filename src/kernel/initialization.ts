@@ -42,5 +42,10 @@ export async function initialize(definition: Definition, input: Payload): Promis
 /** A ClassifiedError keeps its kind and code (kernel-contract §4.15); a thrown non-Error is a panic. */
 function initializationFailure(thrown: unknown, code: string, text: string): Failure {
   if (!(thrown instanceof Error)) return Failure.create('panic', code, `${text}: the definition panicked`);
-  return stepFailure(thrown) ?? Failure.create('execution', code, normalizeDiagnostic(thrown.message.trim() === '' ? text : `${text}: ${thrown.message}`));
+  try {
+    return stepFailure(thrown) ?? Failure.create('execution', code, normalizeDiagnostic(thrown.message.trim() === '' ? text : `${text}: ${thrown.message}`));
+  } catch {
+    // Reading the error panicked (a throwing getter): still an outcome, never a stranded admission.
+    return Failure.create('panic', code, `${text}: interpreting the error panicked`);
+  }
 }

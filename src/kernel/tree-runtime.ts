@@ -1494,12 +1494,21 @@ function finished(process: ProcessRuntime): KernelError {
 /** A Step error keeps its classification when it wraps a ClassifiedError; thrown non-errors are panics. */
 function stepErrorFailure(error: unknown): Failure {
   if (!(error instanceof Error)) return Failure.create('panic', 'execution.step.failed', 'the step threw a non-error value');
-  return stepFailure(error) ?? Failure.create('execution', 'execution.step.failed', normalizeDiagnostic(error.message));
+  return interpreted('execution.step.failed', () => stepFailure(error) ?? Failure.create('execution', 'execution.step.failed', normalizeDiagnostic(error.message)));
 }
 
 function classified(error: unknown, code: string, kind: 'execution' | 'contract', fallback: string): Failure {
   if (!(error instanceof Error)) return Failure.create('panic', code, fallback);
-  return stepFailure(error) ?? Failure.create(kind, code, normalizeDiagnostic(`${fallback}: ${error.message}`));
+  return interpreted(code, () => stepFailure(error) ?? Failure.create(kind, code, normalizeDiagnostic(`${fallback}: ${error.message}`)));
+}
+
+/** The Failure `interpret` reads from a Strategy error; a throw while reading it is a panic (the seed's Execution). */
+function interpreted(code: string, interpret: () => Failure): Failure {
+  try {
+    return interpret();
+  } catch {
+    return Failure.create('panic', code, 'interpreting the returned error panicked');
+  }
 }
 
 /**

@@ -337,3 +337,44 @@ test('a panic while capturing or restoring a Step candidate, or restoring the co
   const result = await setup().engine.run(deploy(committed), Payload.encode({}));
   assert.deepEqual([result.termination.failure?.kind, result.termination.failure?.code], ['panic', 'engine.committed_execution_state.invalid']);
 });
+
+/** An Error whose `message` getter throws: interpreting it panics. */
+function unreadableError(): Error {
+  const error = new Error('unreadable');
+  Object.defineProperty(error, 'message', {
+    get() {
+      throw new Error('the message getter panicked');
+    },
+  });
+  return error;
+}
+
+test('a panic while interpreting a Step error is an execution panic, never a stranded Step', { timeout: 20_000 }, async () => {
+  const definition = new ProgramDefinition({
+    name: 'test.panics.interpret',
+    step: () => {
+      throw unreadableError();
+    },
+  });
+  const result = await setup().engine.run(deploy(definition), Payload.encode({}));
+  assert.equal(result.status, 'failed');
+  assert.deepEqual([result.termination.failure?.kind, result.termination.failure?.code], ['panic', 'execution.step.failed']);
+});
+
+test('a panic while interpreting a child initialisation error still settles the child start, kind panic', { timeout: 20_000 }, async () => {
+  const broken = deploy(throwingAt('start', unreadableError()), undefined, 'panics-child-unreadable');
+  assert.deepEqual(await childStartFailure({ deploymentResolver: new MapDeploymentResolver([broken]) }, broken), {
+    kind: 'panic',
+    code: 'engine.process.start.failed',
+  });
+});
+
+test('a panic while interpreting a child admitter rejection still settles the child start, kind panic', { timeout: 20_000 }, async () => {
+  const unreadable = (admission: { relation: { parentId?: unknown } }) => {
+    if (admission.relation.parentId !== undefined) throw unreadableError();
+  };
+  assert.deepEqual(await childStartFailure({ deploymentResolver: new MapDeploymentResolver([done]), processAdmitter: unreadable }), {
+    kind: 'panic',
+    code: 'engine.child.admission.rejected',
+  });
+});
