@@ -15,6 +15,11 @@ export type CallbackOperation =
   | 'DeploymentResolver.resolve'
   | 'Dispatcher.dispatch'
   | 'Dispatcher.replayPolicy'
+  | 'ProcessAdmitter.admit'
+  | 'ProcessInitializationAcknowledger.acknowledge'
+  | 'TreeCommitter.commitCheckpoint'
+  | 'TreeCommitter.commitEffect'
+  | 'TreeCommitter.activateTree'
   | (string & {});
 
 export const callbackOperationValues: readonly CallbackOperation[] = Object.freeze([
@@ -27,6 +32,11 @@ export const callbackOperationValues: readonly CallbackOperation[] = Object.free
   'DeploymentResolver.resolve',
   'Dispatcher.dispatch',
   'Dispatcher.replayPolicy',
+  'ProcessAdmitter.admit',
+  'ProcessInitializationAcknowledger.acknowledge',
+  'TreeCommitter.commitCheckpoint',
+  'TreeCommitter.commitEffect',
+  'TreeCommitter.activateTree',
 ]);
 
 /**
@@ -65,6 +75,14 @@ export class CallbackPanicError extends KernelError {
   static is(error: unknown, operation?: CallbackOperation): error is CallbackPanicError {
     return error instanceof CallbackPanicError && (operation === undefined || error.operation === operation);
   }
+}
+
+/**
+ * What a callback with an error result threw, as its boundary sees it: an `Error` is the returned
+ * error, unchanged; any other value is a panic, contained as a CallbackPanicError naming `operation`.
+ */
+export function thrownBy(operation: CallbackOperation, thrown: unknown): unknown {
+  return thrown instanceof Error ? thrown : new CallbackPanicError(operation, thrown);
 }
 
 function panicDetail(value: unknown): string {

@@ -118,7 +118,13 @@ export type ChildAdmissionOutcome =
 export type ChildAdmitter = (request: ChildAdmissionRequest) => Promise<ChildAdmissionOutcome>;
 
 /** A refusal carrying a host or strategy error's message, bounded like every diagnostic. */
-export function admissionFailure(kind: 'contract' | 'execution' | 'external', code: string, fallback: string, error?: unknown): Failure {
-  const detail = error instanceof Error && error.message.trim() !== '' ? `${fallback}: ${error.message}` : fallback;
+export function admissionFailure(kind: 'contract' | 'execution' | 'external' | 'panic', code: string, fallback: string, error?: unknown): Failure {
+  let detail: string;
+  try {
+    detail = error instanceof Error && error.message.trim() !== '' ? `${fallback}: ${error.message}` : fallback;
+  } catch {
+    // Reading the error panicked (a throwing getter): the refusal stands, as a panic.
+    return Failure.create('panic', code, `${fallback}: interpreting the error panicked`);
+  }
   return Failure.create(kind, code, normalizeDiagnostic(detail));
 }

@@ -5,7 +5,7 @@ import { TreeCheckpoint } from './commit.js';
 import { systemClock, type Clock } from './clock.js';
 import { Deployment, type DeploymentRef } from './deployment.js';
 import type { Descriptor } from './descriptor.js';
-import type { DeploymentResolver, Execution } from './definition.js';
+import type { DeploymentResolver } from './definition.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { eventNames } from './event.js';
 import type { Failure } from './failure.js';
@@ -24,6 +24,7 @@ import { ProcessSnapshot } from './process-snapshot.js';
 import { ProcessRelation } from './relation.js';
 import { formatUtcTimestamp, type Result } from './result.js';
 import { RuntimeError } from './runtime-error.js';
+import { restoreSchemaProblem } from './restore-schemas.js';
 import { admitTree } from './snapshot-admission.js';
 import type { TreeCommitter } from './tree-committer.js';
 import { TreeLimits } from './tree-limits.js';
@@ -31,7 +32,8 @@ import { TreeRuntime, type ProcessWork } from './tree-runtime.js';
 import { TreeSnapshot } from './tree-snapshot.js';
 import { waitContractProblem } from './wait.js';
 import { admissionFailure, type ChildAdmissionOutcome, type ChildAdmissionRequest } from './child-admission.js';
-import { stepFailure } from './classified-error.js';
+import { CallbackPanicError, thrownBy } from './callback-panic-error.js';
+import { initialize } from './initialization.js';
 
 function failed(failure: Failure): ChildAdmissionOutcome {
   return { kind: 'failed', failure };
@@ -52,14 +54,21 @@ export interface ProcessAdmission {
   readonly capabilities: CapabilitySet;
 }
 
-/** A host policy gate before execution starts; throwing rejects the start. */
+/**
+ * A host policy gate before execution starts; throwing an Error rejects the start, throwing any
+ * other value is a panic (contained as a CallbackPanicError, and the start is rejected too).
+ */
 export type ProcessAdmitter = (admission: ProcessAdmission) => void | Promise<void>;
 
 /** The outcome of root initialisation, acknowledged separately from the tree commit. */
 export type ProcessInitializationOutcome =
   | { readonly status: 'initialized'; readonly admission: ProcessAdmission; readonly startedAt: string }
-  | { readonly status: 'failed'; readonly admission: ProcessAdmission; readonly failure: Failure | undefined; readonly error: unknown };
+  | { readonly status: 'failed'; readonly admission: ProcessAdmission; readonly failure: Failure; readonly error: unknown };
 
+/**
+ * Closes each accepted admission with its outcome; throwing refuses an initialised outcome (the
+ * Process is not published). A thrown non-Error is a panic, contained as a CallbackPanicError.
+ */
 export type ProcessInitializationAcknowledger = (outcome: ProcessInitializationOutcome) => void | Promise<void>;
 
 export interface EngineConfig {
@@ -219,24 +228,22 @@ export class Engine {
     this.#reserved.add(processId.toString());
     this.#pendingAdmissions += 1;
     try {
-      if (this.#admitter !== undefined) {
-        try {
-          await this.#admitter(admission);
-        } catch (error) {
-          throw new KernelError(ErrorCode.processAdmissionRejected, `admission rejected: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-        }
+      const rejection = await this.#admission(admission);
+      if (rejection !== undefined) {
+        throw new KernelError(ErrorCode.processAdmissionRejected, `admission rejected: ${(rejection.error as Error).message}`, { cause: rejection.error });
       }
       const startedAt = formatUtcTimestamp(this.#clock.now());
-      let state;
-      try {
-        const execution: Execution = await deployment.definition.start(input);
-        state = execution.snapshot();
-        await deployment.definition.restore(state, new AbortController().signal);
-      } catch (error) {
-        await this.#acknowledger?.({ status: 'failed', admission, failure: undefined, error });
-        throw new KernelError(ErrorCode.processStartFailed, `the execution did not start: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      const initialization = await initialize(deployment.definition, input);
+      if (initialization.kind === 'failed') {
+        // The start fails with its own error whatever the acknowledger answers.
+        await this.#acknowledge({ status: 'failed', admission, failure: initialization.failure, error: initialization.error });
+        throw new KernelError(ErrorCode.processStartFailed, initialization.failure.message, { cause: initialization.error });
       }
-      await this.#acknowledger?.({ status: 'initialized', admission, startedAt });
+      const state = initialization.state;
+      const unacknowledged = await this.#acknowledge({ status: 'initialized', admission, startedAt });
+      if (unacknowledged !== undefined) {
+        throw new KernelError(ErrorCode.processStartFailed, 'the initialisation outcome was not acknowledged', { cause: unacknowledged.error });
+      }
       const snapshot = ProcessSnapshot.create({
         relation,
         deploymentRef: deployment.ref,
@@ -253,10 +260,14 @@ export class Engine {
       const process = runtime.process(processId);
       if (process === undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, 'the start tree lost its root');
       const opening = runtime.openingEvents(eventNames.processStarted);
-      await this.#committer.commitCheckpoint(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: tree }), {
-        events: opening,
-        hostValues: options.hostValues,
-      });
+      try {
+        await this.#committer.commitCheckpoint(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: tree }), {
+          events: opening,
+          hostValues: options.hostValues,
+        });
+      } catch (error) {
+        throw thrownBy('TreeCommitter.commitCheckpoint', error);
+      }
       const handle = this.#register(runtime);
       runtime.begin(opening);
       this.#watchStartContext(handle, options.signal);
@@ -328,7 +339,8 @@ export class Engine {
     try {
       deployment = this.#childDeployment(request.parentDeployment, spec.deploymentRef);
     } catch (error) {
-      return failed(admissionFailure('external', 'engine.child.deployment_unavailable', 'the child deployment is unavailable', error));
+      const kind = CallbackPanicError.is(error) ? 'panic' : 'external';
+      return failed(admissionFailure(kind, 'engine.child.deployment_unavailable', 'the child deployment is unavailable', error));
     }
     try {
       deployment.descriptor.validateInput(spec.input);
@@ -343,30 +355,46 @@ export class Engine {
       budget: spec.budget,
       capabilities: spec.capabilities,
     });
-    if (this.#admitter !== undefined) {
-      try {
-        await this.#admitter(admission);
-      } catch (error) {
-        return failed(admissionFailure('execution', 'engine.child.admission.rejected', 'the child admission was rejected', error));
-      }
+    const rejection = await this.#admission(admission);
+    if (rejection !== undefined) {
+      const kind = CallbackPanicError.is(rejection.error) ? 'panic' : 'execution';
+      return failed(admissionFailure(kind, 'engine.child.admission.rejected', 'the child admission was rejected', rejection.error));
     }
     const startedAt = formatUtcTimestamp(this.#clock.now());
-    let state;
-    try {
-      const execution: Execution = await deployment.definition.start(spec.input);
-      state = execution.snapshot();
-      await deployment.definition.restore(state, new AbortController().signal);
-    } catch (error) {
+    const initialization = await initialize(deployment.definition, spec.input);
+    if (initialization.kind === 'failed') {
       // The acknowledger learns of the failure; the parent gets the initialisation's own failure.
-      await Promise.resolve(this.#acknowledger?.({ status: 'failed', admission, failure: undefined, error })).catch(() => undefined);
-      return failed(stepFailure(error) ?? admissionFailure('execution', 'execution.start.failed', 'the child execution did not start', error));
+      await this.#acknowledge({ status: 'failed', admission, failure: initialization.failure, error: initialization.error });
+      return failed(initialization.failure);
     }
+    const unacknowledged = await this.#acknowledge({ status: 'initialized', admission, startedAt });
+    if (unacknowledged !== undefined) {
+      const kind = CallbackPanicError.is(unacknowledged.error) ? 'panic' : 'external';
+      return failed(admissionFailure(kind, 'engine.child.initialization_outcome.unacknowledged', 'the child initialisation was not acknowledged', unacknowledged.error));
+    }
+    return { kind: 'admitted', deployment, state: initialization.state, startedAt };
+  }
+
+  /** Runs the ProcessAdmitter; its rejection (a CallbackPanicError for a panic), or undefined when admitted. */
+  async #admission(admission: ProcessAdmission): Promise<{ readonly error: unknown } | undefined> {
+    if (this.#admitter === undefined) return undefined;
     try {
-      await this.#acknowledger?.({ status: 'initialized', admission, startedAt });
-    } catch (error) {
-      return failed(admissionFailure('external', 'engine.child.initialization_outcome.unacknowledged', 'the child initialisation was not acknowledged', error));
+      await this.#admitter(admission);
+      return undefined;
+    } catch (thrown) {
+      return { error: thrownBy('ProcessAdmitter.admit', thrown) };
     }
-    return { kind: 'admitted', deployment, state, startedAt };
+  }
+
+  /** Hands `outcome` to the acknowledger; its refusal (a CallbackPanicError for a panic), or undefined. */
+  async #acknowledge(outcome: ProcessInitializationOutcome): Promise<{ readonly error: unknown } | undefined> {
+    if (this.#acknowledger === undefined) return undefined;
+    try {
+      await this.#acknowledger(Object.freeze(outcome));
+      return undefined;
+    } catch (thrown) {
+      return { error: thrownBy('ProcessInitializationAcknowledger.acknowledge', thrown) };
+    }
   }
 
   /**
@@ -514,15 +542,16 @@ export class Engine {
       if (contract !== undefined) {
         throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} contradicts its wait contracts: ${contract}`);
       }
+      const schemas = restoreSchemaProblem(deployment.descriptor, process);
+      if (schemas !== undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId}: ${schemas}`);
       if (process.isTerminal) continue;
       const signal = new AbortController().signal;
       try {
         await deployment.definition.restore(process.committedExecutionState, signal);
         if (process.prepared !== undefined) await deployment.definition.restore(process.prepared.candidateState, signal);
-      } catch (error) {
-        throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} does not restore: ${error instanceof Error ? error.message : String(error)}`, {
-          cause: error,
-        });
+      } catch (thrown) {
+        const error = thrownBy('Definition.restore', thrown);
+        throw new KernelError(ErrorCode.invalidTreeSnapshot, `process ${process.processId} does not restore: ${(error as Error).message}`, { cause: error });
       }
       for (const effect of process.prepared?.effects() ?? []) {
         if (effect.effect.target === 'dispatcher' && deployment.dispatcher === undefined) {
@@ -536,7 +565,14 @@ export class Engine {
 
   #resolve(ref: DeploymentRef): Deployment {
     if (this.#resolver === undefined) throw new KernelError(ErrorCode.deploymentUnavailable, `no resolver for ${ref}`);
-    const deployment = this.#resolver.resolve(ref);
+    let deployment: Deployment;
+    try {
+      deployment = this.#resolver.resolve(ref);
+    } catch (error) {
+      // Its one rejection is deployment_unavailable; any other throw is a panic.
+      if (error instanceof KernelError && error.code === ErrorCode.deploymentUnavailable) throw error;
+      throw new CallbackPanicError('DeploymentResolver.resolve', error);
+    }
     if (!(deployment instanceof Deployment) || !deployment.ref.equals(ref)) {
       throw new KernelError(ErrorCode.deploymentUnavailable, `the resolver did not return exactly ${ref}`);
     }

@@ -20,14 +20,16 @@ import {
   type EventName,
   type StepStatus,
 } from './event.js';
-import type { Execution } from './definition.js';
+import type { Execution, ReplayPolicy } from './definition.js';
+import { CallbackPanicError, thrownBy } from './callback-panic-error.js';
 import type { ExecutionState } from './execution-state.js';
 import { Failure, normalizeDiagnostic } from './failure.js';
-import { stepFailure } from './classified-error.js';
+import { counterExhausted, stepFailure } from './classified-error.js';
 import { EffectAttemptId, type EffectId, type ProcessId, type TreeIncarnationId, type WaitId } from './identity.js';
 import { MailboxRecord } from './mailbox.js';
 import type { DeltaPipeline, EventPublisher } from './observation.js';
 import { saturatingAdd } from './observation.js';
+import { maxUint64 } from './wire.js';
 import { Payload } from './payload.js';
 import { PreparedStep, type PreparedEffect } from './prepared-step.js';
 import { PendingControl, ProcessSnapshot, type ProcessSnapshotFields } from './process-snapshot.js';
@@ -162,6 +164,8 @@ const diagnostics = {
   deadline: () => Failure.create('external', 'engine.dispatch.deadline', 'the dispatch deadline expired before a settlement'),
   canceled: () => Failure.create('external', 'engine.dispatch.canceled', 'the dispatch was canceled before a settlement'),
   failed: () => Failure.create('external', 'engine.dispatch.failed', 'the dispatcher failed without a settlement; the outcome is unknown'),
+  policyPanicked: () =>
+    Failure.create('panic', 'engine.effect.recovery.invalid', 'dispatch was permitted before the writer stopped and the replay policy panicked; the outcome is unknown'),
   interrupted: () =>
     Failure.create(
       'external',
@@ -253,7 +257,7 @@ export class TreeRuntime {
    * `begin` once it is acknowledged.
    */
   openingEvents(name: EventName): Event[] {
-    return this.processes().map((process) => this.#event(process, name));
+    return this.processes().flatMap((process) => this.#event(process, name) ?? []);
   }
 
   /** Publishes the opening events once their commit is acknowledged, then begins driving. */
@@ -304,6 +308,11 @@ export class TreeRuntime {
       return true;
     }
     if (snapshot.status !== 'running') return false;
+    // Work stops before a uint64 counter wraps (kernel-contract §4.12): no Step 2^64.
+    if (snapshot.committedSteps >= maxUint64) {
+      await this.#terminate(process, { kind: 'failed', failure: counterExhaustedFailure('the step counter') });
+      return true;
+    }
     // Grants to children are debited permanently, so they count as spent (kernel-contract §4.12).
     if (!snapshot.budget.steps.admits(snapshot.committedSteps + snapshot.allocatedResources.steps + 1n)) {
       await this.#terminate(process, {
@@ -404,7 +413,7 @@ export class TreeRuntime {
   async #commit(
     replacements: readonly ProcessSnapshot[],
     boundary: { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind } | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean },
-    events: (prospective: TreeSnapshot) => Event[] = () => [],
+    events: (prospective: TreeSnapshot) => Array<Event | undefined> = () => [],
     unresolvedOnFailure: readonly EffectId[] = [],
     added: readonly ProcessRuntime[] = [],
   ): Promise<void> {
@@ -417,6 +426,11 @@ export class TreeRuntime {
       // stops the writer naming the uncertain Effect (kernel-contract §4.18, seed "Signals,
       // lifecycle, and bounds").
       throw this.#stop(error, unresolvedOnFailure);
+    }
+    if (this.#sequence >= maxUint64) {
+      // No commit can record anything any more, a logical failure included: only a new activation
+      // (a restore, which restarts the sequence) can continue this tree.
+      throw this.#stop(new KernelError(ErrorCode.counterExhausted, 'the commit sequence of this writer is exhausted'), unresolvedOnFailure);
     }
     const sequence = this.#sequence + 1n;
     const previous = this.#head.digest;
@@ -434,13 +448,13 @@ export class TreeRuntime {
     // per-Process sequences stay gap-free (kernel-contract §4.19). Nothing else numbers events of
     // this tree while the owner lane awaits the committer.
     const sequences = new Map(this.processes().map((process) => [process, process.eventSequence]));
-    const published = events(prospective);
+    const published = events(prospective).filter((event): event is Event => event !== undefined);
     try {
       if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, { events: published });
       else await this.#services.committer.commitCheckpoint(commit, { events: published });
     } catch (error) {
       for (const [process, sequence] of sequences) process.eventSequence = sequence;
-      throw this.#stop(error, unresolvedOnFailure);
+      throw this.#stop(thrownBy(commit instanceof EffectBoundary ? 'TreeCommitter.commitEffect' : 'TreeCommitter.commitCheckpoint', error), unresolvedOnFailure);
     }
     this.#head = prospective;
     this.#sequence = sequence;
@@ -559,7 +573,13 @@ export class TreeRuntime {
     process: ProcessRuntime,
     name: EventName,
     scope: { stepSequence?: bigint; effectId?: EffectId; fact?: EventFact } = {},
-  ): Event {
+  ): Event | undefined {
+    // An exhausted publication sequence omits the event and counts it; execution goes on (the
+    // seed's ObservationFailures.DroppedEvents).
+    if (process.eventSequence >= maxUint64) {
+      this.#services.events.recordDroppedEvent();
+      return undefined;
+    }
     process.eventSequence += 1n;
     return Event.create({
       processSequence: process.eventSequence,
@@ -575,8 +595,8 @@ export class TreeRuntime {
     });
   }
 
-  #publish(event: Event): void {
-    this.#services.events.publish(event);
+  #publish(event: Event | undefined): void {
+    if (event !== undefined) this.#services.events.publish(event);
   }
 
   #now(): string {
@@ -753,6 +773,7 @@ export class TreeRuntime {
       }
     }
     const count = BigInt(effects.length);
+    if (snapshot.counters.preparedEffects + count > maxUint64) return counterExhaustedFailure('the prepared effects counter');
     const allocated = snapshot.allocatedResources;
     if (!snapshot.budget.effects.admits(snapshot.counters.preparedEffects + allocated.effects + count)) {
       return Failure.create('execution', 'engine.limit.effects', 'the effects budget cannot admit this batch');
@@ -863,7 +884,7 @@ export class TreeRuntime {
     });
   }
 
-  #finishedEvent(process: ProcessRuntime, snapshot: ProcessSnapshot): Event {
+  #finishedEvent(process: ProcessRuntime, snapshot: ProcessSnapshot): Event | undefined {
     const termination = snapshot.termination as Termination;
     return this.#event(process, eventNames.processFinished, {
       fact: ProcessFinished.create({
@@ -963,13 +984,14 @@ export class TreeRuntime {
       this.#startDispatch(process, frontier, false);
       return;
     }
-    // Pending with no job: a restored dispatch permission.
-    const policy = process.deployment.dispatcher?.replayPolicy(frontier.effect);
+    // Pending with no job: a restored dispatch permission. A panicking policy permits no replay.
+    const policy = replayPolicyOf(process, frontier);
     if (policy === 'same_identity') {
       this.#startDispatch(process, frontier, false);
       return;
     }
-    const unknown = current.with({ prepared: prepared.withSettlement(frontier.id, Settlement.of('unknown', Payload.emptyObject), diagnostics.interrupted()) });
+    const diagnostic = policy instanceof CallbackPanicError ? diagnostics.policyPanicked() : diagnostics.interrupted();
+    const unknown = current.with({ prepared: prepared.withSettlement(frontier.id, Settlement.of('unknown', Payload.emptyObject), diagnostic) });
     await this.#commit([unknown], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false });
   }
 
@@ -1011,7 +1033,7 @@ export class TreeRuntime {
     effect: PreparedEffect,
     failure: Failure | undefined,
     others: readonly ProcessSnapshot[] = [],
-    events: () => Event[] = () => [],
+    events: () => Array<Event | undefined> = () => [],
   ): Promise<void> {
     const next = current.with({ prepared: (current.prepared as PreparedStep).withFrameworkSettlement(effect.id, failure) });
     await this.#commit([next, ...others], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false }, events);
@@ -1440,7 +1462,8 @@ export class TreeRuntime {
     return this.#exclusive(() => {
       this.#ensureRunning();
       const effect = this.#checkAdjudicable(process, effectId);
-      const policy = process.deployment.dispatcher?.replayPolicy(effect.effect);
+      const policy = replayPolicyOf(process, effect);
+      if (policy instanceof CallbackPanicError) throw policy;
       if (policy !== 'same_identity') {
         throw new KernelError(ErrorCode.effectReplayForbidden, `effect ${effectId} cannot be replayed under the same identity`);
       }
@@ -1477,7 +1500,11 @@ export class TreeRuntime {
   /** Activation for a restore: fences the previous writer before anything is published. */
   async activate(previousIncarnationId: TreeIncarnationId, previousDigest: Digest, events: readonly Event[]): Promise<void> {
     const activation = TreeActivation.create({ previousIncarnationId, previousDigest, snapshot: this.#head });
-    await this.#services.committer.activateTree(activation, { events });
+    try {
+      await this.#services.committer.activateTree(activation, { events });
+    } catch (error) {
+      throw thrownBy('TreeCommitter.activateTree', error);
+    }
     this.#sequence = 0n;
   }
 }
@@ -1506,6 +1533,10 @@ type StepResult =
   | { kind: 'error'; failure: Failure }
   | { kind: 'candidate'; transition: Transition; candidate: ExecutionState; restored: Execution };
 
+function counterExhaustedFailure(counter: string): Failure {
+  return Failure.create(counterExhausted.kind, counterExhausted.code, `${counter} is exhausted`);
+}
+
 function snapshotLimitFailure(): Failure {
   return Failure.create('execution', 'engine.limit.snapshot', 'the candidate does not fit the snapshot byte limits');
 }
@@ -1517,12 +1548,21 @@ function finished(process: ProcessRuntime): KernelError {
 /** A Step error keeps its classification when it wraps a ClassifiedError; thrown non-errors are panics. */
 function stepErrorFailure(error: unknown): Failure {
   if (!(error instanceof Error)) return Failure.create('panic', 'execution.step.failed', 'the step threw a non-error value');
-  return stepFailure(error) ?? Failure.create('execution', 'execution.step.failed', normalizeDiagnostic(error.message));
+  return interpreted('execution.step.failed', () => stepFailure(error) ?? Failure.create('execution', 'execution.step.failed', normalizeDiagnostic(error.message)));
 }
 
 function classified(error: unknown, code: string, kind: 'execution' | 'contract', fallback: string): Failure {
   if (!(error instanceof Error)) return Failure.create('panic', code, fallback);
-  return stepFailure(error) ?? Failure.create(kind, code, normalizeDiagnostic(`${fallback}: ${error.message}`));
+  return interpreted(code, () => stepFailure(error) ?? Failure.create(kind, code, normalizeDiagnostic(`${fallback}: ${error.message}`)));
+}
+
+/** The Failure `interpret` reads from a Strategy error; a throw while reading it is a panic (the seed's Execution). */
+function interpreted(code: string, interpret: () => Failure): Failure {
+  try {
+    return interpret();
+  } catch {
+    return Failure.create('panic', code, 'interpreting the returned error panicked');
+  }
 }
 
 /**
@@ -1550,6 +1590,15 @@ async function dispatchOnce(
           ? diagnostics.canceled()
           : diagnostics.failed();
     return { settlement: Settlement.of('unknown', Payload.emptyObject), diagnostic };
+  }
+}
+
+/** The Dispatcher's replay policy for `effect`; a throw (the callback has no error result) is a contained panic. */
+function replayPolicyOf(process: ProcessRuntime, effect: PreparedEffect): ReplayPolicy | undefined | CallbackPanicError {
+  try {
+    return process.deployment.dispatcher?.replayPolicy(effect.effect);
+  } catch (error) {
+    return new CallbackPanicError('Dispatcher.replayPolicy', error);
   }
 }
 
