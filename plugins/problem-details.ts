@@ -470,7 +470,7 @@ function classify(error: unknown, bodyLimit: number): Classified {
  * member name), and a hostile request must not get itself echoed at length, nor a body with ten
  * thousand errors a response ten thousand entries long.
  */
-export const problemBounds = { detailChars: 1_000, messageChars: 300, pointerChars: 512, errors: 100 } as const;
+export const problemBounds = { detailChars: 1_000, messageChars: 300, pointerChars: 512, instanceChars: 512, errors: 100 } as const;
 
 function bounded(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}… (truncated)` : text;
@@ -487,7 +487,7 @@ function render(request: FastifyRequest, code: ProblemCode, detail: string, erro
     detail: `${bounded(detail, problemBounds.detailChars)}${omitted > 0 ? ` (${omitted} more errors not listed)` : ''}`,
     code,
     requestId: String(request.id),
-    instance: request.url.split('?')[0] ?? request.url,
+    instance: bounded(request.url.split('?')[0] ?? request.url, problemBounds.instanceChars),
   };
   if (listed !== undefined && listed.length > 0) {
     body.errors = listed.map((error) => ({

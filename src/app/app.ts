@@ -266,12 +266,19 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: false,
     // Node would answer a missing Host with a bodiless 400 before Fastify sees the request;
     // `refuseUnservable` answers it as a problem instead.
-    // A request must arrive within requestTimeout (a slow-loris body is answered 408); Node checks at
-    // connectionsCheckingInterval, so that follows the bound.
+    // A request must arrive within requestTimeout (a slow-loris body is answered 408). Node reads the
+    // bound when the server is created (setting it later, as Fastify's own option does, is not enforced
+    // on Node 20) and checks at connectionsCheckingInterval, so both are server options here.
     requestTimeout: requestTimeoutMs,
     http: {
       requireHostHeader: false,
-      ...(requestTimeoutMs > 0 ? { connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(requestTimeoutMs / 4))) } : {}),
+      ...(requestTimeoutMs > 0
+        ? {
+            requestTimeout: requestTimeoutMs,
+            headersTimeout: Math.min(60_000, requestTimeoutMs),
+            connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(requestTimeoutMs / 4))),
+          }
+        : {}),
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -170,7 +170,7 @@ describe('load shedding', () => {
     try {
       const app = node.app as FastifyInstance & { isUnderPressure(): boolean };
       await eventually(() => app.isUnderPressure(), 'the first heap sample');
-      const shed = await request(node.url).post('/v1/processes').send({ deployment: 'demo.echo', input: { message: 'x' } });
+      const shed = await request(node.url).post('/v1/processes').send({ deployment: 'demo.echo', input: { value: 'x' } });
       assert.equal(shed.status, 503);
       assert.equal(shed.body.code, 'overloaded');
       assert.match(shed.headers['content-type'] ?? '', /^application\/problem\+json/);
