@@ -25,7 +25,6 @@ import type { FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { eventNameValues } from '../../src/kernel/index.js';
 import type { LogEntry, LogQuery, StreamEndReason, TreeStream } from '../../src/server/host.js';
-import type { StreamSlot, StreamSlots } from '../../src/store/stream-slots.js';
 import { ProblemError, problemResponses } from '../problem-details.js';
 import { TreeParams } from '../shared.js';
 import { StreamHeaders, StreamQuery, StreamResponse, streamDescription } from './schemas.js';
@@ -55,10 +54,21 @@ export interface StreamPluginOptions {
    * or every node's on one Redis), the cap, and who the caller is (undefined: not counted).
    */
   readonly perCaller?: {
-    readonly slots: StreamSlots;
+    readonly slots: CallerSlots;
     readonly max: number;
     readonly holderOf: (request: FastifyRequest) => string | undefined;
   };
+}
+
+/** Open-stream slots per caller (src/store/stream-slots.ts has this node's and every node's on Redis). */
+export interface CallerSlots {
+  /** A slot for `holder`, or undefined when it already holds `cap`. */
+  acquire(holder: string, cap: number): Promise<StreamSlot | undefined>;
+  close(): Promise<void>;
+}
+
+interface StreamSlot {
+  release(): void;
 }
 
 export const streamDefaults = {
