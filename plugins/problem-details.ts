@@ -428,6 +428,8 @@ const statusCodes: Readonly<Record<number, ProblemCode>> = {
   431: 'request_header_fields_too_large',
 };
 
+const edgeAuthoredCodes: ReadonlySet<ProblemCode> = new Set(['overloaded', 'stream_capacity']);
+
 function classify(error: unknown, bodyLimit: number): Classified {
   const candidate = error as Partial<FastifyError> & { errors?: readonly FieldError[] };
   if (Array.isArray(candidate.validation)) {
@@ -439,7 +441,9 @@ function classify(error: unknown, bodyLimit: number): Classified {
   if (code !== undefined && isProblemCode(code)) {
     const { status, title } = problemRegistry[code];
     if (code === 'internal_error') return { code, detail: 'the server could not answer this request', level: 'error' };
-    if (status >= 500) return { code, detail: `${title}: retry later`, level: 'warn' };
+    // A 5xx's message may come from deep inside (a store, a driver) and is not sent; the edge's own
+    // refusals (shedding, stream capacity) say what to do and keep theirs.
+    if (status >= 500 && !edgeAuthoredCodes.has(code)) return { code, detail: `${title}: retry later`, level: 'warn' };
     const message = typeof candidate.message === 'string' && candidate.message !== '' ? candidate.message : title;
     const errors = Array.isArray(candidate.errors) ? candidate.errors : undefined;
     const firstAvailable = (error as { firstAvailable?: unknown }).firstAvailable;

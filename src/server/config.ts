@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
@@ -22,8 +23,8 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_SSE_MAX_STREAMS_PER_KEY` | 100         | open SSE streams per API key (across every node in Redis mode); auth on only |
  * | `SCOPE_RATE_LIMIT`       | 1200/1m with auth, else off | requests per window per API key (per address with auth off): `<n>/<window>` (`ms`, `s`, `m`, `h`) or `off` |
  * | `SCOPE_REQUEST_TIMEOUT_MS` | 30000            | a request (headers and body) must arrive within this; 0 = no bound |
- * | `SCOPE_MAX_EVENT_LOOP_DELAY_MS` | 3000        | shed load (503 `overloaded`) past this event-loop delay; 0 = off |
- * | `SCOPE_MAX_HEAP_BYTES`   | 0 (off)            | shed load past this heap use (bytes or `<n>MiB`)          |
+ * | `SCOPE_MAX_EVENT_LOOP_DELAY_MS` | 0 (off)     | shed load (503 `overloaded`) past this mean event-loop delay |
+ * | `SCOPE_MAX_HEAP_BYTES`   | 90% of the heap limit | shed load past this heap use (bytes or `<n>MiB`; 0 = off) |
  * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
@@ -110,6 +111,16 @@ export interface ServerConfig {
   /** Bound on receiving one request, headers and body (ms); 0 = none. */
   readonly requestTimeoutMs: number;
   readonly pressure: PressureConfig;
+}
+
+/**
+ * Shed load at 90% of V8's heap limit: past it the next allocations push the process into a full-GC
+ * spiral and then an out-of-memory crash, which loses every request in flight instead of some. An
+ * event-loop bound is off by default: a short block (a large restore, a GC pause) on a busy but healthy
+ * node would refuse requests that would have been served a moment later.
+ */
+export function defaultMaxHeapBytes(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit * 0.9);
 }
 
 /** The rate limit with authentication on, unless `SCOPE_RATE_LIMIT` says otherwise. */
@@ -238,9 +249,9 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     maxStreamsPerKey: integer('SCOPE_SSE_MAX_STREAMS_PER_KEY', 100, 1, 1_000_000),
   };
   const requestTimeoutMs = integer('SCOPE_REQUEST_TIMEOUT_MS', 30_000, 0, 3_600_000);
-  const size = (name: string): number => {
+  const size = (name: string, fallback: number): number => {
     const text = read(name);
-    if (text === undefined) return 0;
+    if (text === undefined) return fallback;
     const bytes = parseByteSize(text);
     if (bytes === undefined) {
       problems.push(`${name}=${JSON.stringify(text)}: expected a size (e.g. 1073741824, 512MiB) or 0`);
@@ -249,9 +260,9 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     return bytes;
   };
   const pressure: PressureConfig = Object.freeze({
-    maxEventLoopDelayMs: integer('SCOPE_MAX_EVENT_LOOP_DELAY_MS', 3_000, 0, 600_000),
-    maxHeapBytes: size('SCOPE_MAX_HEAP_BYTES'),
-    maxRssBytes: size('SCOPE_MAX_RSS_BYTES'),
+    maxEventLoopDelayMs: integer('SCOPE_MAX_EVENT_LOOP_DELAY_MS', 0, 0, 600_000),
+    maxHeapBytes: size('SCOPE_MAX_HEAP_BYTES', defaultMaxHeapBytes()),
+    maxRssBytes: size('SCOPE_MAX_RSS_BYTES', 0),
   });
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
