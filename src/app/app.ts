@@ -49,6 +49,7 @@ import { MemoryStreamSlots } from '../store/stream-slots.js';
 import { installLoadShedding } from './guards/load-shedding.js';
 import { installRateLimit } from './guards/rate-limit.js';
 import { installAuthentication } from './auth/authentication.js';
+import { installTenancyGuard } from './auth/tenancy-guard.js';
 import { ApiKeyStore } from './auth/key-store.js';
 import { operationScopes, scopeDescriptions, securityOf } from './auth/scopes.js';
 
@@ -367,6 +368,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (auth?.mode === 'keys') {
     const store = new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
     await installAuthentication(app, store);
+    installTenancyGuard(app);
   }
   const keyPrefix = options.config?.keyPrefix ?? 'scope';
   // After authentication: the limit is per API key when there is one.
