@@ -22,7 +22,8 @@ import { eventually, openSse, streamPath, type SseSession } from '../plugins/sse
 const directory = mkdtempSync(join(tmpdir(), 'scope-guards-'));
 const keysFile = join(directory, 'keys.json');
 const alice = createKey({ id: 'alice', tenant: 'a', scopes: [...scopeValues] });
-const bob = createKey({ id: 'bob', tenant: 'b', scopes: [...scopeValues] });
+// One tenant: these tests are about keys (tenant isolation is tenancy.test.ts's).
+const bob = createKey({ id: 'bob', tenant: 'a', scopes: [...scopeValues] });
 writeFileSync(keysFile, JSON.stringify({ keys: [alice.entry, bob.entry] }));
 
 interface Node {

@@ -147,7 +147,7 @@ test('redis: the tenant lands with the start commit, so a new node enforces it',
   const second = await startNode(env);
   try {
     const foreign = await request(second.url).get(`/v1/processes/${encodeURIComponent(rootId)}`).set(as(bob));
-    assert.equal(foreign.status, 404);
+    assert.equal(foreign.status, 404, foreign.text);
     const owned = await request(second.url).get(`/v1/processes/${encodeURIComponent(rootId)}`).set(as(alice));
     assert.equal(owned.status, 200);
   } finally {

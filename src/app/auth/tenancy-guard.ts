@@ -15,13 +15,9 @@ export function installTenancyGuard(app: FastifyInstance): void {
     const params = request.params as { id?: unknown; rootId?: unknown } | undefined;
     const named = typeof params?.id === 'string' ? params.id : typeof params?.rootId === 'string' ? params.rootId : undefined;
     if (named === undefined) return;
-    let tenant: string | undefined;
-    try {
-      tenant = await app.host.tenantOf(named);
-    } catch {
-      // Whatever stops the lookup (a malformed id, storage down), the route meets it and answers it.
-      return;
-    }
+    // Fails closed: whatever stops the lookup (a malformed id, storage down) answers the request, as the
+    // route would have, and nothing is served unchecked.
+    const tenant = await app.host.tenantOf(named);
     if (tenant === undefined || tenant === principal.tenant) return;
     if (typeof params?.rootId === 'string') throw new ProblemError('tree_not_found', `no tree ${named}`);
     throw new ProblemError('process_not_found', `no process ${named}`);
