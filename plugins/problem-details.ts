@@ -66,6 +66,8 @@ export const problemRegistry = {
   range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
   expectation_failed: { status: 417, title: 'Expectation failed' },
   request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
+  // 429: too many requests from one caller.
+  rate_limited: { status: 429, title: 'Too many requests' },
   // 409: the request conflicts with the current state.
   signal_conflict: { status: 409, title: 'Signal conflict' },
   invalid_process_control: { status: 409, title: 'Invalid process control' },
@@ -99,6 +101,7 @@ export const problemRegistry = {
   committer_unavailable: { status: 503, title: 'Storage unavailable' },
   shutting_down: { status: 503, title: 'Shutting down' },
   stream_capacity: { status: 503, title: 'Stream capacity reached' },
+  overloaded: { status: 503, title: 'Overloaded' },
   engine_closed: { status: 503, title: 'Engine closed' },
 } as const satisfies Record<string, ProblemType>;
 
@@ -256,7 +259,7 @@ export function serverProblemResponses(): Record<string, unknown> {
   return {
     default: marker(
       'Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, ' +
-        '`committer_unavailable`, `shutting_down`, `engine_closed` (503).',
+        '`committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load).',
       ['internal_error'],
     ),
   };
@@ -283,14 +286,15 @@ export function documentProblems<S>(schema: S): S {
 }
 
 /**
- * A route schema that needs a bearer token documents the two auth problems too: 401 `unauthorized` and
- * 403 `insufficient_scope` (merged into a 403 the route already documents).
+ * A route schema that needs a bearer token documents what guards it too: 401 `unauthorized`, 403
+ * `insufficient_scope` (merged into a 403 the route already documents) and 429 `rate_limited`.
+ * Public operations (probes, this document) are neither authenticated nor rate limited.
  */
 export function withAuthProblems<S>(schema: S): S {
   const response = (schema as { response?: Record<string, unknown> } | undefined)?.response;
   if (response === undefined) return schema;
   const merged: Record<string, unknown> = { ...response };
-  for (const code of ['unauthorized', 'insufficient_scope'] as const) {
+  for (const code of ['unauthorized', 'insufficient_scope', 'rate_limited'] as const) {
     const status = String(problemRegistry[code].status);
     const existing = (merged[status] as Partial<ProblemResponseMarker> | undefined)?.[documentedCodes] ?? [];
     const codes = [...existing, code];
@@ -424,6 +428,8 @@ const statusCodes: Readonly<Record<number, ProblemCode>> = {
   431: 'request_header_fields_too_large',
 };
 
+const edgeAuthoredCodes: ReadonlySet<ProblemCode> = new Set(['overloaded', 'stream_capacity']);
+
 function classify(error: unknown, bodyLimit: number): Classified {
   const candidate = error as Partial<FastifyError> & { errors?: readonly FieldError[] };
   if (Array.isArray(candidate.validation)) {
@@ -435,7 +441,9 @@ function classify(error: unknown, bodyLimit: number): Classified {
   if (code !== undefined && isProblemCode(code)) {
     const { status, title } = problemRegistry[code];
     if (code === 'internal_error') return { code, detail: 'the server could not answer this request', level: 'error' };
-    if (status >= 500) return { code, detail: `${title}: retry later`, level: 'warn' };
+    // A 5xx's message may come from deep inside (a store, a driver) and is not sent; the edge's own
+    // refusals (shedding, stream capacity) say what to do and keep theirs.
+    if (status >= 500 && !edgeAuthoredCodes.has(code)) return { code, detail: `${title}: retry later`, level: 'warn' };
     const message = typeof candidate.message === 'string' && candidate.message !== '' ? candidate.message : title;
     const errors = Array.isArray(candidate.errors) ? candidate.errors : undefined;
     const firstAvailable = (error as { firstAvailable?: unknown }).firstAvailable;
@@ -461,18 +469,37 @@ function classify(error: unknown, bodyLimit: number): Classified {
   return { code: 'internal_error', detail: 'the server could not answer this request', level: 'error' };
 }
 
+/**
+ * Bounds on what a problem repeats of the request: a detail or message may quote input (an id, a
+ * member name), and a hostile request must not get itself echoed at length, nor a body with ten
+ * thousand errors a response ten thousand entries long.
+ */
+export const problemBounds = { detailChars: 1_000, messageChars: 300, pointerChars: 512, instanceChars: 512, errors: 100 } as const;
+
+function bounded(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}… (truncated)` : text;
+}
+
 function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[], positions: Pick<Classified, 'firstAvailable' | 'lastPosition'> = {}): ProblemBody {
   const { status, title } = problemRegistry[code];
+  const listed = errors === undefined ? undefined : errors.slice(0, problemBounds.errors);
+  const omitted = errors === undefined ? 0 : errors.length - (listed?.length ?? 0);
   const body: ProblemBody = {
     type: problemTypeUri(code),
     title,
     status,
-    detail,
+    detail: `${bounded(detail, problemBounds.detailChars)}${omitted > 0 ? ` (${omitted} more errors not listed)` : ''}`,
     code,
     requestId: String(request.id),
-    instance: request.url.split('?')[0] ?? request.url,
+    instance: bounded(request.url.split('?')[0] ?? request.url, problemBounds.instanceChars),
   };
-  if (errors !== undefined && errors.length > 0) body.errors = [...errors];
+  if (listed !== undefined && listed.length > 0) {
+    body.errors = listed.map((error) => ({
+      ...error,
+      pointer: bounded(error.pointer, problemBounds.pointerChars),
+      message: bounded(error.message, problemBounds.messageChars),
+    }));
+  }
   if (positions.firstAvailable !== undefined) body.firstAvailable = positions.firstAvailable;
   if (positions.lastPosition !== undefined) body.lastPosition = positions.lastPosition;
   return body;

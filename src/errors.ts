@@ -56,8 +56,12 @@ export const HttpErrorCode = {
   rangeNotSatisfiable: 'range_not_satisfiable',
   expectationFailed: 'expectation_failed',
   requestHeaderFieldsTooLarge: 'request_header_fields_too_large',
-  /** 503: this server holds as many open streams as it allows (Retry-After says when to try again). */
+  /** 503: this server, or this token, holds as many open streams as allowed (Retry-After says when to try again). */
   streamCapacity: 'stream_capacity',
+  /** 429: the token (or, with authentication off, the address) sent more requests than its rate allows. */
+  rateLimited: 'rate_limited',
+  /** 503: the server sheds load (event-loop delay, heap or RSS past their bounds); Retry-After says when to try again. */
+  overloaded: 'overloaded',
   /** 500 with nothing but this code: an unexpected error, logged and never sent. */
   internalError: 'internal_error',
 } as const;

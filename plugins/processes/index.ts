@@ -66,6 +66,8 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
             ...(body.budget === undefined ? {} : { budget: body.budget }),
             ...(body.treeLimits === undefined ? {} : { treeLimits: body.treeLimits }),
             ...(body.capabilities === undefined ? {} : { capabilities: body.capabilities }),
+            // The tree belongs to the caller's tenant (authentication on).
+            ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
           },
           request.headers['idempotency-key'],
         ),
@@ -94,6 +96,7 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
         ...(deployment === undefined ? {} : { deployment }),
         ...(limit === undefined ? {} : { limit }),
         ...(cursor === undefined ? {} : { cursor }),
+        ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
       });
       return wire(page);
     },

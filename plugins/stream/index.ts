@@ -21,6 +21,7 @@
  * A stream from the beginning of a log that retention already trimmed opens with `scope.stream.notice`.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { eventNameValues } from '../../src/kernel/index.js';
 import type { LogEntry, LogQuery, StreamEndReason, TreeStream } from '../../src/server/host.js';
@@ -48,6 +49,26 @@ export interface StreamPluginOptions {
   readonly closeGraceMs?: number;
   /** Open streams at once (default 1 000; `SCOPE_SSE_MAX_STREAMS`); one more is 503 `stream_capacity`. */
   readonly maxStreams?: number;
+  /**
+   * A cap per caller on top of the server's (`SCOPE_SSE_MAX_STREAMS_PER_KEY`): the slots (this node's,
+   * or every node's on one Redis), the cap, and who the caller is (undefined: not counted).
+   */
+  readonly perCaller?: {
+    readonly slots: CallerSlots;
+    readonly max: number;
+    readonly holderOf: (request: FastifyRequest) => string | undefined;
+  };
+}
+
+/** Open-stream slots per caller (src/store/stream-slots.ts has this node's and every node's on Redis). */
+export interface CallerSlots {
+  /** A slot for `holder`, or undefined when it already holds `cap`. */
+  acquire(holder: string, cap: number): Promise<StreamSlot | undefined>;
+  close(): Promise<void>;
+}
+
+interface StreamSlot {
+  release(): void;
 }
 
 export const streamDefaults = {
@@ -222,6 +243,23 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
     clearTimeout(timer);
   });
 
+  const retryAfter = String(Math.max(1, Math.ceil(settings.retryMs / 1000)));
+  const { perCaller } = options;
+  if (perCaller !== undefined && (!Number.isSafeInteger(perCaller.max) || perCaller.max < 1)) {
+    throw new RangeError(`stream option perCaller.max must be an integer >= 1, got ${String(perCaller.max)}`);
+  }
+  app.addHook('onClose', async () => perCaller?.slots.close());
+
+  /** The caller's slot (undefined when callers are not counted); a caller at its cap is refused. */
+  async function callerSlot(request: FastifyRequest, reply: { header(name: string, value: string): unknown }): Promise<StreamSlot | undefined> {
+    const holder = perCaller?.holderOf(request);
+    if (perCaller === undefined || holder === undefined) return undefined;
+    const slot = await perCaller.slots.acquire(holder, perCaller.max);
+    if (slot !== undefined) return slot;
+    reply.header('retry-after', retryAfter);
+    throw new ProblemError('stream_capacity', `this API key already holds ${perCaller.max} open streams; close one, or retry later`);
+  }
+
   app.get(
     '/v1/trees/:rootId/stream',
     {
@@ -251,15 +289,20 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
 
       // A bound on what one server holds open: past it, come back later (or to another node).
       if (open.size + opening >= settings.maxStreams) {
-        reply.header('retry-after', String(Math.max(1, Math.ceil(settings.retryMs / 1000))));
+        reply.header('retry-after', retryAfter);
         throw new ProblemError('stream_capacity', `this server already serves ${settings.maxStreams} streams; retry later or on another node`);
       }
       // Every check a client must hear as a problem (404, 400, 409, 410) happens here, before any byte.
       const abort = new AbortController();
       opening += 1;
       let tree: TreeStream;
+      let slot: StreamSlot | undefined;
       try {
+        slot = await callerSlot(request, reply);
         tree = await host.openStream(rootId, { ...filters, ...cursor, signal: abort.signal });
+      } catch (error) {
+        slot?.release();
+        throw error;
       } finally {
         opening -= 1;
       }
@@ -283,6 +326,7 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
       unflushed.add(writer);
       void writer.finished().then(() => unflushed.delete(writer));
       writer.onStop(() => {
+        slot?.release();
         open.delete(stream);
         stream.abort.abort();
         // Endings the route decides are recorded before it stops the writer; a drop happens inside a

@@ -20,7 +20,7 @@ const waits: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { deployment, rootId } = request.query;
-      return { items: wire([...(await app.host.waits({ ...(deployment === undefined ? {} : { deployment }), ...(rootId === undefined ? {} : { rootId }) }))]) };
+      return { items: wire([...(await app.host.waits({ ...(deployment === undefined ? {} : { deployment }), ...(rootId === undefined ? {} : { rootId }), ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }) }))]) };
     },
   );
 };

@@ -42,8 +42,14 @@ import waits, { waitComponents } from '../../plugins/waits/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
 import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
-import { defaultBodyLimit, maxBodyLimit, type AuthConfig, type SseConfig } from '../server/config.js';
+import { defaultBodyLimit, maxBodyLimit, type AuthConfig, type PressureConfig, type RateLimitConfig, type SseConfig } from '../server/config.js';
+import type { RedisClient } from '../store/redis/connection.js';
+import { RedisStreamSlots } from '../store/redis/stream-slots.js';
+import { MemoryStreamSlots } from '../store/stream-slots.js';
+import { installLoadShedding } from './guards/load-shedding.js';
+import { installRateLimit } from './guards/rate-limit.js';
 import { installAuthentication } from './auth/authentication.js';
+import { installTenancyGuard } from './auth/tenancy-guard.js';
 import { ApiKeyStore } from './auth/key-store.js';
 import { operationScopes, scopeDescriptions, securityOf } from './auth/scopes.js';
 
@@ -75,6 +81,14 @@ export interface AppConfig {
   readonly auth?: AuthConfig;
   /** Origins a browser may call the API from (`SCOPE_CORS_ORIGINS`); none by default (same origin only). */
   readonly corsOrigins?: readonly string[];
+  /** Requests per window per caller (`SCOPE_RATE_LIMIT`); absent: none. */
+  readonly rateLimit?: RateLimitConfig;
+  /** Receiving one request (headers and body) must end within this (`SCOPE_REQUEST_TIMEOUT_MS`); 0 or absent: no bound. */
+  readonly requestTimeoutMs?: number;
+  /** Load shedding bounds (`SCOPE_MAX_EVENT_LOOP_DELAY_MS`, …), and how often they are sampled (default 1 s); absent: none. */
+  readonly pressure?: PressureConfig & { readonly sampleIntervalMs?: number };
+  /** Redis key prefix for the guards' shared counters (`SCOPE_KEY_PREFIX`). */
+  readonly keyPrefix?: string;
 }
 
 export interface BuildAppOptions {
@@ -82,6 +96,11 @@ export interface BuildAppOptions {
   readonly config?: AppConfig;
   /** A pino logger instance, Fastify logger options, or false (the default) for no logging. */
   readonly logger?: FastifyBaseLogger | FastifyServerOptions['logger'];
+  /**
+   * A Redis connection for what every node must count together (rate limits, streams per key); absent:
+   * this node counts alone. The caller owns it (the app does not close it).
+   */
+  readonly redis?: RedisClient;
 }
 
 /**
@@ -223,6 +242,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // A Host without a registry (the spec-generation stand-in of scripts/openapi.ts) gets no HTTP metrics.
   const registry = (options.host.telemetry as Partial<Host['telemetry']> | undefined)?.registry;
   const httpMetrics = registry === undefined ? undefined : new HttpMetrics(registry);
+  const requestTimeoutMs = options.config?.requestTimeoutMs ?? 0;
 
   const app = Fastify({
     ...loggerOptions(options.logger),
@@ -247,7 +267,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: false,
     // Node would answer a missing Host with a bodiless 400 before Fastify sees the request;
     // `refuseUnservable` answers it as a problem instead.
-    http: { requireHostHeader: false },
+    // A request must arrive within requestTimeout (a slow-loris body is answered 408). Node reads the
+    // bound when the server is created (setting it later, as Fastify's own option does, is not enforced
+    // on Node 20) and checks at connectionsCheckingInterval, so both are server options here.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      requireHostHeader: false,
+      ...(requestTimeoutMs > 0
+        ? {
+            requestTimeout: requestTimeoutMs,
+            headersTimeout: Math.min(60_000, requestTimeoutMs),
+            connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(requestTimeoutMs / 4))),
+          }
+        : {}),
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Node answers an `Expect` other than 100-continue with a bodiless 417 unless someone listens for
@@ -326,10 +359,24 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       maxAge: 600,
     });
   }
+  // Shedding first: an overloaded server answers before it spends anything on the request.
+  const pressure = options.config?.pressure;
+  if (pressure !== undefined) {
+    await installLoadShedding(app, pressure, pressure.sampleIntervalMs === undefined ? {} : { sampleIntervalMs: pressure.sampleIntervalMs });
+  }
   const auth = options.config?.auth;
   if (auth?.mode === 'keys') {
     const store = new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
     await installAuthentication(app, store);
+    installTenancyGuard(app);
+  }
+  const keyPrefix = options.config?.keyPrefix ?? 'scope';
+  // After authentication: the limit is per API key when there is one.
+  if (options.config?.rateLimit !== undefined) {
+    await installRateLimit(app, {
+      limit: options.config.rateLimit,
+      ...(options.redis === undefined ? {} : { redis: { client: options.redis, keyPrefix } }),
+    });
   }
 
   await app.register(fastifySwagger, {
@@ -386,7 +433,22 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
 
   for (const schema of problemComponents) app.addSchema(schema);
-  const plugins = resourcePlugins(options.config);
+  const perKey = options.config?.sse?.maxStreamsPerKey;
+  const plugins = resourcePlugins(
+    auth?.mode === 'keys' && perKey !== undefined
+      ? {
+          ...options.config,
+          stream: {
+            ...options.config?.stream,
+            perCaller: {
+              slots: options.redis === undefined ? new MemoryStreamSlots() : new RedisStreamSlots(options.redis, { keyPrefix }),
+              max: perKey,
+              holderOf: (request) => request.principal?.keyId,
+            },
+          },
+        }
+      : options.config,
+  );
   for (const { components } of plugins) for (const schema of components) app.addSchema(schema);
 
   app.get(

@@ -1,9 +1,11 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { buildApp } from './app.js';
+import { createLogger } from './logger.js';
 import { ConfigError, loadConfig, redactUrl, type ServerConfig } from '../server/config.js';
 import { EngineHost } from '../server/engine-host.js';
+import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
 import { loadDeploymentsModule } from './deployments-module.js';
 import { startWorker, type RunningWorker } from './worker.js';
@@ -54,12 +56,19 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   const { config, logger } = options;
   const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
   const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }) });
-  const app = await buildApp({ host, config, logger });
+  // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
+  const guardsRedis =
+    config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'keys')
+      ? connectRedis(config.redisUrl, { onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
+      : undefined;
+  const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }) });
+  if (guardsRedis !== undefined) app.addHook('onClose', async () => closeRedis(guardsRedis, 1_000));
   let url: string;
   try {
     url = await app.listen({ port: config.port, host: config.host });
   } catch (error) {
     await host.close(0).catch(() => undefined);
+    if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
     throw error;
   }
   logger.info(
@@ -112,7 +121,7 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
     throw error;
   }
   if (parsed.demos === false) config = { ...config, demos: false };
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config.logLevel);
   if (parsed.command === 'worker') {
     await runWorker(config, logger);
     return;

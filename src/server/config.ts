@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
@@ -19,6 +20,12 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_SSE_KEEPALIVE_MS` | 15000              | SSE keep-alive comment period                             |
  * | `SCOPE_SSE_BUFFER`       | 1000               | per-client SSE buffer, in entries (a slower client drops) |
  * | `SCOPE_SSE_MAX_STREAMS`  | 1000               | open SSE streams per server; one more is 503 with Retry-After |
+ * | `SCOPE_SSE_MAX_STREAMS_PER_KEY` | 100         | open SSE streams per API key (across every node in Redis mode); auth on only |
+ * | `SCOPE_RATE_LIMIT`       | 1200/1m with auth, else off | requests per window per API key (per address with auth off): `<n>/<window>` (`ms`, `s`, `m`, `h`) or `off` |
+ * | `SCOPE_REQUEST_TIMEOUT_MS` | 30000            | a request (headers and body) must arrive within this; 0 = no bound |
+ * | `SCOPE_MAX_EVENT_LOOP_DELAY_MS` | 0 (off)     | shed load (503 `overloaded`) past this mean event-loop delay |
+ * | `SCOPE_MAX_HEAP_BYTES`   | 90% of the heap limit | shed load past this heap use (bytes or `<n>MiB`; 0 = off) |
+ * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
@@ -48,6 +55,21 @@ export interface SseConfig {
   readonly bufferEntries: number;
   /** Open streams this server serves at once; one more is 503 `stream_capacity` with Retry-After. */
   readonly maxStreams: number;
+  /** Open streams one API key holds at once (across every node in Redis mode); only when authentication is on. */
+  readonly maxStreamsPerKey: number;
+}
+
+/** Requests one caller may send per window (`SCOPE_RATE_LIMIT`). */
+export interface RateLimitConfig {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
+/** When the server sheds load rather than fall over (`@fastify/under-pressure`); 0 turns a bound off. */
+export interface PressureConfig {
+  readonly maxEventLoopDelayMs: number;
+  readonly maxHeapBytes: number;
+  readonly maxRssBytes: number;
 }
 
 export interface ServerConfig {
@@ -84,7 +106,25 @@ export interface ServerConfig {
    * API keys read from a file of digests (`SCOPE_API_KEYS_FILE`).
    */
   readonly auth: AuthConfig;
+  /** Requests per window per API key (per address with auth off); undefined = no rate limit. */
+  readonly rateLimit: RateLimitConfig | undefined;
+  /** Bound on receiving one request, headers and body (ms); 0 = none. */
+  readonly requestTimeoutMs: number;
+  readonly pressure: PressureConfig;
 }
+
+/**
+ * Shed load at 90% of V8's heap limit: past it the next allocations push the process into a full-GC
+ * spiral and then an out-of-memory crash, which loses every request in flight instead of some. An
+ * event-loop bound is off by default: a short block (a large restore, a GC pause) on a busy but healthy
+ * node would refuse requests that would have been served a moment later.
+ */
+export function defaultMaxHeapBytes(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit * 0.9);
+}
+
+/** The rate limit with authentication on, unless `SCOPE_RATE_LIMIT` says otherwise. */
+export const defaultRateLimit: RateLimitConfig = Object.freeze({ max: 1_200, windowMs: 60_000 });
 
 export type AuthConfig = { readonly mode: 'off' } | { readonly mode: 'keys'; readonly keysFile: string };
 
@@ -206,7 +246,24 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     keepAliveMs: integer('SCOPE_SSE_KEEPALIVE_MS', 15_000, 100, 15_000),
     bufferEntries: integer('SCOPE_SSE_BUFFER', 1_000, 1, 1_000_000),
     maxStreams: integer('SCOPE_SSE_MAX_STREAMS', 1_000, 1, 1_000_000),
+    maxStreamsPerKey: integer('SCOPE_SSE_MAX_STREAMS_PER_KEY', 100, 1, 1_000_000),
   };
+  const requestTimeoutMs = integer('SCOPE_REQUEST_TIMEOUT_MS', 30_000, 0, 3_600_000);
+  const size = (name: string, fallback: number): number => {
+    const text = read(name);
+    if (text === undefined) return fallback;
+    const bytes = parseByteSize(text);
+    if (bytes === undefined) {
+      problems.push(`${name}=${JSON.stringify(text)}: expected a size (e.g. 1073741824, 512MiB) or 0`);
+      return 0;
+    }
+    return bytes;
+  };
+  const pressure: PressureConfig = Object.freeze({
+    maxEventLoopDelayMs: integer('SCOPE_MAX_EVENT_LOOP_DELAY_MS', 0, 0, 600_000),
+    maxHeapBytes: size('SCOPE_MAX_HEAP_BYTES', defaultMaxHeapBytes()),
+    maxRssBytes: size('SCOPE_MAX_RSS_BYTES', 0),
+  });
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
   const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
@@ -236,6 +293,16 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       `HOST=${JSON.stringify(host)} is not a loopback address and authentication is off: set SCOPE_AUTH=keys with SCOPE_API_KEYS_FILE ` +
         '(or, knowingly, SCOPE_ALLOW_UNAUTHENTICATED=1)',
     );
+  }
+  let rateLimit: RateLimitConfig | undefined = auth.mode === 'keys' ? defaultRateLimit : undefined;
+  const rateText = read('SCOPE_RATE_LIMIT');
+  if (rateText !== undefined) {
+    if (rateText.toLowerCase() === 'off') rateLimit = undefined;
+    else {
+      const parsed = parseRate(rateText);
+      if (parsed === undefined) problems.push(`SCOPE_RATE_LIMIT=${JSON.stringify(rateText)}: expected <requests>/<window> (e.g. 1200/1m, 50/1s, 100/500ms) or off`);
+      else rateLimit = parsed;
+    }
   }
   const transportText = read('SCOPE_TRANSPORT')?.toLowerCase() ?? 'inprocess';
   let transport: 'inprocess' | 'bullmq' = 'inprocess';
@@ -283,6 +350,9 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     idempotencyTtlMs,
     grants: Object.freeze(grants),
     auth: Object.freeze(auth),
+    rateLimit,
+    requestTimeoutMs,
+    pressure,
     deploymentsModule: read('SCOPE_DEPLOYMENTS'),
     corsOrigins,
     transport,
@@ -317,6 +387,18 @@ export function parseGrants(text: string): Grant {
     if (error instanceof AuthorityShapeError) throw new Error(error.message);
     throw error;
   }
+}
+
+/** `1200/1m`, `50/1s`, `100/s`, `10/500ms`: at least one request per window of 1 ms to 1 day. */
+export function parseRate(text: string): RateLimitConfig | undefined {
+  const match = /^(\d+)\s*\/\s*(\d*)\s*(ms|s|m|h)$/i.exec(text.trim());
+  if (match === null) return undefined;
+  const max = Number(match[1]);
+  const count = match[2] === '' ? 1 : Number(match[2]);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(match[3] as string).toLowerCase() as 'ms' | 's' | 'm' | 'h'];
+  const windowMs = count * unit;
+  if (!Number.isSafeInteger(max) || max < 1 || max > 1_000_000_000 || windowMs < 1 || windowMs > 86_400_000) return undefined;
+  return Object.freeze({ max, windowMs });
 }
 
 /** `123`, `512KiB`, `8MiB`, `1kb`, `2mb` (binary multiples); undefined when unparseable. */

@@ -5,6 +5,7 @@ import type { MemoryIdempotencyStore } from '../store/memory-idempotency.js';
 import type { MemoryRootIndex } from '../store/root-index.js';
 import { CommitterBase, recordsOf, rootEntryOf } from './host-committer.js';
 import { intentOf } from './idempotency.js';
+import { tenantOfHostValues } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
 
 export interface EmbeddedCommitterOptions {
@@ -28,6 +29,7 @@ export class EmbeddedCommitter extends CommitterBase {
   readonly #idempotency: MemoryIdempotencyStore;
   readonly #roots: MemoryRootIndex;
   readonly #purged = new Set<string>();
+  readonly #tenants = new Map<string, string>();
 
   constructor(options: EmbeddedCommitterOptions) {
     super(options.metrics);
@@ -35,6 +37,10 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#log = options.log;
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
+  }
+
+  async readTenant(rootId: ProcessId): Promise<string | undefined> {
+    return this.#tenants.get(rootId.toString());
   }
 
   async loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {
@@ -64,6 +70,8 @@ export class EmbeddedCommitter extends CommitterBase {
       const root = checkpoint.rootId.toString();
       const intent = intentOf(context?.hostValues);
       if (intent !== undefined) this.#idempotency.set(intent, root);
+      const tenant = tenantOfHostValues(context?.hostValues);
+      if (tenant !== undefined) this.#tenants.set(root, tenant);
       this.#roots.addNow(rootEntryOf(checkpoint.snapshot));
     }
   }

@@ -44,6 +44,7 @@ import { HostMetrics } from './metrics.js';
 import { ProcessList } from './process-list.js';
 import { parseProcessId, processFinished, snapshotOf, TreeResidency, treeNotFound, type Located } from './residency.js';
 import { Starts } from './starts.js';
+import { defaultTenant } from './tenancy.js';
 import { storeCall } from './store-call.js';
 import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
@@ -93,6 +94,9 @@ const defaultReasons: Readonly<Record<Exclude<ControlAction, 'resume'>, string>>
  * a release) is served read-only from its stored head and log, and answers signals and control
  * with `tree_not_active` until `restoreTree`.
  */
+/** Trees whose tenant is kept in memory. */
+const cachedTenants = 100_000;
+
 export class EngineHost implements Host {
   readonly #config: HostConfig;
   readonly #logger: Logger | undefined;
@@ -108,6 +112,8 @@ export class EngineHost implements Host {
   readonly #shutdown = new AbortController();
   /** Aborted when shutdown stops waiting for dispatches (long demo sleeps end early). */
   readonly #dispatchStop = new AbortController();
+  /** Each tree's tenant, once read (it never changes). */
+  readonly #tenants = new Map<string, string>();
   #closing = false;
   #closed: Promise<void> | undefined;
   #transport: BullmqTransport | undefined;
@@ -154,7 +160,7 @@ export class EngineHost implements Host {
     });
     this.#residency = residency;
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
-    this.#list = new ProcessList(backend.roots, residency);
+    this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root));
     this.#starts = new Starts({
       engine: this.#engine,
       catalog: this.#catalog,
@@ -227,6 +233,7 @@ export class EngineHost implements Host {
     const started = await this.#starts.start(request, idempotencyKey);
     if (!started.created) return { created: false, process: await this.inspectProcess(started.processId) };
     const root = started.process.id.toString();
+    if (request.tenant !== undefined) this.#tenants.set(root, request.tenant);
     this.#residency.adopt(root);
     return { created: true, process: this.#view(await this.#residency.locateOrThrow(root)) };
   }
@@ -240,6 +247,21 @@ export class EngineHost implements Host {
 
   async inspectProcess(processId: string): Promise<ProcessView> {
     return this.#view(await this.#residency.locateOrThrow(processId));
+  }
+
+  async tenantOf(processId: string): Promise<string | undefined> {
+    const located = await this.#residency.locate(processId);
+    return located === undefined ? undefined : this.#treeTenant(located.root);
+  }
+
+  async #treeTenant(root: string): Promise<string> {
+    const known = this.#tenants.get(root);
+    if (known !== undefined) return known;
+    const tenant = (await storeCall('tenant read', () => this.#backend.committer.readTenant(ProcessId.parse(root)))) ?? defaultTenant;
+    this.#tenants.set(root, tenant);
+    // A bounded cache: past it the oldest entries go (they are read again when needed).
+    if (this.#tenants.size > cachedTenants) this.#tenants.delete(this.#tenants.keys().next().value as string);
+    return tenant;
   }
 
   async children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }> {
@@ -482,7 +504,11 @@ export class EngineHost implements Host {
   // Waits and the log
 
   async waits(query: WaitQuery = {}): Promise<readonly WaitView[]> {
-    return this.#inbox.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+    const waits = this.#inbox.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+    const { tenant } = query;
+    if (tenant === undefined) return waits;
+    const owned = await Promise.all(waits.map(async (wait) => (await this.#treeTenant(wait.rootId)) === tenant));
+    return waits.filter((_wait, index) => owned[index]);
   }
 
   async events(processId: string, query: LogQuery): Promise<LogPage> {

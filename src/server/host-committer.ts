@@ -9,7 +9,8 @@ import type { HostMetrics } from './metrics.js';
  *
  * - `context.events` (the committed events the Engine publishes once the commit is acknowledged)
  *   become event-log entries;
- * - `context.hostValues.idempotency` on a start checkpoint becomes the idempotency record.
+ * - `context.hostValues.idempotency` on a start checkpoint becomes the idempotency record, and
+ *   `context.hostValues.tenant` the tree's tenant record.
  *
  * Redis mode (`redis-host-committer.ts`): both go into the commit's own Lua script, so they are
  * written exactly when the head is installed. Embedded mode (`embedded-committer.ts`): the memory
@@ -30,6 +31,8 @@ export interface HostCommitter extends TreeStore {
    * is not terminal). Idempotency records expire on their own.
    */
   purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'>;
+  /** The tenant recorded with the tree's start commit (tenancy.ts), or undefined. */
+  readTenant(rootId: ProcessId): Promise<string | undefined>;
 }
 
 type CommitKind = 'start' | 'checkpoint' | 'effect' | 'activation';
@@ -54,6 +57,8 @@ export function unavailable(what: string, error: unknown): KernelError {
 
 /** Shared bookkeeping: timing, in-flight tracking, sealing. */
 export abstract class CommitterBase implements HostCommitter {
+  abstract readTenant(rootId: ProcessId): Promise<string | undefined>;
+
   readonly #metrics: HostMetrics | undefined;
   readonly #inflight = new Map<string, number>();
   #total = 0;

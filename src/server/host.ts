@@ -65,6 +65,8 @@ export interface StartRequest {
   readonly budget?: BudgetView;
   readonly treeLimits?: Partial<TreeLimitsView>;
   readonly capabilities?: readonly string[];
+  /** The tenant of the key that starts it (authentication on): the tree belongs to it (tenancy.ts). */
+  readonly tenant?: string;
 }
 
 export interface StartOutcome {
@@ -146,6 +148,8 @@ export interface ProcessListQuery {
   readonly limit?: number;
   /** Opaque, from a previous page's `nextCursor`. */
   readonly cursor?: string;
+  /** Only the trees of this tenant. */
+  readonly tenant?: string;
 }
 
 export interface ProcessSummary {
@@ -240,6 +244,8 @@ export interface WaitView {
 export interface WaitQuery {
   readonly deployment?: string;
   readonly rootId?: string;
+  /** Only the waits of this tenant's trees. */
+  readonly tenant?: string;
 }
 
 /** One entry of a tree's log: a committed or attempt event, or a delta. */
@@ -329,6 +335,11 @@ export interface Host {
   startProcess(request: StartRequest, idempotencyKey?: string): Promise<StartOutcome>;
   listProcesses(query: ProcessListQuery): Promise<Page<ProcessSummary>>;
   inspectProcess(processId: string): Promise<ProcessView>;
+  /**
+   * The tenant of the tree holding `processId` (a root or any member): `default` for a tree started
+   * without one; undefined when no such process exists (the route then answers its own 404).
+   */
+  tenantOf(processId: string): Promise<string | undefined>;
   /** The direct children of a process (`process_not_found` for an unknown parent). */
   children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }>;
   awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll>;

@@ -16,12 +16,16 @@ export const idempotencyHostValue = 'idempotency';
 const keyPattern = /^[\x21-\x7e]{1,255}$/;
 const tokenPattern = /^[0-9a-f-]{36}$/;
 
-/** Checks an `Idempotency-Key` (1–255 visible ASCII characters) and returns its SHA-256 hex. */
-export function idempotencyKeyDigest(key: string): string {
+/**
+ * Checks an `Idempotency-Key` (1–255 visible ASCII characters) and returns its SHA-256 hex, scoped by
+ * tenant when there is one (one tenant's key never finds another's start; a NUL, which no key holds,
+ * separates them). Without a tenant the key alone is digested, as it always was.
+ */
+export function idempotencyKeyDigest(key: string, tenant?: string): string {
   if (typeof key !== 'string' || !keyPattern.test(key)) {
     throw invalidRequest('Idempotency-Key must be 1-255 visible ASCII characters');
   }
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return createHash('sha256').update(tenant === undefined ? key : `${tenant}\u0000${key}`, 'utf8').digest('hex');
 }
 
 /** SHA-256 hex of the canonical JSON of a request body (member order and whitespace do not matter). */

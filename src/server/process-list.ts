@@ -24,9 +24,12 @@ export class ProcessList {
   readonly #residency: TreeResidency;
   readonly #summaries = new Map<string, ProcessSummary>();
 
-  constructor(roots: RootIndex, residency: TreeResidency) {
+  readonly #tenantOf: (root: string) => Promise<string>;
+
+  constructor(roots: RootIndex, residency: TreeResidency, tenantOf: (root: string) => Promise<string>) {
     this.#roots = roots;
     this.#residency = residency;
+    this.#tenantOf = tenantOf;
   }
 
   async page(query: ProcessListQuery): Promise<Page<ProcessSummary>> {
@@ -41,12 +44,15 @@ export class ProcessList {
     }
     const items: ProcessSummary[] = [];
     // One member more than the page needs tells whether anything follows it.
-    const batch = status === undefined ? limit + 1 : Math.min(100, limit * 2);
+    const filtered = status !== undefined || query.tenant !== undefined;
+    const batch = filtered ? Math.min(100, limit * 2) : limit + 1;
     for (let scanned = 0; scanned < scanBatches; scanned += 1) {
       const members = await storeCall('process list', () => this.#roots.page(before, batch, query.deployment));
       for (const member of members) {
-        const summary = await this.#summary(rootOfMember(member));
-        if (summary !== undefined && (status === undefined || summary.status === status)) {
+        const root = rootOfMember(member);
+        const summary = await this.#summary(root);
+        const owned = query.tenant === undefined || summary === undefined || (await this.#tenantOf(root)) === query.tenant;
+        if (summary !== undefined && owned && (status === undefined || summary.status === status)) {
           if (items.length === limit) return { items, nextCursor: encodeCursor(before as string) };
           items.push(summary);
         }

@@ -6,6 +6,7 @@ import type { RedisTreeCommitter } from '../store/redis/redis-committer.js';
 import type { RootIndex, RootIndexEntry } from '../store/root-index.js';
 import { CommitterBase, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
+import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
 
 export interface RedisHostCommitterOptions {
@@ -43,6 +44,10 @@ export class RedisHostCommitter extends CommitterBase {
     return this.#store.loadTree(rootId);
   }
 
+  readTenant(rootId: ProcessId): Promise<string | undefined> {
+    return this.#store.readRecord(rootId, tenantRecordSuffix);
+  }
+
   async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
     const head = await this.#store.loadTree(rootId);
     const outcome = await this.#store.purgeTree(rootId);
@@ -65,6 +70,9 @@ export class RedisHostCommitter extends CommitterBase {
           ttlMs: intent.ttlMs,
         });
       }
+      // The tenant lands with the head or not at all: a tree is never readable without its owner.
+      const tenant = tenantOfHostValues(context?.hostValues);
+      if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
     }
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
     if (intent !== undefined) {

@@ -6,6 +6,7 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
 import type { DeploymentCatalog } from './catalog.js';
 import type { StartRequest } from './host.js';
 import { idempotencyHostValue, idempotencyKeyDigest, requestDigest } from './idempotency.js';
+import { tenantHostValue } from './tenancy.js';
 import { storeCall } from './store-call.js';
 
 /**
@@ -22,6 +23,7 @@ interface PreparedStart {
   readonly budget: Budget | undefined;
   readonly treeLimits: TreeLimits | undefined;
   readonly capabilities: CapabilitySet | undefined;
+  readonly tenant: string | undefined;
 }
 
 /** What a start produced: the new process, or (a replayed key) the root of the earlier one. */
@@ -53,8 +55,10 @@ export class Starts {
     this.#options.admit();
     const prepared = this.#prepare(request);
     if (idempotencyKey === undefined) return { created: true, process: await this.#engineStart(prepared, undefined) };
-    const keyDigest = idempotencyKeyDigest(idempotencyKey);
-    const digest = requestDigest(request);
+    const keyDigest = idempotencyKeyDigest(idempotencyKey, request.tenant);
+    // The body is what the digest compares; the tenant already scopes the key.
+    const { tenant: _tenant, ...body } = request;
+    const digest = requestDigest(body);
     const previous = this.#inFlight.get(keyDigest) ?? Promise.resolve();
     const run = previous.catch(() => undefined).then(() => this.#idempotentStart(prepared, keyDigest, digest));
     this.#inFlight.set(keyDigest, run);
@@ -126,6 +130,7 @@ export class Starts {
       budget: request.budget === undefined ? undefined : requested.budget,
       treeLimits: request.treeLimits === undefined ? undefined : requested.treeLimits,
       capabilities: request.capabilities === undefined ? undefined : requested.capabilities,
+      tenant: request.tenant,
     };
   }
 
@@ -134,7 +139,13 @@ export class Starts {
       budget: prepared.budget,
       treeLimits: prepared.treeLimits,
       capabilities: prepared.capabilities,
-      hostValues: intent === undefined ? undefined : { [idempotencyHostValue]: intent },
+      hostValues:
+        intent === undefined && prepared.tenant === undefined
+          ? undefined
+          : {
+              ...(intent === undefined ? {} : { [idempotencyHostValue]: intent }),
+              ...(prepared.tenant === undefined ? {} : { [tenantHostValue]: prepared.tenant }),
+            },
     });
   }
 }

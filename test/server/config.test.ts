@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TreeLimits } from '../../src/kernel/tree-limits.js';
@@ -14,7 +15,10 @@ test('defaults: embedded mode on 127.0.0.1:3000 with demos, 1 MiB bodies and the
   assert.equal(config.demos, true);
   assert.equal(config.bodyLimit, defaultBodyLimit);
   assert.equal(defaultBodyLimit, 1024 * 1024);
-  assert.deepEqual(config.sse, { keepAliveMs: 15_000, bufferEntries: 1_000, maxStreams: 1_000 });
+  assert.deepEqual(config.sse, { keepAliveMs: 15_000, bufferEntries: 1_000, maxStreams: 1_000, maxStreamsPerKey: 100 });
+  assert.equal(config.rateLimit, undefined, 'no rate limit with authentication off');
+  assert.equal(config.requestTimeoutMs, 30_000);
+  assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 0, maxHeapBytes: Math.floor(getHeapStatistics().heap_size_limit * 0.9), maxRssBytes: 0 });
   assert.equal(config.eventLogMaxLen, 10_000);
   assert.equal(config.shutdownMs, 10_000);
   assert.equal(config.idempotencyTtlMs, 86_400_000);
@@ -40,6 +44,12 @@ test('every variable is read', () => {
     SCOPE_BODY_LIMIT: '8MiB',
     SCOPE_SSE_KEEPALIVE_MS: '5000',
     SCOPE_SSE_BUFFER: '64',
+    SCOPE_SSE_MAX_STREAMS_PER_KEY: '7',
+    SCOPE_RATE_LIMIT: '100/10s',
+    SCOPE_REQUEST_TIMEOUT_MS: '5000',
+    SCOPE_MAX_EVENT_LOOP_DELAY_MS: '250',
+    SCOPE_MAX_HEAP_BYTES: '512MiB',
+    SCOPE_MAX_RSS_BYTES: '1073741824',
     SCOPE_EVENT_LOG_MAXLEN: '500',
     SCOPE_SHUTDOWN_MS: '2500',
     SCOPE_IDEMPOTENCY_TTL_MS: '60000',
@@ -55,7 +65,10 @@ test('every variable is read', () => {
   assert.equal(config.keyPrefix, 'acme:scope');
   assert.equal(config.demos, false);
   assert.equal(config.bodyLimit, 8 * 1024 * 1024);
-  assert.deepEqual(config.sse, { keepAliveMs: 5_000, bufferEntries: 64, maxStreams: 1_000 });
+  assert.deepEqual(config.sse, { keepAliveMs: 5_000, bufferEntries: 64, maxStreams: 1_000, maxStreamsPerKey: 7 });
+  assert.deepEqual(config.rateLimit, { max: 100, windowMs: 10_000 });
+  assert.equal(config.requestTimeoutMs, 5_000);
+  assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 250, maxHeapBytes: 512 * 1024 * 1024, maxRssBytes: 1024 * 1024 * 1024 });
   assert.equal(config.eventLogMaxLen, 500);
   assert.equal(config.shutdownMs, 2_500);
   assert.equal(config.idempotencyTtlMs, 60_000);

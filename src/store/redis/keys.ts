@@ -19,6 +19,8 @@ import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
  * | `<prefix>:roots`                    | zset   | the root index, `<start ms>:<root>` members (lex order) |
  * | `<prefix>:roots:deployment:<name>`  | zset   | the same, for one deployment name                      |
  * | `<prefix>:idempotency:<sha256>`     | string | an Idempotency-Key pointer (reserved/committing/root)  |
+ * | `<prefix>:streams:key:<keyId>`      | zset   | an API key's open SSE streams → lease expiry (ms)       |
+ * | `<prefix>:ratelimit:<keyId or ip>`  | string | @fastify/rate-limit's counter for one caller (TTL)     |
  *
  * No file outside this one forms a Redis key (a layering test checks it).
  */
@@ -102,6 +104,17 @@ export function deploymentRootIndexKey(prefix: string, deployment: string): stri
 export function idempotencyPointerKey(prefix: string, keyDigest: string): string {
   if (!/^[0-9a-f]{64}$/.test(keyDigest)) throw new TypeError(`an idempotency key digest is 64 lowercase hex digits, got ${JSON.stringify(keyDigest)}`);
   return `${prefix}:idempotency:${keyDigest}`;
+}
+
+/** An API key's open stream slots (key ids are 1–64 of `[A-Za-z0-9._-]`). */
+export function streamSlotsKey(prefix: string, keyId: string): string {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(keyId)) throw new TypeError(`a stream-slot holder is an API key id, got ${JSON.stringify(keyId)}`);
+  return `${prefix}:streams:key:${keyId}`;
+}
+
+/** The prefix @fastify/rate-limit puts before a caller's key (it forms the rest itself). */
+export function rateLimitNamespace(prefix: string): string {
+  return `${prefix}:ratelimit:`;
 }
 
 /*
