@@ -60,6 +60,7 @@ function loadScripts(directory: URL): ReadonlyMap<string, LuaScript> {
 
 let cache: ReadonlyMap<string, LuaScript> | undefined;
 let transportCache: ReadonlyMap<string, LuaScript> | undefined;
+let limitsCache: ReadonlyMap<string, LuaScript> | undefined;
 
 /** Every script of the tree store, by name (read on first use). */
 export function luaScripts(): ReadonlyMap<string, LuaScript> {
@@ -76,10 +77,23 @@ export function transportLuaScripts(): ReadonlyMap<string, LuaScript> {
   return transportCache;
 }
 
-/** One script by name, store or transport; throws for an unknown name. */
+/**
+ * The HTTP edge's shared counters (`lua/limits/`: stream slots per API key). Apart from the store's
+ * because they hold no tree state and touch no tree's keys.
+ */
+export function limitsLuaScripts(): ReadonlyMap<string, LuaScript> {
+  limitsCache ??= loadScripts(new URL('limits/', luaDirectory));
+  return limitsCache;
+}
+
+function everyScript(): LuaScript[] {
+  return [...luaScripts().values(), ...transportLuaScripts().values(), ...limitsLuaScripts().values()];
+}
+
+/** One script by name, store, transport or limits; throws for an unknown name. */
 export function luaScript(name: string): LuaScript {
-  const script = luaScripts().get(name) ?? transportLuaScripts().get(name);
-  if (script === undefined) throw new Error(`no lua script ${name}; known: ${[...luaScripts().keys(), ...transportLuaScripts().keys()].join(', ')}`);
+  const script = luaScripts().get(name) ?? transportLuaScripts().get(name) ?? limitsLuaScripts().get(name);
+  if (script === undefined) throw new Error(`no lua script ${name}; known: ${everyScript().map((known) => known.name).join(', ')}`);
   return script;
 }
 
@@ -88,7 +102,7 @@ const registered = new WeakSet<Redis>();
 /** Registers every script on `redis` (idempotent per client). */
 export function defineScripts(redis: Redis): void {
   if (registered.has(redis)) return;
-  for (const script of [...luaScripts().values(), ...transportLuaScripts().values()]) {
+  for (const script of everyScript()) {
     // No fixed numberOfKeys: the caller passes the key count, so variadic scripts work too.
     redis.defineCommand(script.commandName, { lua: script.lua });
   }

@@ -7,7 +7,7 @@ import { ProcessId } from '../../../src/kernel/identity.js';
 import { committerUnavailable, mapFlagReply, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
 import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
-import { luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
+import { limitsLuaScripts, luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
 
 /** Redis-free checks: the return-code mapper, the deadline wrapper, the script files, the keys. */
 
@@ -124,6 +124,20 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
   assert.deepEqual([...luaScripts().keys()].sort(), files.map((file) => file.replace(/-\d+\.lua$/, '')).sort());
   const commandNames = new Set([...luaScripts().values()].map((script) => script.commandName));
   assert.equal(commandNames.size, files.length);
+});
+
+test('redis limits scripts (lua/limits/): documented headers, one key each, loaded by name', () => {
+  const directory = new URL('limits/', luaDirectory);
+  const files = readdirSync(directory).filter((file) => file.endsWith('.lua')).sort();
+  assert.deepEqual(files, ['streamSlotAcquire-1.lua', 'streamSlotRenew-1.lua']);
+  for (const file of files) {
+    const name = file.replace(/-\d+\.lua$/, '');
+    const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, directory), 'utf8'))?.[1] ?? '';
+    assert.match(header, new RegExp(`^\\s*${name}: `), `${file} header names the command`);
+    for (const section of ['Input:', 'Output', 'KEYS[1]', 'ARGV[1]']) assert.ok(header.includes(section), `${file} header has ${section}`);
+    assert.equal(luaScript(name).numKeys, 1);
+  }
+  assert.deepEqual([...limitsLuaScripts().keys()].sort(), ['streamSlotAcquire', 'streamSlotRenew']);
 });
 
 test('redis scripts: runScript refuses the wrong number of keys before sending', () => {
