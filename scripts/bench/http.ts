@@ -5,6 +5,9 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createKey } from '../../src/app/auth/key-store.js';
 import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
 
 /**
@@ -18,6 +21,10 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * processes/s over `BENCH_HTTP_SECONDS` (default 3), after a 1 s warm-up at the same concurrency
  * (the first second at 32 clients is dominated by JIT and lazy compilation). Client and server share
  * the machine's CPUs, so the figures are a floor for a server with cores of its own.
+ *
+ * Each mode also runs with authentication on (`+auth`): a bearer API key on every request, the tenant
+ * guard, and the rate limiter counting (its limit set out of reach; in Redis mode it counts in Redis),
+ * side by side with the same mode without, so the table shows what the guards cost on the hot path.
  */
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -28,7 +35,7 @@ const warmupSeconds = 1;
 const echoValue = 'bench';
 
 interface Cell {
-  readonly mode: 'embedded' | 'redis';
+  readonly mode: string;
   readonly clients: number;
   readonly processes: number;
   readonly p50: number;
@@ -87,16 +94,16 @@ async function startServer(env: Record<string, string>): Promise<Server> {
 }
 
 /** One process start → result; the latency in ms, or undefined when it did not complete. */
-async function roundTrip(base: string): Promise<number | undefined> {
+async function roundTrip(base: string, headers: Record<string, string>): Promise<number | undefined> {
   const start = performance.now();
   const started = await fetch(`${base}/v1/processes`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ deployment: 'demo.echo', input: { value: echoValue } }),
   });
   const view = (await started.json()) as { processId?: string };
   if (started.status !== 201 || typeof view.processId !== 'string') return undefined;
-  const result = await fetch(`${base}/v1/processes/${encodeURIComponent(view.processId)}/result?waitMs=60000`);
+  const result = await fetch(`${base}/v1/processes/${encodeURIComponent(view.processId)}/result?waitMs=60000`, { headers });
   const body = (await result.json()) as { status?: string };
   if (result.status !== 200 || body.status !== 'completed') return undefined;
   return performance.now() - start;
@@ -107,7 +114,7 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
 }
 
-async function measure(base: string, mode: Cell['mode'], clients: number, forSeconds: number): Promise<Cell> {
+async function measure(base: string, headers: Record<string, string>, mode: Cell['mode'], clients: number, forSeconds: number): Promise<Cell> {
   const latencies: number[] = [];
   let failures = 0;
   const began = performance.now();
@@ -115,7 +122,7 @@ async function measure(base: string, mode: Cell['mode'], clients: number, forSec
   await Promise.all(
     Array.from({ length: clients }, async () => {
       while (performance.now() < until) {
-        const latency = await roundTrip(base).catch(() => undefined);
+        const latency = await roundTrip(base, headers).catch(() => undefined);
         if (latency === undefined) failures += 1;
         else latencies.push(latency);
       }
@@ -134,13 +141,13 @@ async function measure(base: string, mode: Cell['mode'], clients: number, forSec
   };
 }
 
-async function benchMode(mode: Cell['mode'], env: Record<string, string>): Promise<Cell[]> {
+async function benchMode(mode: Cell['mode'], env: Record<string, string>, headers: Record<string, string> = {}): Promise<Cell[]> {
   const server = await startServer(env);
   try {
     const cells: Cell[] = [];
     for (const clients of clientCounts) {
-      await measure(server.base, mode, clients, warmupSeconds);
-      cells.push(await measure(server.base, mode, clients, seconds));
+      await measure(server.base, headers, mode, clients, warmupSeconds);
+      cells.push(await measure(server.base, headers, mode, clients, seconds));
     }
     return cells;
   } finally {
@@ -153,12 +160,12 @@ function printTable(cells: readonly Cell[]): void {
   console.log(`## http: demo.echo start → result (POST /v1/processes, GET …/result?waitMs=60000), ${seconds} s per row`);
   console.log(`node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}); server: bin/scope.js serve in its own process`);
   console.log(
-    ['mode'.padEnd(9), 'clients'.padStart(7), 'processes'.padStart(10), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'processes/s'.padStart(12), 'failed'.padStart(7)].join(' '),
+    ['mode'.padEnd(14), 'clients'.padStart(7), 'processes'.padStart(10), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'processes/s'.padStart(12), 'failed'.padStart(7)].join(' '),
   );
   for (const cell of cells) {
     console.log(
       [
-        cell.mode.padEnd(9),
+        cell.mode.padEnd(14),
         String(cell.clients).padStart(7),
         String(cell.processes).padStart(10),
         ms(cell.p50).padStart(8),
@@ -171,14 +178,24 @@ function printTable(cells: readonly Cell[]): void {
 }
 
 export async function benchHttp(): Promise<void> {
+  const directory = mkdtempSync(join(tmpdir(), 'scope-bench-http-'));
+  const keysFile = join(directory, 'keys.json');
+  const key = createKey({ id: 'bench', tenant: 'bench', scopes: ['processes:read', 'processes:write'] });
+  writeFileSync(keysFile, JSON.stringify({ keys: [key.entry] }));
+  const auth = { SCOPE_AUTH: 'keys', SCOPE_API_KEYS_FILE: keysFile, SCOPE_RATE_LIMIT: '1000000000/1m' };
+  const bearer = { authorization: `Bearer ${key.token}` };
   const cells: Cell[] = [];
-  cells.push(...(await benchMode('embedded', {})));
   let redis: RedisServer | undefined;
   try {
+    cells.push(...(await benchMode('embedded', {})));
+    cells.push(...(await benchMode('embedded+auth', auth, bearer)));
     redis = await startRedisServer();
-    cells.push(...(await benchMode('redis', { SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: `bench-http-${process.pid}` })));
+    const redisEnv = { SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: `bench-http-${process.pid}` };
+    cells.push(...(await benchMode('redis', redisEnv)));
+    cells.push(...(await benchMode('redis+auth', { ...redisEnv, ...auth }, bearer)));
   } finally {
     await redis?.stop();
+    rmSync(directory, { recursive: true, force: true });
   }
   printTable(cells);
 }
