@@ -57,6 +57,7 @@ export class EmbeddedCommitter extends CommitterBase {
       throw new KernelError(ErrorCode.treeLive, `tree ${root} is live: process ${live.processId.toString()} is ${live.status}`);
     }
     this.#purged.add(root);
+    this.#tenants.delete(root);
     this.#log.delete(root);
     await this.#roots.remove(rootEntryOf(head));
     return 'purged';

@@ -495,6 +495,7 @@ export class EngineHost implements Host {
       return;
     }
     const outcome = await storeCall('purge', () => this.#backend.committer.purgeTree(ProcessId.parse(root)));
+    if (outcome === 'purged') this.#tenants.delete(root);
     if (outcome === 'absent' && !wasLocal) throw treeNotFound(root);
     this.#list.forget(root);
     this.#residency.purged(root);

@@ -54,6 +54,8 @@ export class RedisHostCommitter extends CommitterBase {
     if (outcome === 'purged' && head !== undefined) {
       await this.#roots.remove(rootEntryOf(head)).catch(() => undefined);
     }
+    // The tenant record has no TTL (it lives as long as the tree); a purged tree takes it along.
+    if (outcome === 'purged') await this.#store.deleteRecord(rootId, tenantRecordSuffix).catch(() => undefined);
     return outcome;
   }
 

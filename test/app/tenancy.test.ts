@@ -10,6 +10,8 @@ import { createKey } from '../../src/app/auth/key-store.js';
 import { scopeValues } from '../../src/app/auth/scopes.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
+import { closeRedis, connectRedis } from '../../src/store/redis/connection.js';
+import { recordKey } from '../../src/store/redis/keys.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 
 /**
@@ -152,5 +154,24 @@ test('redis: the tenant lands with the start commit, so a new node enforces it',
     assert.equal(owned.status, 200);
   } finally {
     await second.close();
+  }
+});
+
+test('redis: a purged tree takes its tenant record along', async () => {
+  const prefix = `tenancy3${process.pid}`;
+  const node = await startNode({ SCOPE_REDIS_URL: (redis as RedisServer).url, SCOPE_KEY_PREFIX: prefix });
+  const client = connectRedis((redis as RedisServer).url);
+  try {
+    const started = await request(node.url).post('/v1/processes').set(as(alice)).send({ deployment: 'demo.echo', input: { value: 'brief' } });
+    assert.equal(started.status, 201);
+    const rootId = started.body.rootId as string;
+    assert.equal((await request(node.url).get(`/v1/processes/${encodeURIComponent(rootId)}/result?waitMs=10000`).set(as(alice))).status, 200);
+    assert.equal(await client.get(recordKey(prefix, rootId, 'tenant')), 'acme', 'written with the start commit');
+    const purged = await request(node.url).delete(`/v1/trees/${encodeURIComponent(rootId)}?purge=true`).set(as(alice));
+    assert.equal(purged.status, 204, purged.text);
+    assert.equal(await client.exists(recordKey(prefix, rootId, 'tenant')), 0);
+  } finally {
+    await node.close();
+    await closeRedis(client, 500);
   }
 });

@@ -205,6 +205,12 @@ export class RedisTreeCommitter implements TreeStore {
     return (await this.#call('readRecord', () => this.#redis.get(key))) ?? undefined;
   }
 
+  /** Deletes a host record (a purged tree's tenant record; idempotency records expire on their own). */
+  async deleteRecord(rootId: ProcessId, suffix: string): Promise<void> {
+    const key = recordKey(this.#prefix, rootId, checkRecordSuffix(suffix));
+    await this.#call('deleteRecord', () => this.#redis.del(key));
+  }
+
   /** Ends event-log tails and refuses further calls. The ioredis client is the caller's to close. */
   async close(): Promise<void> {
     this.#closed = true;
