@@ -50,7 +50,8 @@ import { installLoadShedding } from './guards/load-shedding.js';
 import { installRateLimit } from './guards/rate-limit.js';
 import { installAuthentication } from './auth/authentication.js';
 import { installTenancyGuard } from './auth/tenancy-guard.js';
-import { ApiKeyStore } from './auth/key-store.js';
+import { apiKeyPrefix, ApiKeyStore } from './auth/key-store.js';
+import { JwtVerifier } from './auth/jwt-verifier.js';
 import { operationScopes, scopeDescriptions, securityOf } from './auth/scopes.js';
 
 declare module 'fastify' {
@@ -365,9 +366,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await installLoadShedding(app, pressure, pressure.sampleIntervalMs === undefined ? {} : { sampleIntervalMs: pressure.sampleIntervalMs });
   }
   const auth = options.config?.auth;
-  if (auth?.mode === 'keys') {
-    const store = new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
-    await installAuthentication(app, store);
+  if (auth?.mode === 'on') {
+    const keys =
+      auth.keysFile === undefined
+        ? undefined
+        : new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
+    const jwts = auth.jwt === undefined ? undefined : new JwtVerifier(auth.jwt);
+    await installAuthentication(app, async (token) => (token.startsWith(apiKeyPrefix) ? keys?.authenticate(token) : jwts?.authenticate(token)));
     installTenancyGuard(app);
   }
   const keyPrefix = options.config?.keyPrefix ?? 'scope';
@@ -435,7 +440,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   for (const schema of problemComponents) app.addSchema(schema);
   const perKey = options.config?.sse?.maxStreamsPerKey;
   const plugins = resourcePlugins(
-    auth?.mode === 'keys' && perKey !== undefined
+    auth?.mode === 'on' && perKey !== undefined
       ? {
           ...options.config,
           stream: {

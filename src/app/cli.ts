@@ -58,7 +58,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }) });
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
-    config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'keys')
+    config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
       ? connectRedis(config.redisUrl, { onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
       : undefined;
   const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }) });

@@ -29,8 +29,11 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
- * | `SCOPE_AUTH`             | off (keys when SCOPE_API_KEYS_FILE is set) | `off` or `keys` (bearer API keys)            |
+ * | `SCOPE_AUTH`             | off (on when a keys or JWKS file is set) | `off`, `keys` or `jwt` (either turns bearer authentication on) |
  * | `SCOPE_API_KEYS_FILE`    | (none)             | JSON `{keys: [{id, sha256, tenant, scopes}]}`, reread when it changes |
+ * | `SCOPE_JWKS_FILE`        | (none)             | a JSON Web Key Set: bearer JWTs signed by one of its keys are accepted (`SCOPE_AUTH=jwt`, or beside keys) |
+ * | `SCOPE_JWT_ISSUER`, `SCOPE_JWT_AUDIENCE` | (none) | the `iss` / `aud` every JWT must carry            |
+ * | `SCOPE_JWT_TENANT_CLAIM` | tenant             | the JWT claim naming the caller's tenant                  |
  * | `SCOPE_ALLOW_UNAUTHENTICATED` | off           | listen on a non-loopback HOST with auth off (otherwise refused) |
  * | `SCOPE_TRANSPORT`        | inprocess          | how Effects reach dispatchers: `inprocess` or `bullmq` (Redis mode only: `scope worker` processes execute them) |
  * | `SCOPE_TRANSPORT_CLAIM_MS` | 30000            | bullmq: an attempt unclaimed this long fails with `transport.unclaimed` |
@@ -126,7 +129,14 @@ export function defaultMaxHeapBytes(): number {
 /** The rate limit with authentication on, unless `SCOPE_RATE_LIMIT` says otherwise. */
 export const defaultRateLimit: RateLimitConfig = Object.freeze({ max: 1_200, windowMs: 60_000 });
 
-export type AuthConfig = { readonly mode: 'off' } | { readonly mode: 'keys'; readonly keysFile: string };
+/** Authentication: off, or on with API keys (a digests file), JWTs (a key set), or both. */
+export type AuthConfig =
+  | { readonly mode: 'off' }
+  | {
+      readonly mode: 'on';
+      readonly keysFile?: string;
+      readonly jwt?: { readonly jwksFile: string; readonly issuer?: string; readonly audience?: string; readonly tenantClaim?: string };
+    };
 
 /** Whether `host` names only this machine (where auth may stay off). */
 export function isLoopbackHost(host: string): boolean {
@@ -279,13 +289,25 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   }
 
   const keysFile = read('SCOPE_API_KEYS_FILE');
-  const authText = read('SCOPE_AUTH')?.toLowerCase() ?? (keysFile === undefined ? 'off' : 'keys');
+  const jwksFile = read('SCOPE_JWKS_FILE');
+  const authText = read('SCOPE_AUTH')?.toLowerCase() ?? (keysFile !== undefined ? 'keys' : jwksFile !== undefined ? 'jwt' : 'off');
   let auth: AuthConfig = { mode: 'off' };
-  if (authText === 'keys') {
-    if (keysFile === undefined) problems.push('SCOPE_AUTH=keys needs SCOPE_API_KEYS_FILE (a JSON file of key digests; `scope keys create` makes entries)');
-    else auth = { mode: 'keys', keysFile };
+  const jwt =
+    jwksFile === undefined
+      ? undefined
+      : {
+          jwksFile,
+          ...(read('SCOPE_JWT_ISSUER') === undefined ? {} : { issuer: read('SCOPE_JWT_ISSUER') as string }),
+          ...(read('SCOPE_JWT_AUDIENCE') === undefined ? {} : { audience: read('SCOPE_JWT_AUDIENCE') as string }),
+          ...(read('SCOPE_JWT_TENANT_CLAIM') === undefined ? {} : { tenantClaim: read('SCOPE_JWT_TENANT_CLAIM') as string }),
+        };
+  if (authText === 'keys' || authText === 'jwt') {
+    // Either name turns authentication on; every credential source configured is accepted.
+    if (authText === 'keys' && keysFile === undefined) problems.push('SCOPE_AUTH=keys needs SCOPE_API_KEYS_FILE (a JSON file of key digests; `scope keys create` makes entries)');
+    else if (authText === 'jwt' && jwt === undefined) problems.push('SCOPE_AUTH=jwt needs SCOPE_JWKS_FILE (a JSON Web Key Set of the public keys tokens are signed with)');
+    else auth = { mode: 'on', ...(keysFile === undefined ? {} : { keysFile }), ...(jwt === undefined ? {} : { jwt: Object.freeze(jwt) }) };
   } else if (authText !== 'off') {
-    problems.push(`SCOPE_AUTH=${JSON.stringify(authText)}: expected off or keys`);
+    problems.push(`SCOPE_AUTH=${JSON.stringify(authText)}: expected off, keys or jwt`);
   }
   const insecure = read('SCOPE_ALLOW_UNAUTHENTICATED')?.toLowerCase();
   if (auth.mode === 'off' && !isLoopbackHost(host) && !['1', 'true', 'yes', 'on'].includes(insecure ?? '')) {
@@ -294,7 +316,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
         '(or, knowingly, SCOPE_ALLOW_UNAUTHENTICATED=1)',
     );
   }
-  let rateLimit: RateLimitConfig | undefined = auth.mode === 'keys' ? defaultRateLimit : undefined;
+  let rateLimit: RateLimitConfig | undefined = auth.mode === 'on' ? defaultRateLimit : undefined;
   const rateText = read('SCOPE_RATE_LIMIT');
   if (rateText !== undefined) {
     if (rateText.toLowerCase() === 'off') rateLimit = undefined;

@@ -160,7 +160,7 @@ describe('keys and configuration', () => {
   test('a non-loopback address without authentication is refused, unless asked for knowingly', () => {
     assert.throws(() => loadConfig({ HOST: '0.0.0.0' }), (error) => error instanceof ConfigError && /not a loopback address/.test(error.message));
     assert.equal(loadConfig({ HOST: '0.0.0.0', SCOPE_ALLOW_UNAUTHENTICATED: '1' }).auth.mode, 'off');
-    assert.deepEqual(loadConfig({ HOST: '0.0.0.0', SCOPE_API_KEYS_FILE: keysFile }).auth, { mode: 'keys', keysFile });
+    assert.deepEqual(loadConfig({ HOST: '0.0.0.0', SCOPE_API_KEYS_FILE: keysFile }).auth, { mode: 'on', keysFile });
     assert.equal(loadConfig({}).auth.mode, 'off', 'the embedded default on loopback');
     assert.throws(() => loadConfig({ SCOPE_AUTH: 'keys' }), /SCOPE_API_KEYS_FILE/);
   });

@@ -1,7 +1,10 @@
 import bearerAuth from '@fastify/bearer-auth';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError } from '../../../plugins/problem-details.js';
-import type { ApiKeyStore, Principal } from './key-store.js';
+import type { Principal } from './key-store.js';
+
+/** Who a bearer token belongs to, or undefined: API keys, JWTs, or both behind one function. */
+export type Authenticate = (token: string) => Promise<Principal | undefined>;
 import { operationScopes, type Scope } from './scopes.js';
 
 declare module 'fastify' {
@@ -23,13 +26,13 @@ function requiredScope(request: FastifyRequest): Scope | 'public' | undefined {
  * with an unknown one: 401 `unauthorized`; with a token that lacks the scope: 403 `insufficient_scope`
  * (both with `WWW-Authenticate`, RFC 6750). Register before the routes.
  */
-export async function installAuthentication(app: FastifyInstance, store: ApiKeyStore): Promise<void> {
+export async function installAuthentication(app: FastifyInstance, authenticate: Authenticate): Promise<void> {
   await app.register(bearerAuth, {
     addHook: false,
     keys: [],
     verifyErrorLogLevel: 'info',
-    auth: (token: string, request: FastifyRequest) => {
-      const principal = store.authenticate(token);
+    auth: async (token: string, request: FastifyRequest) => {
+      const principal = await authenticate(token);
       if (principal !== undefined) request.principal = principal;
       return principal !== undefined;
     },

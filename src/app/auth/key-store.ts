@@ -24,7 +24,9 @@ interface KeyEntry {
   readonly scopes: readonly Scope[];
 }
 
-const tokenPrefix = 'scope_';
+/** What every API key starts with (a JWT never does: it starts with its base64url header). */
+export const apiKeyPrefix = 'scope_';
+const tokenPrefix = apiKeyPrefix;
 const idPattern = /^[A-Za-z0-9._-]{1,64}$/;
 const digestPattern = /^[0-9a-f]{64}$/;
 
