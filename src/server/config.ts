@@ -2,7 +2,7 @@ import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
-import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
+import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
 
 /**
  * The server configuration, read once from the environment and validated as a whole: every bad
@@ -44,6 +44,7 @@ import { AuthorityShapeError, parseBudget, parseCapabilities, parseTreeLimits, t
  * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
  * | `SCOPE_CORS_ORIGINS`     | (none)             | origins browsers may call the API from, comma-separated  |
  * | `SCOPE_DEPLOYMENTS`      | (none)             | a module whose default export lists your Deployments (serve and worker load it) |
+ * | `SCOPE_TENANT_GRANTS`    | (none)             | JSON `{"<tenant>": {budget?, treeLimits?, capabilities?}}`: narrower grants per tenant |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
 
@@ -95,6 +96,8 @@ export interface ServerConfig {
   readonly idempotencyTtlMs: number;
   /** What every new root is granted; a start may only narrow it. */
   readonly grants: Grant;
+  /** Narrower grants for the trees of named tenants (`SCOPE_TENANT_GRANTS`). */
+  readonly tenantGrants: ReadonlyMap<string, Grant>;
   /** How Effects reach dispatchers; `bullmq` never falls back to in-process. */
   readonly transport: 'inprocess' | 'bullmq';
   readonly transportTiming: TransportTiming;
@@ -288,6 +291,16 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     }
   }
 
+  let tenantGrants: ReadonlyMap<string, Grant> = new Map();
+  const tenantGrantText = read('SCOPE_TENANT_GRANTS');
+  if (tenantGrantText !== undefined) {
+    try {
+      tenantGrants = parseTenantGrants(tenantGrantText, grants);
+    } catch (error) {
+      problems.push(`SCOPE_TENANT_GRANTS: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   const keysFile = read('SCOPE_API_KEYS_FILE');
   const jwksFile = read('SCOPE_JWKS_FILE');
   const authText = read('SCOPE_AUTH')?.toLowerCase() ?? (keysFile !== undefined ? 'keys' : jwksFile !== undefined ? 'jwt' : 'off');
@@ -371,6 +384,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     shutdownMs,
     idempotencyTtlMs,
     grants: Object.freeze(grants),
+    tenantGrants,
     auth: Object.freeze(auth),
     rateLimit,
     requestTimeoutMs,
@@ -391,19 +405,48 @@ export function parseGrants(text: string): Grant {
   } catch {
     throw new Error('expected a JSON object {budget?, treeLimits?, capabilities?}');
   }
+  return grantOf(value, defaultGrants(), '');
+}
+
+/**
+ * `SCOPE_TENANT_GRANTS`: `{"<tenant>": {budget?, treeLimits?, capabilities?}}`. Each narrows the server's
+ * grant for the trees that tenant starts (omitted members keep the server's); one that asks for more
+ * than the server grants is a configuration error, since the Engine could never honour it.
+ */
+export function parseTenantGrants(text: string, server: Grant): ReadonlyMap<string, Grant> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error('expected a JSON object {"<tenant>": {budget?, treeLimits?, capabilities?}}');
+  }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error('expected a JSON object {budget?, treeLimits?, capabilities?}');
+    throw new Error('expected a JSON object {"<tenant>": {budget?, treeLimits?, capabilities?}}');
+  }
+  const grants = new Map<string, Grant>();
+  for (const [tenant, member] of Object.entries(value as Record<string, unknown>)) {
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(tenant)) throw new Error(`${JSON.stringify(tenant)} is not a tenant (1-64 of [A-Za-z0-9._-])`);
+    const grant = grantOf(member, server, `/${tenant}`);
+    const excess = excessOf(server, grant);
+    if (excess.length > 0) throw new Error(`/${tenant} asks for more than SCOPE_GRANTS: ${excess.join('; ')}`);
+    grants.set(tenant, Object.freeze(grant));
+  }
+  return grants;
+}
+
+function grantOf(value: unknown, defaults: Grant, at: string): Grant {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`${at || '/'}: expected a JSON object {budget?, treeLimits?, capabilities?}`);
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!['budget', 'treeLimits', 'capabilities'].includes(key)) throw new Error(`/${key} is not a known member`);
+    if (!['budget', 'treeLimits', 'capabilities'].includes(key)) throw new Error(`${at}/${key} is not a known member`);
   }
   try {
-    const defaults = defaultGrants();
     return {
-      budget: record.budget === undefined ? defaults.budget : parseBudget(record.budget, '/budget', defaults.budget),
-      treeLimits: record.treeLimits === undefined ? defaults.treeLimits : parseTreeLimits(record.treeLimits, '/treeLimits', defaults.treeLimits),
-      capabilities: record.capabilities === undefined ? defaults.capabilities : parseCapabilities(record.capabilities, '/capabilities'),
+      budget: record.budget === undefined ? defaults.budget : parseBudget(record.budget, `${at}/budget`, defaults.budget),
+      treeLimits: record.treeLimits === undefined ? defaults.treeLimits : parseTreeLimits(record.treeLimits, `${at}/treeLimits`, defaults.treeLimits),
+      capabilities: record.capabilities === undefined ? defaults.capabilities : parseCapabilities(record.capabilities, `${at}/capabilities`),
     };
   } catch (error) {
     if (error instanceof AuthorityShapeError) throw new Error(error.message);

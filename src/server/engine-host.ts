@@ -51,7 +51,7 @@ import { WaitInbox } from './waits.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -165,6 +165,7 @@ export class EngineHost implements Host {
       engine: this.#engine,
       catalog: this.#catalog,
       grants: config.grants,
+      tenantGrants: config.tenantGrants,
       idempotency: backend.idempotency,
       idempotencyTtlMs: config.idempotencyTtlMs,
       admit: () => this.#admit(),

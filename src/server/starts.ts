@@ -33,6 +33,8 @@ export interface StartsOptions {
   readonly engine: Engine;
   readonly catalog: DeploymentCatalog;
   readonly grants: Grant;
+  /** Narrower grants for the trees of named tenants (`SCOPE_TENANT_GRANTS`). */
+  readonly tenantGrants?: ReadonlyMap<string, Grant>;
   readonly idempotency: IdempotencyStore;
   readonly idempotencyTtlMs: number;
   /** Throws `shutting_down` once the Host stops admitting work. */
@@ -107,7 +109,10 @@ export class Starts {
     } catch (error) {
       throw invalidRequest(`input is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, error);
     }
-    const grant = this.#options.grants;
+    const server = this.#options.grants;
+    const grant = (request.tenant === undefined ? undefined : this.#options.tenantGrants?.get(request.tenant)) ?? server;
+    // A tenant's grant narrows the server's: what the request omits is that grant, passed explicitly.
+    const narrowed = grant !== server;
     let requested: Grant;
     try {
       requested = {
@@ -121,15 +126,15 @@ export class Starts {
     }
     const excess = excessOf(grant, requested);
     if (excess.length > 0) {
-      throw codedError(HostErrorCode.authorityExceeded, `the start asks for more than the server grants: ${excess.join('; ')}`);
+      throw codedError(HostErrorCode.authorityExceeded, `the start asks for more than ${narrowed ? "its tenant's grant allows" : 'the server grants'}: ${excess.join('; ')}`);
     }
     return {
       deployment,
       input,
       // What the request omits is the grant itself, which the Engine applies as its default.
-      budget: request.budget === undefined ? undefined : requested.budget,
-      treeLimits: request.treeLimits === undefined ? undefined : requested.treeLimits,
-      capabilities: request.capabilities === undefined ? undefined : requested.capabilities,
+      budget: request.budget === undefined && !narrowed ? undefined : requested.budget,
+      treeLimits: request.treeLimits === undefined && !narrowed ? undefined : requested.treeLimits,
+      capabilities: request.capabilities === undefined && !narrowed ? undefined : requested.capabilities,
       tenant: request.tenant,
     };
   }

@@ -175,3 +175,25 @@ test('redis: a purged tree takes its tenant record along', async () => {
     await closeRedis(client, 500);
   }
 });
+
+test('a tenant grant narrows what that tenant\'s starts get and may ask for; other tenants keep the server grant', async () => {
+  const node = await startNode({ SCOPE_TENANT_GRANTS: JSON.stringify({ acme: { budget: { steps: { maximum: 50 } } } }) });
+  try {
+    const narrowed = await request(node.url).post('/v1/processes').set(as(alice)).send({ deployment: 'demo.echo', input: { value: 'g' } });
+    assert.equal(narrowed.status, 201, narrowed.text);
+    assert.deepEqual(narrowed.body.budget.steps, { maximum: 50 });
+    const asked = await request(node.url).post('/v1/processes').set(as(alice)).send({ deployment: 'demo.echo', input: { value: 'g' }, budget: { steps: { maximum: 51 }, effects: { maximum: 5 }, signals: { maximum: 5 } } });
+    assert.equal(asked.status, 403);
+    assert.equal(asked.body.code, 'authority_exceeded');
+    assert.match(asked.body.detail, /its tenant's grant/);
+    const other = await request(node.url).post('/v1/processes').set(as(bob)).send({ deployment: 'demo.echo', input: { value: 'g' }, budget: { steps: { maximum: 51 }, effects: { maximum: 5 }, signals: { maximum: 5 } } });
+    assert.equal(other.status, 201, 'globex keeps the server grant');
+  } finally {
+    await node.close();
+  }
+  assert.throws(
+    () => loadConfig({ SCOPE_GRANTS: JSON.stringify({ budget: { steps: { maximum: 10 } } }), SCOPE_TENANT_GRANTS: JSON.stringify({ acme: { budget: { steps: { maximum: 11 } } } }) }),
+    /SCOPE_TENANT_GRANTS: \/acme asks for more than SCOPE_GRANTS/,
+  );
+  assert.throws(() => loadConfig({ SCOPE_TENANT_GRANTS: JSON.stringify({ 'a b': {} }) }), /is not a tenant/);
+});
