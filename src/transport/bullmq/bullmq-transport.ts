@@ -1,15 +1,16 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
+import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { decodeInboxEntry, jobDataOf } from './job-data.js';
 import { bullPrefixOf, jobIdOf, queueNameOf } from './names.js';
 import { defaultTransportTiming, unclaimedCode, type TransportTiming } from './transport-options.js';
 
 /**
- * The owner's side of the BullMQ transport: a Dispatcher per deployment that offers each attempt
- * (fenced by the tree head's incarnation), enqueues one job for it on the queue of its exact
- * DeploymentRef, and awaits the settlement from the tree's inbox — never from BullMQ's return
+ * The owner's side of the BullMQ transport: a Dispatcher per deployment that enqueues one job per
+ * attempt on the queue of its exact DeploymentRef — the permit to run it was written with the head by
+ * the pending boundary (dispatch-permits.ts) — and awaits the settlement from the effect's inbox — never from BullMQ's return
  * values, QueueEvents or `waitUntilFinished`, which are trimmed lazily and can hang.
  *
  * Every doubt throws, which the Engine records as an Unknown outcome: a claim whose lease lapsed
@@ -25,6 +26,8 @@ export interface BullmqTransportOptions {
   readonly timing?: Partial<TransportTiming>;
   /** Re-inspect an attempt at least this often even without a notification (default 1000 ms). */
   readonly pollMs?: number;
+  /** The permits the host's commits carry (tells a first attempt from a restored one; without it every attempt looks for an earlier one). */
+  readonly permits?: DispatchPermits;
 }
 
 /** A doubt about an attempt's outcome; thrown so the Engine records Unknown. */
@@ -37,12 +40,20 @@ export class TransportDoubt extends Error {
   }
 }
 
+/** The owner's reading of an inbox entry: a worker's `unknown` report is a doubt. */
+function settlementOf(json: string): Settlement {
+  const entry = decodeInboxEntry(json);
+  if (entry.outcome === 'unknown') throw new TransportDoubt(`the worker reported an unknown outcome: ${entry.reason}`);
+  return entry.settlement;
+}
+
 export class BullmqTransport {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #timing: TransportTiming;
   readonly #pollMs: number;
   readonly #attempts: RedisEffectAttempts;
+  readonly #permits: DispatchPermits | undefined;
   readonly #queues = new Map<string, Queue>();
   readonly #waiters = new Map<string, () => void>();
   #subscriber: Redis | undefined;
@@ -54,6 +65,7 @@ export class BullmqTransport {
     this.#timing = { ...defaultTransportTiming, ...options.timing };
     this.#pollMs = options.pollMs ?? 1_000;
     this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
+    this.#permits = options.permits;
   }
 
   get attempts(): RedisEffectAttempts {
@@ -82,7 +94,7 @@ export class BullmqTransport {
   dispatcherFor(deployment: Deployment, local: Dispatcher): Dispatcher {
     const queue = this.#queueOf(deployment);
     return Object.freeze({
-      dispatch: (request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal) => this.#dispatch(queue, local.replayPolicy(request.effect), request, signal),
+      dispatch: (request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal) => this.#dispatch(queue, request, signal),
       replayPolicy: (effect: Effect): ReplayPolicy => local.replayPolicy(effect),
     });
   }
@@ -114,57 +126,73 @@ export class BullmqTransport {
     return queue;
   }
 
-  async #dispatch(queue: Queue, replayPolicy: ReplayPolicy, request: EffectRequest, signal: AbortSignal): Promise<Settlement> {
+  async #dispatch(queue: Queue, request: EffectRequest, signal: AbortSignal): Promise<Settlement> {
     if (this.#closed) throw new TransportDoubt('the transport is closed');
+    const started = Date.now();
+    const claimBy = started + this.#timing.claimWindowMs;
+    const deadline = started + this.#timing.dispatchDeadlineMs;
     const data = jobDataOf(request);
-    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId };
-    const offered = await this.#attempts.offer({
-      ...attempt,
-      incarnationId: data.incarnationId,
-      effectId: request.id.toString(),
-      replayPolicy,
-      claimWindowMs: this.#timing.claimWindowMs,
-      deadlineMs: this.#timing.dispatchDeadlineMs,
-    });
-    if (offered === 'fenced') throw new TransportDoubt('this server no longer owns the tree: the attempt was not offered');
-    if (offered === 'duplicate') throw new TransportDoubt('the attempt was offered before');
+    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
     this.#subscribe();
-    // An enqueue failure needs no special case: the attempt stays unclaimed and, at its window's
-    // end, is revoked and fails definitely.
-    await queue.add('effect', data, { jobId: jobIdOf(request.id, request.attemptId!), attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
-    let canceled = false;
-    const key = `${attempt.rootId} ${attempt.attemptId}`;
     try {
+      // A first attempt (its pending boundary was just committed here) has nothing earlier to
+      // adopt; a restored or replayed one first looks at what earlier attempts left.
+      if (this.#permits?.takeFresh(attempt.rootId, attempt.effectId, data.incarnationId) !== true) {
+        const adopted = await this.#adoptPrior(attempt, deadline, signal);
+        if (adopted !== undefined) return adopted;
+      }
+      // An enqueue failure needs no special case: the attempt stays unclaimed and, at its window's
+      // end, is revoked and fails definitely.
+      await queue.add('effect', data, { jobId: jobIdOf(request.id, request.attemptId!), attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
+      let canceled = false;
+      const key = `${attempt.rootId} ${attempt.attemptId}`;
       for (;;) {
         if (signal.aborted && !canceled) {
           canceled = true;
           await this.#attempts.cancel(attempt).catch(() => undefined);
         }
-        const view = await this.#attempts.inspect(attempt);
+        const now = Date.now();
+        const view = await this.#attempts.inspect(attempt, now >= deadline ? 'expire' : now >= claimBy ? 'revoke' : 'look');
         switch (view.state) {
-          case 'settled': {
-            const entry = decodeInboxEntry(view.json);
-            if (entry.outcome === 'unknown') throw new TransportDoubt(`the worker reported an unknown outcome: ${entry.reason}`);
-            return entry.settlement;
-          }
+          case 'settled':
+            return settlementOf(view.json);
           case 'unclaimed':
             return Settlement.of('failed', Payload.encode({ code: unclaimedCode, error: `no worker claimed the attempt within ${this.#timing.claimWindowMs} ms` }));
           case 'expired':
             throw new TransportDoubt('the dispatch deadline passed after the attempt was claimed');
           case 'lapsed':
             throw new TransportDoubt("the claimant's lease lapsed (worker crash, stall or partition)");
-          case 'missing':
           case 'settling':
-            throw new TransportDoubt(`the attempt record is ${view.state}`);
-          case 'offered':
-          case 'claimed':
+            throw new TransportDoubt('the attempt settled but its inbox entry is gone');
+          case 'waiting':
+          case 'claimed': {
             if (this.#closed) throw new TransportDoubt('the transport closed while the attempt was outstanding');
-            await this.#wake(key, Math.min(this.#pollMs, Math.max(1, view.waitMs + 1)), canceled ? undefined : signal);
+            const until = view.state === 'claimed' ? Math.min(deadline, Date.now() + view.waitMs + 1) : claimBy;
+            await this.#wake(key, Math.min(this.#pollMs, Math.max(1, until - Date.now())), canceled ? undefined : signal);
+          }
         }
       }
     } catch (error) {
       if (error instanceof TransportDoubt) throw error;
       throw new TransportDoubt('the attempt could not be followed', { cause: error });
+    }
+  }
+
+  /**
+   * A restored or replayed dispatch: adopts a definite settlement an earlier attempt left in the
+   * inbox (the owner that saw it run is gone), or waits — up to the deadline — for an earlier attempt
+   * still running under a live lease. Undefined: nothing to adopt, enqueue a new attempt.
+   */
+  async #adoptPrior(attempt: AttemptRef, deadline: number, signal: AbortSignal): Promise<Settlement | undefined> {
+    for (;;) {
+      const prior = await this.#attempts.prior(attempt.rootId, attempt.effectId);
+      if (prior.kind === 'adopt') return settlementOf(prior.json);
+      if (prior.kind === 'none') return undefined;
+      if (Date.now() >= deadline) throw new TransportDoubt('an earlier attempt was still running at the dispatch deadline');
+      if (this.#closed) throw new TransportDoubt('the transport closed while an earlier attempt was running');
+      if (signal.aborted) await this.#attempts.cancel({ ...attempt, attemptId: prior.attemptId }).catch(() => undefined);
+      const wait = Math.min(this.#pollMs, Math.max(1, Math.min(deadline - Date.now(), prior.waitMs + 1)));
+      await this.#wake(`${attempt.rootId} ${prior.attemptId}`, wait, signal.aborted ? undefined : signal);
     }
   }
 
