@@ -182,6 +182,8 @@ test('bullmq: a deployment with no worker fails definitely with transport.unclai
     assert.equal(outcome.status, 'failed');
     const [effect] = await effectsOf(host, echo.processId);
     assert.equal(effect?.status, 'settled');
+    assert.equal(effect?.settlement?.status, 'failed');
+    assert.equal((effect?.settlement?.payload as { code?: string }).code, 'transport.unclaimed', JSON.stringify(effect?.settlement));
     // A definite failed settlement (not Unknown), as the log records it.
     const finished = (await drainStream(host, echo.processId)).filter((entry) => entry.type === 'agent.effect.finished');
     assert.ok(finished.some((entry) => entry.data.includes('"settlement_status":"failed"')), finished.map((entry) => entry.data).join('\n'));
