@@ -121,6 +121,9 @@ export class BullmqTransport {
     let queue = this.#queues.get(name);
     if (queue === undefined) {
       queue = new Queue(name, { connection: this.#redis, prefix: bullPrefixOf(this.#prefix) });
+      // Connection errors surface as failed calls (an enqueue failure is revoked, an inspect failure
+      // is a doubt); an unheard 'error' event would end the process.
+      queue.on('error', () => undefined);
       this.#queues.set(name, queue);
     }
     return queue;
