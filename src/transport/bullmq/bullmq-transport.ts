@@ -55,8 +55,13 @@ export class BullmqTransport {
   readonly #attempts: RedisEffectAttempts;
   readonly #permits: DispatchPermits | undefined;
   readonly #queues = new Map<string, Queue>();
-  readonly #waiters = new Map<string, () => void>();
+  /**
+   * Attempts being followed (`<root> <attempt>`): a notification arriving while no wait is armed
+   * (between an inspection's reply and the next wait) is remembered, never lost to the poll interval.
+   */
+  readonly #followed = new Map<string, { notified: boolean; wake?: () => void }>();
   #subscriber: Redis | undefined;
+  #subscribed: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: BullmqTransportOptions) {
@@ -111,7 +116,7 @@ export class BullmqTransport {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const wake of this.#waiters.values()) wake();
+    for (const followed of this.#followed.values()) followed.wake?.();
     await Promise.allSettled([...this.#queues.values()].map((queue) => queue.close()));
     this.#subscriber?.disconnect();
   }
@@ -136,7 +141,9 @@ export class BullmqTransport {
     const deadline = started + this.#timing.dispatchDeadlineMs;
     const data = jobDataOf(request);
     const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
-    this.#subscribe();
+    await this.#subscribe();
+    const key = `${attempt.rootId} ${attempt.attemptId}`;
+    this.#followed.set(key, { notified: false });
     try {
       // A first attempt (its pending boundary was just committed here) has nothing earlier to
       // adopt; a restored or replayed one first looks at what earlier attempts left.
@@ -148,7 +155,6 @@ export class BullmqTransport {
       // end, is revoked and fails definitely.
       await queue.add('effect', data, { jobId: jobIdOf(request.id, request.attemptId!), attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
       let canceled = false;
-      const key = `${attempt.rootId} ${attempt.attemptId}`;
       for (;;) {
         if (signal.aborted && !canceled) {
           canceled = true;
@@ -178,6 +184,8 @@ export class BullmqTransport {
     } catch (error) {
       if (error instanceof TransportDoubt) throw error;
       throw new TransportDoubt('the attempt could not be followed', { cause: error });
+    } finally {
+      this.#followed.delete(key);
     }
   }
 
@@ -187,8 +195,22 @@ export class BullmqTransport {
    * still running under a live lease. Undefined: nothing to adopt, enqueue a new attempt.
    */
   async #adoptPrior(attempt: AttemptRef, deadline: number, signal: AbortSignal): Promise<Settlement | undefined> {
+    const followed: string[] = [];
+    try {
+      return await this.#adoptPriorLoop(attempt, deadline, signal, followed);
+    } finally {
+      for (const key of followed) this.#followed.delete(key);
+    }
+  }
+
+  async #adoptPriorLoop(attempt: AttemptRef, deadline: number, signal: AbortSignal, followed: string[]): Promise<Settlement | undefined> {
     for (;;) {
       const prior = await this.#attempts.prior(attempt.rootId, attempt.effectId);
+      if (prior.kind === 'running' && !this.#followed.has(`${attempt.rootId} ${prior.attemptId}`)) {
+        // Follow it, then look again: its settlement may have landed before we followed it.
+        this.#followed.set(`${attempt.rootId} ${prior.attemptId}`, { notified: true });
+        followed.push(`${attempt.rootId} ${prior.attemptId}`);
+      }
       if (prior.kind === 'adopt') return settlementOf(prior.json);
       if (prior.kind === 'none') return undefined;
       if (Date.now() >= deadline) throw new TransportDoubt('an earlier attempt was still running at the dispatch deadline');
@@ -199,27 +221,40 @@ export class BullmqTransport {
     }
   }
 
-  /** Resolves on the attempt's notification, after `ms`, or when `signal` aborts (to raise the cancel flag). */
+  /** Resolves on the attempt's notification (or one that came since the last wait), after `ms`, or when `signal` aborts (to raise the cancel flag). */
   #wake(key: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const followed = this.#followed.get(key) ?? { notified: false };
+    this.#followed.set(key, followed);
+    if (followed.notified) {
+      followed.notified = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        if (this.#waiters.get(key) === done) this.#waiters.delete(key);
+        if (followed.wake === done) followed.wake = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
       signal?.addEventListener('abort', done, { once: true });
-      this.#waiters.set(key, done);
+      followed.wake = done;
     });
   }
 
-  #subscribe(): void {
-    if (this.#subscriber !== undefined) return;
-    const subscriber = this.#redis.duplicate();
-    subscriber.on('error', () => undefined);
-    subscriber.on('message', (_channel: string, message: string) => this.#waiters.get(message)?.());
-    void subscriber.subscribe(this.#attempts.settledChannel).catch(() => undefined);
-    this.#subscriber = subscriber;
+  #subscribe(): Promise<void> {
+    this.#subscribed ??= (async () => {
+      const subscriber = this.#redis.duplicate();
+      subscriber.on('error', () => undefined);
+      subscriber.on('message', (_channel: string, message: string) => {
+        const followed = this.#followed.get(message);
+        if (followed === undefined) return;
+        if (followed.wake !== undefined) followed.wake();
+        else followed.notified = true;
+      });
+      this.#subscriber = subscriber;
+      await subscriber.subscribe(this.#attempts.settledChannel).catch(() => undefined);
+    })();
+    return this.#subscribed;
   }
 }
