@@ -36,6 +36,8 @@ export interface EffectWorkerOptions {
   readonly onLease?: (attempt: AttemptRef, event: 'lost') => void;
   /** Told when a claim is refused (a redelivery, a zombie owner's job, a revoked attempt). */
   readonly onRefused?: (attempt: AttemptRef, reason: string) => void;
+  /** Told after an executed attempt's settlement was delivered, or refused (the owner had given up on it). */
+  readonly onSettled?: (attempt: AttemptRef, delivered: boolean) => void;
 }
 
 export type AttemptOutcome = 'executed' | 'refused';
@@ -150,7 +152,8 @@ export class EffectWorker {
       this.#running.delete(key);
     }
     // A refused settlement means the owner already declared the attempt Unknown: nothing to do.
-    await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
+    const delivered = await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
+    this.#options.onSettled?.(attempt, delivered);
     return 'executed';
   }
 

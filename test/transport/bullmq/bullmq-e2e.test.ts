@@ -191,7 +191,7 @@ test('bullmq: a worker whose lease is lost mid-execution (process stopped) yield
   const prefix = freshPrefix();
   const module = 'test/fixtures/never-sleep-deployments.ts';
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
-  const first = await spawnWorker(prefix, own);
+  const first = await spawnWorker(prefix, { ...own, SCOPE_LOG_LEVEL: 'debug' });
   const shutdown = new AbortController();
   const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
@@ -211,6 +211,8 @@ test('bullmq: a worker whose lease is lost mid-execution (process stopped) yield
     // The first worker wakes up, finds its lease gone, aborts the dispatch; its settlement is refused.
     first.kill('SIGCONT');
     await untilOutput(first, 'attempt lease lost');
+    await untilOutput(first, '"msg":"settlement '); // delivered (debug) or refused
+    assert.match(outputs.get(first)?.text ?? '', /settlement refused: the owner had declared the attempt Unknown/);
     const [record] = await attemptsOf(prefix, root);
     assert.equal(record?.state, 'lapsed', JSON.stringify(record));
     assert.deepEqual(await attempts.inbox(root, effect?.effectId as string), {}, 'nothing settled into the Unknown attempt');
