@@ -7,14 +7,12 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, test } from 'node:test';
-import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
 import { type Deployment, Payload } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
-import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { drainStream, effectsOf, freshPrefix, ofType, rejectsWith, result, start, testConfig, untilSettled } from '../../server/harness.js';
 
@@ -140,7 +138,7 @@ test('bullmq: demo.echo and demo.unreliable run on two worker processes, none in
   }
 });
 
-test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a duplicate delivery never runs a never effect twice', async () => {
+test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a redelivered or new attempt of a settled never effect is refused', async () => {
   const prefix = freshPrefix();
   const first = await spawnWorker(prefix);
   const host = apiHost(prefix);
@@ -164,22 +162,17 @@ test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a duplicat
     const [done] = await effectsOf(host, once_.processId);
     const executed = await attemptsOf(prefix, once_.processId);
     assert.equal(executed.length, 1);
-    const queueName = (await redis.keys(`${bullPrefixOf(prefix)}:{demo.unreliable@*}:meta`))[0]?.split(':')[1] as string;
-    const queue = new Queue(queueName, { connection: redis, prefix: bullPrefixOf(prefix) });
-    const events = new QueueEvents(queueName, { connection: { url: server.url }, prefix: bullPrefixOf(prefix) });
-    try {
-      await events.waitUntilReady();
-      const original = (await redis.keys(`${treeKeyBase(prefix, once_.processId)}:attempt:*`))[0] as string;
-      const attemptId = original.slice(original.indexOf(':attempt:') + 1);
-      // A second delivery of the same attempt (as a stall redelivers it): the claim comes first, so
-      // the worker refuses it before it even reads the rest of the job.
-      const job = await queue.add('effect', { rootId: once_.processId, attemptId }, { jobId: 'redelivery-1', attempts: 1 });
-      assert.equal(await job.waitUntilFinished(events, 10_000), 'refused');
-      assert.equal(await attempts.executions(once_.processId, done?.effectId as string), 1, 'executed once, counted at claim time');
-    } finally {
-      await events.close();
-      await queue.close();
-    }
+    // The same attempt delivered again (as a stall redelivers it) and a new attempt of the settled
+    // effect: both claims are refused, nothing runs again.
+    const [settled] = executed as [Record<string, string>];
+    const effectId = done?.effectId as string;
+    const original = (await redis.keys(`${treeKeyBase(prefix, once_.processId)}:attempt:*`))[0] as string;
+    const attemptId = original.slice(original.indexOf(':attempt:') + 1);
+    const claim = (id: string) =>
+      attempts.claim({ rootId: once_.processId, effectId, attemptId: id, incarnationId: settled.incarnation as string, replayPolicy: 'never', token: id, workerId: 'test', leaseMs: 1_000 });
+    assert.deepEqual(await claim(attemptId), { claimed: false, reason: 'taken' });
+    assert.deepEqual(await claim(`attempt:${'3'.repeat(32)}`), { claimed: false, reason: 'settled' });
+    assert.equal(await attempts.executions(once_.processId, effectId), 1, 'executed once, counted at claim time');
     second.kill('SIGTERM');
     await once(second, 'exit');
   } finally {
