@@ -6,7 +6,8 @@ import { KernelError } from '../../../src/kernel/errors.js';
 import { ProcessId } from '../../../src/kernel/identity.js';
 import { committerUnavailable, mapFlagReply, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
 import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
-import { checkKeyPrefix, checkRecordSuffix, effectInboxKey, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
+import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
+import { effectInboxKey } from '../../../src/store/redis/keys.js';
 import { luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
 
 /** Redis-free checks: the return-code mapper, the deadline wrapper, the script files, the keys. */
