@@ -4,10 +4,10 @@ import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { ProcessId } from '../../../src/kernel/identity.js';
+import { effectInboxKey } from '../../../src/store/redis/keys.js';
 import { committerUnavailable, mapFlagReply, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
 import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
-import { effectInboxKey } from '../../../src/store/redis/keys.js';
 import { luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
 
 /** Redis-free checks: the return-code mapper, the deadline wrapper, the script files, the keys. */
