@@ -18,6 +18,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchHttp } = await import('./bench/http.js');
     await benchHttp();
   },
+  transport: async () => {
+    const { benchTransport } = await import('./bench/transport.js');
+    await benchTransport();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

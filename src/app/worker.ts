@@ -46,6 +46,10 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     concurrency: config.workerConcurrency,
     timing: config.transportTiming,
     onError: (error, context) => logger.warn({ err: error, context }, 'worker error'),
+    onLease: (attempt) => logger.warn({ ...attempt }, 'attempt lease lost; its dispatch is aborted and its settlement will be refused'),
+    onRefused: (attempt, reason) => logger.info({ ...attempt, reason }, 'claim refused; nothing executed'),
+    onSettled: (attempt, delivered) =>
+      delivered ? logger.debug({ ...attempt }, 'settlement delivered') : logger.warn({ ...attempt }, 'settlement refused: the owner had declared the attempt Unknown'),
   });
   await worker.start();
   logger.info({ workerId: worker.workerId, pid: process.pid }, 'scope worker ready');

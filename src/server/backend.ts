@@ -5,6 +5,7 @@ import { MemoryTreeCommitter } from '../store/memory-committer.js';
 import { MemoryEventLog } from '../store/memory-event-log.js';
 import { MemoryIdempotencyStore } from '../store/memory-idempotency.js';
 import { closeRedis, connectRedis, pingRedis, type RedisClient } from '../store/redis/connection.js';
+import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
 import { RedisTreeCommitter } from '../store/redis/redis-committer.js';
 import { RedisRootIndex } from '../store/redis/root-index.js';
@@ -49,6 +50,8 @@ export interface BackendOptions {
   readonly redis?: RedisClient;
   /** Redis mode: idempotent-start timing (tests shorten it). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
+  /** Redis mode with the BullMQ transport: the dispatch permits the commits carry. */
+  readonly permits?: DispatchPermits;
 }
 
 export function createBackend(options: BackendOptions): Backend {
@@ -86,7 +89,7 @@ function redisBackend(options: BackendOptions): Backend {
   });
   const roots = new RedisRootIndex({ redis, keyPrefix: config.keyPrefix });
   const idempotency = new RedisIdempotencyStore({ redis, keyPrefix: config.keyPrefix, committer: store, ttlMs: config.idempotencyTtlMs, ...options.idempotency });
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics });
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits });
   return {
     mode: 'redis',
     redis,

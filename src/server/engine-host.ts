@@ -6,6 +6,7 @@ import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
 import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
+import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
@@ -131,13 +132,14 @@ export class EngineHost implements Host {
       residentByStatus: () => residency?.residentByStatus() ?? new Map(),
       defaultMetrics: options.defaultMetrics,
     });
-    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency });
+    const permits = config.transport === 'bullmq' ? new DispatchPermits() : undefined;
+    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, permits });
     this.#backend = backend;
     // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
     // by the queue transport (same ref), so nothing can fall back to running in this process.
     if (config.transport === 'bullmq') {
       if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
-      this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming });
+      this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
     }
     for (const deployment of deployments) this.#catalog.register(this.#transport?.bind(deployment) ?? deployment);
 

@@ -1,6 +1,7 @@
 import type { CommitContext, EffectBoundary, ProcessId, TreeActivation, TreeCheckpoint, TreeSnapshot } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
 import { encodeRecord, idempotencyRecordSuffix, type IdempotencyIntent } from '../store/idempotency.js';
+import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import type { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
 import type { RedisTreeCommitter } from '../store/redis/redis-committer.js';
 import type { RootIndex, RootIndexEntry } from '../store/root-index.js';
@@ -14,6 +15,8 @@ export interface RedisHostCommitterOptions {
   readonly idempotency: RedisIdempotencyStore;
   readonly roots: RootIndex;
   readonly metrics?: HostMetrics;
+  /** The BullMQ transport's dispatch permits, carried by effect boundaries and activations. */
+  readonly permits?: DispatchPermits;
 }
 
 /**
@@ -28,12 +31,14 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #store: RedisTreeCommitter;
   readonly #idempotency: RedisIdempotencyStore;
   readonly #roots: RootIndex;
+  readonly #permits: DispatchPermits | undefined;
 
   constructor(options: RedisHostCommitterOptions) {
     super(options.metrics);
     this.#store = options.store;
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
+    this.#permits = options.permits;
   }
 
   get store(): RedisTreeCommitter {
@@ -85,11 +90,11 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
-    await this.#store.commitEffect(boundary, { events: context?.events ?? [] });
+    await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...this.#permits?.writesFor(boundary) });
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
-    await this.#store.activateTree(activation, { events: context?.events ?? [] });
+    await this.#store.activateTree(activation, { events: context?.events ?? [], ...this.#permits?.writesFor(activation) });
   }
 
   /**

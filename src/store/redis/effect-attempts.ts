@@ -1,12 +1,16 @@
 import type { Redis } from 'ioredis';
 import {
   attemptKey,
+  attemptKeyPrefix,
   checkKeyPrefix,
+  currentClaimsKey,
   defaultKeyPrefix,
+  dispatchPermitSuffix,
+  effectInboxKey,
   executionsKey,
   headKey,
-  inboxKey,
   neverClaimsKey,
+  recordKey,
   settledEffectsKey,
   transportChannel,
   workerRegistryKey,
@@ -14,8 +18,9 @@ import {
 import { runScript } from './scripts.js';
 
 /**
- * The effect transport's evidence in Redis (lua/transport/): which attempt the tree's owner offered,
- * which worker claimed it, and the settlement it delivered to the tree's inbox. Every key is under
+ * The effect transport's evidence in Redis (lua/transport/): which worker claimed an attempt (checked
+ * against the dispatch permit the head's boundary wrote, see dispatch-permits.ts), its lease, and the
+ * settlement it delivered to the effect's inbox. Every key is under
  * the tree's hash tag, so each check is one atomic script in the tree's slot. This is evidence for
  * the transport, never the record: the tree head stays the only record of an Effect's outcome.
  */
@@ -25,27 +30,40 @@ export type ReplayPolicyText = 'never' | 'same_identity';
 export interface AttemptRef {
   readonly rootId: string;
   readonly attemptId: string;
-}
-
-export interface OfferOptions extends AttemptRef {
-  readonly incarnationId: string;
   readonly effectId: string;
-  readonly replayPolicy: ReplayPolicyText;
-  readonly claimWindowMs: number;
-  readonly deadlineMs: number;
 }
 
-export type OfferResult = 'offered' | 'fenced' | 'duplicate';
+/** What a worker asks to claim: the attempt as its job names it. */
+export interface ClaimRequest extends AttemptRef {
+  readonly incarnationId: string;
+  /** The worker's own dispatcher's answer for the effect. */
+  readonly replayPolicy: ReplayPolicyText;
+  readonly token: string;
+  readonly workerId: string;
+  readonly leaseMs: number;
+}
 
-export type ClaimResult =
-  | { readonly claimed: true; readonly canceled: boolean }
-  | { readonly claimed: false; readonly reason: 'missing' | 'fenced' | 'taken' | 'unclaimed' | 'settled' | 'never_claimed' };
+export type ClaimRefusal = 'fenced' | 'taken' | 'unpermitted' | 'revoked' | 'settled' | 'never_claimed' | 'running';
+
+export type ClaimResult = { readonly claimed: true } | { readonly claimed: false; readonly reason: ClaimRefusal };
+
+/**
+ * What the owner asks of an attempt: `look`, or decide what its own clock decided — `revoke` (the
+ * claim window passed) or `expire` (the dispatch deadline passed).
+ */
+export type InspectMode = 'look' | 'revoke' | 'expire';
 
 /** What the owner sees of an attempt; `waitMs` bounds how long nothing can change by time alone. */
 export type AttemptView =
   | { readonly state: 'settled'; readonly json: string }
-  | { readonly state: 'offered' | 'claimed'; readonly waitMs: number }
-  | { readonly state: 'unclaimed' | 'expired' | 'lapsed' | 'missing' | 'settling' };
+  | { readonly state: 'claimed'; readonly waitMs: number }
+  | { readonly state: 'waiting' | 'unclaimed' | 'expired' | 'lapsed' | 'settling' };
+
+/** What earlier attempts of an effect left (asked before a restored or replayed dispatch). */
+export type PriorAttempt =
+  | { readonly kind: 'adopt'; readonly attemptId: string; readonly json: string }
+  | { readonly kind: 'running'; readonly attemptId: string; readonly waitMs: number }
+  | { readonly kind: 'none' };
 
 export interface EffectAttemptsOptions {
   readonly redis: Redis;
@@ -54,13 +72,14 @@ export interface EffectAttemptsOptions {
   readonly retentionMs?: number;
 }
 
-const claimRefusals: Readonly<Record<string, Extract<ClaimResult, { claimed: false }>['reason']>> = {
-  '-1': 'missing',
+const claimRefusals: Readonly<Record<string, ClaimRefusal>> = {
   '-2': 'fenced',
   '-3': 'taken',
-  '-5': 'unclaimed',
+  '-4': 'unpermitted',
+  '-5': 'revoked',
   '-6': 'settled',
   '-7': 'never_claimed',
+  '-8': 'running',
 };
 
 export class RedisEffectAttempts {
@@ -84,34 +103,25 @@ export class RedisEffectAttempts {
     return transportChannel(this.#prefix, 'cancel');
   }
 
-  async offer(options: OfferOptions): Promise<OfferResult> {
-    const reply = await runScript(
-      this.#redis,
-      'offerAttempt',
-      [attemptKey(this.#prefix, options.rootId, options.attemptId), headKey(this.#prefix, options.rootId)],
-      [options.incarnationId, options.effectId, options.replayPolicy, String(options.claimWindowMs), String(options.deadlineMs), this.#retentionMs],
-    );
-    if (reply === 1) return 'offered';
-    if (reply === -2) return 'fenced';
-    if (reply === -3) return 'duplicate';
-    throw new Error(`offerAttempt: unexpected reply ${JSON.stringify(reply)}`);
-  }
-
-  async claim(attempt: AttemptRef, token: string, workerId: string, leaseMs: number): Promise<ClaimResult> {
-    const { rootId, attemptId } = attempt;
+  /** A worker's claim (claimAttempt.lua): granted, or why not — a refusal wrote nothing. */
+  async claim(request: ClaimRequest): Promise<ClaimResult> {
+    const { rootId, attemptId, effectId } = request;
+    const p = this.#prefix;
     const reply = (await runScript(
       this.#redis,
       'claimAttempt',
       [
-        attemptKey(this.#prefix, rootId, attemptId),
-        headKey(this.#prefix, rootId),
-        neverClaimsKey(this.#prefix, rootId),
-        settledEffectsKey(this.#prefix, rootId),
-        executionsKey(this.#prefix, rootId),
+        attemptKey(p, rootId, attemptId),
+        headKey(p, rootId),
+        recordKey(p, rootId, dispatchPermitSuffix(effectId)),
+        neverClaimsKey(p, rootId),
+        settledEffectsKey(p, rootId),
+        executionsKey(p, rootId),
+        currentClaimsKey(p, rootId),
       ],
-      [attemptId, token, workerId, String(leaseMs)],
+      [attemptId, request.token, request.workerId, String(request.leaseMs), request.incarnationId, effectId, request.replayPolicy, attemptKeyPrefix(p, rootId), this.#retentionMs],
     )) as number[];
-    if (reply[0] === 1) return { claimed: true, canceled: reply[1] === 1 };
+    if (reply[0] === 1) return { claimed: true };
     const reason = claimRefusals[String(reply[0])];
     if (reason === undefined) throw new Error(`claimAttempt: unexpected reply ${JSON.stringify(reply)}`);
     return { claimed: false, reason };
@@ -123,39 +133,69 @@ export class RedisEffectAttempts {
     return { held: reply[0] === 1, canceled: reply[1] === 1 };
   }
 
-  /** Delivers `json` to the inbox; false when the claim is no longer held (nothing written). */
+  /** Delivers `json` to the effect's inbox; false when the claim is no longer held (nothing written). */
   async settle(attempt: AttemptRef, token: string, json: string, definite: boolean): Promise<boolean> {
-    const { rootId, attemptId } = attempt;
+    const { rootId, attemptId, effectId } = attempt;
     const reply = await runScript(
       this.#redis,
       'settleAttempt',
-      [attemptKey(this.#prefix, rootId, attemptId), inboxKey(this.#prefix, rootId), settledEffectsKey(this.#prefix, rootId)],
+      [attemptKey(this.#prefix, rootId, attemptId), effectInboxKey(this.#prefix, rootId, effectId), settledEffectsKey(this.#prefix, rootId)],
       [attemptId, token, json, definite ? '1' : '0', this.#retentionMs, this.settledChannel, `${rootId} ${attemptId}`],
     );
     return reply === 1;
   }
 
-  async inspect(attempt: AttemptRef): Promise<AttemptView> {
-    const { rootId, attemptId } = attempt;
-    const reply = (await runScript(this.#redis, 'inspectAttempt', [attemptKey(this.#prefix, rootId, attemptId), inboxKey(this.#prefix, rootId)], [attemptId])) as [
-      string,
-      (string | number)?,
-    ];
+  async inspect(attempt: AttemptRef, mode: InspectMode = 'look'): Promise<AttemptView> {
+    const { rootId, attemptId, effectId } = attempt;
+    const reply = (await runScript(
+      this.#redis,
+      'inspectAttempt',
+      [attemptKey(this.#prefix, rootId, attemptId), effectInboxKey(this.#prefix, rootId, effectId)],
+      [attemptId, mode, this.#retentionMs],
+    )) as [string, (string | number)?];
     const [state, detail] = reply;
     if (state === 'settled') return { state, json: String(detail) };
-    if (state === 'offered' || state === 'claimed') return { state, waitMs: Number(detail) };
-    if (state === 'unclaimed' || state === 'expired' || state === 'lapsed' || state === 'missing') return { state };
-    // `settled` state without an inbox entry cannot outlive the settle script; anything else is a doubt.
+    if (state === 'claimed') return { state, waitMs: Number(detail) };
+    if (state === 'waiting' || state === 'unclaimed' || state === 'expired' || state === 'lapsed') return { state };
+    // `settled` state without an inbox entry: the inbox was consumed or never written — a doubt.
     return { state: 'settling' };
   }
 
-  /** Raises the attempt's durable cancel flag and notifies the workers; false when there is no attempt. */
-  async cancel(attempt: AttemptRef): Promise<boolean> {
+  /** What earlier attempts of `effectId` left: a definite settlement to adopt, or a live claim to wait for. */
+  async prior(rootId: string, effectId: string): Promise<PriorAttempt> {
+    const p = this.#prefix;
+    const reply = (await runScript(
+      this.#redis,
+      'priorAttempt',
+      [settledEffectsKey(p, rootId), currentClaimsKey(p, rootId), effectInboxKey(p, rootId, effectId)],
+      [effectId, attemptKeyPrefix(p, rootId)],
+    )) as [string, string?, (string | number)?];
+    if (reply[0] === 'adopt') return { kind: 'adopt', attemptId: String(reply[1]), json: String(reply[2]) };
+    if (reply[0] === 'running') return { kind: 'running', attemptId: String(reply[1]), waitMs: Number(reply[2]) };
+    return { kind: 'none' };
+  }
+
+  /**
+   * Raises the attempt's durable cancel flag and notifies the workers (`flagged`), or revokes an
+   * attempt nobody claimed yet (`revoked`: it never ran and never will).
+   */
+  async cancel(attempt: AttemptRef): Promise<'flagged' | 'revoked'> {
     const reply = await runScript(this.#redis, 'cancelAttempt', [attemptKey(this.#prefix, attempt.rootId, attempt.attemptId)], [
       this.cancelChannel,
       `${attempt.rootId} ${attempt.attemptId}`,
+      this.#retentionMs,
     ]);
-    return reply === 1;
+    return reply === 1 ? 'flagged' : 'revoked';
+  }
+
+  /** An effect's inbox entries by attempt (diagnostics and tests). */
+  async inbox(rootId: string, effectId: string): Promise<Record<string, string>> {
+    return this.#redis.hgetall(effectInboxKey(this.#prefix, rootId, effectId));
+  }
+
+  /** The effect's dispatch permit: an incarnation id, `settled`, or null (diagnostics and tests). */
+  async permit(rootId: string, effectId: string): Promise<string | null> {
+    return this.#redis.get(recordKey(this.#prefix, rootId, dispatchPermitSuffix(effectId)));
   }
 
   /** Executions started for an effect (counted when a claim is granted). */

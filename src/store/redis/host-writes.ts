@@ -1,6 +1,6 @@
 import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
 import { eventEntryFields, previousEntryField, type EventLogFields } from './event-log.js';
-import { checkRecordSuffix, recordKey } from './keys.js';
+import { checkRecordSuffix, effectInboxKey, recordKey } from './keys.js';
 
 /**
  * The host write set of a commit: what a host adds to one commit beside the kernel's committed
@@ -31,8 +31,13 @@ export interface LoggedEvent {
 export interface HostWriteSet {
   /** Extra log entries, appended after the context's kernel events. */
   readonly entries?: readonly EventLogFields[];
-  /** Idempotency records. */
+  /** Host records (idempotency records, dispatch permits). */
   readonly records?: readonly HostRecord[];
+  /**
+   * Effect ids whose settlement inbox the commit consumes (deleted with the head: the settled
+   * boundary now holds the outcome; see src/transport/bullmq/).
+   */
+  readonly inboxClears?: readonly string[];
 }
 
 /**
@@ -45,7 +50,8 @@ export interface HostWriteSet {
  *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
  *    entry to the one before it;
  * 2. each record, in order: `SET <record key> <value>` (`PX <ttlMs>` when given), overwriting any
- *    previous value.
+ *    previous value;
+ * 3. each inbox clear: `DEL <prefix>:{<root>}:inbox:<effectId>`.
  * A conflict applies none of it. An identical retry acknowledged as a duplicate (status 2) applies
  * none of it either: the original commit already applied its own writes, so a host must build the
  * same writes for the same commit (or accept that only the first ones count). All arguments are
@@ -65,7 +71,7 @@ export interface RedisCommitContext extends HostWriteSet {
 export const hostWritesValueKey = 'scope.redis.hostWrites';
 
 /** Upper bounds that keep one commit's write set a reasonable single script call. */
-export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256 } as const;
+export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256, inboxClears: 64 } as const;
 
 /** The default approximate MAXLEN of each tree's event log. */
 export const defaultEventLogMaxLen = 10_000;
@@ -114,11 +120,13 @@ export function encodeHostWrites(prefix: string, rootId: ProcessId, context: Red
   const events = context?.events ?? [];
   const extra = context?.entries ?? [];
   const direct = context?.records ?? [];
+  const clears = context?.inboxClears ?? [];
   const carried = hostWritesOf(context?.hostValues);
   if (!Array.isArray(events)) throw invalid('events must be an array');
   if (!Array.isArray(extra)) throw invalid('entries must be an array');
   if (!Array.isArray(direct)) throw invalid('records must be an array');
-  if (events.length === 0 && extra.length === 0 && direct.length === 0 && carried === undefined) {
+  if (!Array.isArray(clears)) throw invalid('inboxClears must be an array');
+  if (events.length === 0 && extra.length === 0 && direct.length === 0 && clears.length === 0 && carried === undefined) {
     return noHostWrites; // the scripts' fast path: ARGV ends at the snapshot
   }
   const carriedEntries = carried?.entries ?? [];
@@ -165,6 +173,20 @@ export function encodeHostWrites(prefix: string, rootId: ProcessId, context: Red
     }
     keys.push(recordKey(prefix, rootId, suffix));
     args.push(record.value, ttl === undefined ? '0' : String(ttl));
+  });
+  if (clears.length > hostWriteLimits.inboxClears) throw invalid(`at most ${hostWriteLimits.inboxClears} inbox clears per commit`);
+  clears.forEach((effectId, index) => {
+    let key: string;
+    try {
+      key = effectInboxKey(prefix, rootId, effectId);
+    } catch (error) {
+      throw invalid(`inboxClears[${index}]: ${(error as Error).message}`);
+    }
+    if (seen.has(key)) throw invalid(`inboxClears[${index}] repeats ${effectId}`);
+    seen.add(key);
+    // The scripts read a `-` TTL as a deletion (see includes/hostWrites.lua).
+    keys.push(key);
+    args.push('', '-');
   });
   return { keys, args };
 }

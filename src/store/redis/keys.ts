@@ -123,13 +123,20 @@ export function rateLimitNamespace(prefix: string): string {
  *
  * | key                                       | type | holds                                                     |
  * |-------------------------------------------|------|-----------------------------------------------------------|
- * | `<prefix>:{<root>}:attempt:<attemptId>`   | hash | one attempt: state, incarnation, effect, deadlines, claim |
- * | `<prefix>:{<root>}:inbox`                 | hash | attemptId → settlement JSON (first write wins)            |
+ * | `<prefix>:{<root>}:record:dispatch:<effectId>` | string | which incarnation may dispatch the effect, or `settled` (host write set) |
+ * | `<prefix>:{<root>}:attempt:<attemptId>`   | hash | one attempt: state, incarnation, effect, claim, lease     |
+ * | `<prefix>:{<root>}:inbox:<effectId>`      | hash | attemptId → settlement JSON (first write wins); cleared by the settled boundary |
  * | `<prefix>:{<root>}:claims`                | hash | effectId → the one attempt that ever claimed a `never` effect |
+ * | `<prefix>:{<root>}:current`               | hash | effectId → the attempt claimed last (a restored owner waits on it) |
  * | `<prefix>:{<root>}:settled`               | hash | effectId → the attempt that settled it definitely         |
  * | `<prefix>:{<root>}:executions`            | hash | effectId → executions started (counted at claim time)     |
  * | `<prefix>:transport:workers`              | zset | live worker id → heartbeat expiry (ms), outside any tree  |
  */
+
+/** What every attempt record key of a tree starts with (scripts append an attempt id they read). */
+export function attemptKeyPrefix(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:`;
+}
 
 /** One dispatch attempt's record (`attempt:<hex>` is the kernel's EffectAttemptId text). */
 export function attemptKey(prefix: string, rootId: ProcessId | string, attemptId: string): string {
@@ -137,9 +144,26 @@ export function attemptKey(prefix: string, rootId: ProcessId | string, attemptId
   return `${treeKeyBase(prefix, rootId)}:${attemptId}`;
 }
 
-/** The tree's settlement inbox. */
-export function inboxKey(prefix: string, rootId: ProcessId | string): string {
-  return `${treeKeyBase(prefix, rootId)}:inbox`;
+const effectIdPattern = /^effect:[0-9a-f]{64}$/;
+
+function checkEffectId(effectId: string): string {
+  if (!effectIdPattern.test(effectId)) throw new TypeError(`an effect id is effect:<64 hex>, got ${JSON.stringify(effectId)}`);
+  return effectId;
+}
+
+/** One effect's settlement inbox (per effect, so a restored owner finds an earlier attempt's settlement directly). */
+export function effectInboxKey(prefix: string, rootId: ProcessId | string, effectId: string): string {
+  return `${treeKeyBase(prefix, rootId)}:inbox:${checkEffectId(effectId)}`;
+}
+
+/** The record suffix of an effect's dispatch permit (a host record written with the boundary that grants it). */
+export function dispatchPermitSuffix(effectId: string): string {
+  return `dispatch:${checkEffectId(effectId)}`;
+}
+
+/** The tree's last claimed attempt per effect. */
+export function currentClaimsKey(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:current`;
 }
 
 /** The tree's once-ever claims of `never`-replay effects. */

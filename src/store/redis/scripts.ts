@@ -69,7 +69,7 @@ export function luaScripts(): ReadonlyMap<string, LuaScript> {
 }
 
 /**
- * The effect transport's scripts (`lua/transport/`: attempt offers, claims, settlements). Kept apart
+ * The effect transport's scripts (`lua/transport/`: claims, leases, settlements, inspection). Kept apart
  * from the store's because they are transport evidence, never the record: no commit runs them.
  */
 export function transportLuaScripts(): ReadonlyMap<string, LuaScript> {

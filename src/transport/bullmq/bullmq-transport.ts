@@ -1,15 +1,16 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
+import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { decodeInboxEntry, jobDataOf } from './job-data.js';
 import { bullPrefixOf, jobIdOf, queueNameOf } from './names.js';
 import { defaultTransportTiming, unclaimedCode, type TransportTiming } from './transport-options.js';
 
 /**
- * The owner's side of the BullMQ transport: a Dispatcher per deployment that offers each attempt
- * (fenced by the tree head's incarnation), enqueues one job for it on the queue of its exact
- * DeploymentRef, and awaits the settlement from the tree's inbox — never from BullMQ's return
+ * The owner's side of the BullMQ transport: a Dispatcher per deployment that enqueues one job per
+ * attempt on the queue of its exact DeploymentRef — the permit to run it was written with the head by
+ * the pending boundary (dispatch-permits.ts) — and awaits the settlement from the effect's inbox — never from BullMQ's return
  * values, QueueEvents or `waitUntilFinished`, which are trimmed lazily and can hang.
  *
  * Every doubt throws, which the Engine records as an Unknown outcome: a claim whose lease lapsed
@@ -25,6 +26,8 @@ export interface BullmqTransportOptions {
   readonly timing?: Partial<TransportTiming>;
   /** Re-inspect an attempt at least this often even without a notification (default 1000 ms). */
   readonly pollMs?: number;
+  /** The permits the host's commits carry (tells a first attempt from a restored one; without it every attempt looks for an earlier one). */
+  readonly permits?: DispatchPermits;
 }
 
 /** A doubt about an attempt's outcome; thrown so the Engine records Unknown. */
@@ -37,15 +40,28 @@ export class TransportDoubt extends Error {
   }
 }
 
+/** The owner's reading of an inbox entry: a worker's `unknown` report is a doubt. */
+function settlementOf(json: string): Settlement {
+  const entry = decodeInboxEntry(json);
+  if (entry.outcome === 'unknown') throw new TransportDoubt(`the worker reported an unknown outcome: ${entry.reason}`);
+  return entry.settlement;
+}
+
 export class BullmqTransport {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #timing: TransportTiming;
   readonly #pollMs: number;
   readonly #attempts: RedisEffectAttempts;
+  readonly #permits: DispatchPermits | undefined;
   readonly #queues = new Map<string, Queue>();
-  readonly #waiters = new Map<string, () => void>();
+  /**
+   * Attempts being followed (`<root> <attempt>`): a notification arriving while no wait is armed
+   * (between an inspection's reply and the next wait) is remembered, never lost to the poll interval.
+   */
+  readonly #followed = new Map<string, { notified: boolean; wake?: () => void }>();
   #subscriber: Redis | undefined;
+  #subscribed: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: BullmqTransportOptions) {
@@ -54,6 +70,7 @@ export class BullmqTransport {
     this.#timing = { ...defaultTransportTiming, ...options.timing };
     this.#pollMs = options.pollMs ?? 1_000;
     this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
+    this.#permits = options.permits;
   }
 
   get attempts(): RedisEffectAttempts {
@@ -82,7 +99,7 @@ export class BullmqTransport {
   dispatcherFor(deployment: Deployment, local: Dispatcher): Dispatcher {
     const queue = this.#queueOf(deployment);
     return Object.freeze({
-      dispatch: (request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal) => this.#dispatch(queue, local.replayPolicy(request.effect), request, signal),
+      dispatch: (request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal) => this.#dispatch(queue, request, signal),
       replayPolicy: (effect: Effect): ReplayPolicy => local.replayPolicy(effect),
     });
   }
@@ -99,7 +116,7 @@ export class BullmqTransport {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const wake of this.#waiters.values()) wake();
+    for (const followed of this.#followed.values()) followed.wake?.();
     await Promise.allSettled([...this.#queues.values()].map((queue) => queue.close()));
     this.#subscriber?.disconnect();
   }
@@ -109,86 +126,135 @@ export class BullmqTransport {
     let queue = this.#queues.get(name);
     if (queue === undefined) {
       queue = new Queue(name, { connection: this.#redis, prefix: bullPrefixOf(this.#prefix) });
+      // Connection errors surface as failed calls (an enqueue failure is revoked, an inspect failure
+      // is a doubt); an unheard 'error' event would end the process.
+      queue.on('error', () => undefined);
       this.#queues.set(name, queue);
     }
     return queue;
   }
 
-  async #dispatch(queue: Queue, replayPolicy: ReplayPolicy, request: EffectRequest, signal: AbortSignal): Promise<Settlement> {
+  async #dispatch(queue: Queue, request: EffectRequest, signal: AbortSignal): Promise<Settlement> {
     if (this.#closed) throw new TransportDoubt('the transport is closed');
+    const started = Date.now();
+    const claimBy = started + this.#timing.claimWindowMs;
+    const deadline = started + this.#timing.dispatchDeadlineMs;
     const data = jobDataOf(request);
-    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId };
-    const offered = await this.#attempts.offer({
-      ...attempt,
-      incarnationId: data.incarnationId,
-      effectId: request.id.toString(),
-      replayPolicy,
-      claimWindowMs: this.#timing.claimWindowMs,
-      deadlineMs: this.#timing.dispatchDeadlineMs,
-    });
-    if (offered === 'fenced') throw new TransportDoubt('this server no longer owns the tree: the attempt was not offered');
-    if (offered === 'duplicate') throw new TransportDoubt('the attempt was offered before');
-    this.#subscribe();
-    // An enqueue failure needs no special case: the attempt stays unclaimed and, at its window's
-    // end, is revoked and fails definitely.
-    await queue.add('effect', data, { jobId: jobIdOf(request.id, request.attemptId!), attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
-    let canceled = false;
+    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
+    await this.#subscribe();
     const key = `${attempt.rootId} ${attempt.attemptId}`;
+    this.#followed.set(key, { notified: false });
     try {
+      // A first attempt (its pending boundary was just committed here) has nothing earlier to
+      // adopt; a restored or replayed one first looks at what earlier attempts left.
+      if (this.#permits?.takeFresh(attempt.rootId, attempt.effectId, data.incarnationId) !== true) {
+        const adopted = await this.#adoptPrior(attempt, deadline, signal);
+        if (adopted !== undefined) return adopted;
+      }
+      // An enqueue failure needs no special case: the attempt stays unclaimed and, at its window's
+      // end, is revoked and fails definitely.
+      await queue.add('effect', data, { jobId: jobIdOf(request.id, request.attemptId!), attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
+      let canceled = false;
       for (;;) {
         if (signal.aborted && !canceled) {
           canceled = true;
           await this.#attempts.cancel(attempt).catch(() => undefined);
         }
-        const view = await this.#attempts.inspect(attempt);
+        const now = Date.now();
+        const view = await this.#attempts.inspect(attempt, now >= deadline ? 'expire' : now >= claimBy ? 'revoke' : 'look');
         switch (view.state) {
-          case 'settled': {
-            const entry = decodeInboxEntry(view.json);
-            if (entry.outcome === 'unknown') throw new TransportDoubt(`the worker reported an unknown outcome: ${entry.reason}`);
-            return entry.settlement;
-          }
+          case 'settled':
+            return settlementOf(view.json);
           case 'unclaimed':
             return Settlement.of('failed', Payload.encode({ code: unclaimedCode, error: `no worker claimed the attempt within ${this.#timing.claimWindowMs} ms` }));
           case 'expired':
             throw new TransportDoubt('the dispatch deadline passed after the attempt was claimed');
           case 'lapsed':
             throw new TransportDoubt("the claimant's lease lapsed (worker crash, stall or partition)");
-          case 'missing':
           case 'settling':
-            throw new TransportDoubt(`the attempt record is ${view.state}`);
-          case 'offered':
-          case 'claimed':
+            throw new TransportDoubt('the attempt settled but its inbox entry is gone');
+          case 'waiting':
+          case 'claimed': {
             if (this.#closed) throw new TransportDoubt('the transport closed while the attempt was outstanding');
-            await this.#wake(key, Math.min(this.#pollMs, Math.max(1, view.waitMs + 1)), canceled ? undefined : signal);
+            const until = view.state === 'claimed' ? Math.min(deadline, Date.now() + view.waitMs + 1) : claimBy;
+            await this.#wake(key, Math.min(this.#pollMs, Math.max(1, until - Date.now())), canceled ? undefined : signal);
+          }
         }
       }
     } catch (error) {
       if (error instanceof TransportDoubt) throw error;
       throw new TransportDoubt('the attempt could not be followed', { cause: error });
+    } finally {
+      this.#followed.delete(key);
     }
   }
 
-  /** Resolves on the attempt's notification, after `ms`, or when `signal` aborts (to raise the cancel flag). */
+  /**
+   * A restored or replayed dispatch: adopts a definite settlement an earlier attempt left in the
+   * inbox (the owner that saw it run is gone), or waits — up to the deadline — for an earlier attempt
+   * still running under a live lease. Undefined: nothing to adopt, enqueue a new attempt.
+   */
+  async #adoptPrior(attempt: AttemptRef, deadline: number, signal: AbortSignal): Promise<Settlement | undefined> {
+    const followed: string[] = [];
+    try {
+      return await this.#adoptPriorLoop(attempt, deadline, signal, followed);
+    } finally {
+      for (const key of followed) this.#followed.delete(key);
+    }
+  }
+
+  async #adoptPriorLoop(attempt: AttemptRef, deadline: number, signal: AbortSignal, followed: string[]): Promise<Settlement | undefined> {
+    for (;;) {
+      const prior = await this.#attempts.prior(attempt.rootId, attempt.effectId);
+      if (prior.kind === 'running' && !this.#followed.has(`${attempt.rootId} ${prior.attemptId}`)) {
+        // Follow it, then look again: its settlement may have landed before we followed it.
+        this.#followed.set(`${attempt.rootId} ${prior.attemptId}`, { notified: true });
+        followed.push(`${attempt.rootId} ${prior.attemptId}`);
+      }
+      if (prior.kind === 'adopt') return settlementOf(prior.json);
+      if (prior.kind === 'none') return undefined;
+      if (Date.now() >= deadline) throw new TransportDoubt('an earlier attempt was still running at the dispatch deadline');
+      if (this.#closed) throw new TransportDoubt('the transport closed while an earlier attempt was running');
+      if (signal.aborted) await this.#attempts.cancel({ ...attempt, attemptId: prior.attemptId }).catch(() => undefined);
+      const wait = Math.min(this.#pollMs, Math.max(1, Math.min(deadline - Date.now(), prior.waitMs + 1)));
+      await this.#wake(`${attempt.rootId} ${prior.attemptId}`, wait, signal.aborted ? undefined : signal);
+    }
+  }
+
+  /** Resolves on the attempt's notification (or one that came since the last wait), after `ms`, or when `signal` aborts (to raise the cancel flag). */
   #wake(key: string, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const followed = this.#followed.get(key) ?? { notified: false };
+    this.#followed.set(key, followed);
+    if (followed.notified) {
+      followed.notified = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        if (this.#waiters.get(key) === done) this.#waiters.delete(key);
+        if (followed.wake === done) followed.wake = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
       signal?.addEventListener('abort', done, { once: true });
-      this.#waiters.set(key, done);
+      followed.wake = done;
     });
   }
 
-  #subscribe(): void {
-    if (this.#subscriber !== undefined) return;
-    const subscriber = this.#redis.duplicate();
-    subscriber.on('error', () => undefined);
-    subscriber.on('message', (_channel: string, message: string) => this.#waiters.get(message)?.());
-    void subscriber.subscribe(this.#attempts.settledChannel).catch(() => undefined);
-    this.#subscriber = subscriber;
+  #subscribe(): Promise<void> {
+    this.#subscribed ??= (async () => {
+      const subscriber = this.#redis.duplicate();
+      subscriber.on('error', () => undefined);
+      subscriber.on('message', (_channel: string, message: string) => {
+        const followed = this.#followed.get(message);
+        if (followed === undefined) return;
+        if (followed.wake !== undefined) followed.wake();
+        else followed.notified = true;
+      });
+      this.#subscriber = subscriber;
+      await subscriber.subscribe(this.#attempts.settledChannel).catch(() => undefined);
+    })();
+    return this.#subscribed;
   }
 }

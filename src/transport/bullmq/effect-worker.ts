@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { Delta, type Deployment, type Dispatcher, type Payload } from '../../kernel/index.js';
+import { Delta, type Deployment, type Dispatcher, type EffectRequest, type Payload } from '../../kernel/index.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { RedisEventLog } from '../../store/redis/event-log.js';
 import { deltaType } from '../../store/event-log.js';
@@ -32,6 +32,12 @@ export interface EffectWorkerOptions {
   readonly heartbeatMs?: number;
   readonly workerId?: string;
   readonly onError?: (error: unknown, context: string) => void;
+  /** Told when a running attempt's lease is lost (the owner gave up on it; its dispatch is aborted). */
+  readonly onLease?: (attempt: AttemptRef, event: 'lost') => void;
+  /** Told when a claim is refused (a redelivery, a zombie owner's job, a revoked attempt). */
+  readonly onRefused?: (attempt: AttemptRef, reason: string) => void;
+  /** Told after an executed attempt's settlement was delivered, or refused (the owner had given up on it). */
+  readonly onSettled?: (attempt: AttemptRef, delivered: boolean) => void;
 }
 
 export type AttemptOutcome = 'executed' | 'refused';
@@ -97,40 +103,64 @@ export class EffectWorker {
 
   /** Claims and, when granted, executes one attempt (exported for tests of a redelivery). */
   async run(data: EffectJobData): Promise<AttemptOutcome> {
-    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId };
+    let request: EffectRequest;
+    try {
+      request = requestOf(data);
+    } catch (error) {
+      // A malformed job names no attempt anyone could claim: nothing runs, nothing is written.
+      this.#options.onError?.(error, 'malformed job');
+      return 'refused';
+    }
+    const dispatcher = this.#dispatchers.get(request.deploymentRef.digest.toString());
+    if (dispatcher === undefined) return 'refused';
+    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
     const token = randomBytes(12).toString('hex');
-    const claim = await this.#attempts.claim(attempt, token, this.#workerId, this.#timing.leaseMs);
-    if (!claim.claimed) return 'refused';
+    const claim = await this.#attempts.claim({
+      ...attempt,
+      incarnationId: data.incarnationId,
+      replayPolicy: dispatcher.replayPolicy(request.effect),
+      token,
+      workerId: this.#workerId,
+      leaseMs: this.#timing.leaseMs,
+    });
+    if (!claim.claimed) {
+      this.#options.onRefused?.(attempt, claim.reason);
+      return 'refused';
+    }
     const key = `${attempt.rootId} ${attempt.attemptId}`;
     const abort = new AbortController();
     this.#running.set(key, abort);
-    if (claim.canceled) abort.abort(new Error('canceled by the owner'));
+    // The lease, not BullMQ's job lock, fences the attempt: a lost lock only makes BullMQ redeliver
+    // the job (whose claim is then refused); a lost lease means the owner has declared the attempt
+    // Unknown, so the dispatch is aborted and its settlement will be refused.
     const renew = setInterval(() => {
       this.#attempts.renew(attempt, token, this.#timing.leaseMs).then(
         ({ held, canceled }) => {
-          if (!held || canceled) abort.abort(new Error(held ? 'canceled by the owner' : 'the claim is no longer held'));
+          if (!held) {
+            this.#options.onLease?.(attempt, 'lost');
+            abort.abort(new Error('the claim is no longer held'));
+          } else if (canceled) abort.abort(new Error('canceled by the owner'));
         },
         (error: unknown) => this.#options.onError?.(error, 'lease renewal'),
       );
     }, Math.max(10, Math.floor(this.#timing.leaseMs / 3)));
     let entry: InboxEntry;
     try {
-      entry = await this.#execute(data, abort.signal);
+      entry = await this.#execute(request, dispatcher, abort.signal);
     } finally {
       clearInterval(renew);
       this.#running.delete(key);
     }
     // A refused settlement means the owner already declared the attempt Unknown: nothing to do.
-    await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
+    const delivered = await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
+    this.#options.onSettled?.(attempt, delivered);
     return 'executed';
   }
 
-  async #execute(data: EffectJobData, signal: AbortSignal): Promise<InboxEntry> {
+  async #execute(request: EffectRequest, dispatcher: Dispatcher, signal: AbortSignal): Promise<InboxEntry> {
     try {
-      const request = requestOf(data);
-      const dispatcher = this.#dispatchers.get(request.deploymentRef.digest.toString());
-      if (dispatcher === undefined) return { outcome: 'unknown', reason: `this worker holds no dispatcher for ${request.deploymentRef.toString()}` };
       let sequence = 0n;
+      const rootId = request.relation.rootId.toString();
       const emit = (payload: Payload): void => {
         if (signal.aborted) return;
         sequence += 1n;
@@ -144,7 +174,7 @@ export class EffectWorker {
             emittedAt: new Date(),
             payload,
           });
-          this.#log.append(data.rootId, [{ type: deltaType, processId: request.processId.toString(), data: delta.json() }]);
+          this.#log.append(rootId, [{ type: deltaType, processId: request.processId.toString(), data: delta.json() }]);
         } catch (error) {
           // A rejected delta is dropped (best effort), leaving a visible gap in the sequence.
           this.#options.onError?.(error, 'delta');

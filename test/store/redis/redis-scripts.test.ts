@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { ProcessId } from '../../../src/kernel/identity.js';
+import { effectInboxKey } from '../../../src/store/redis/keys.js';
 import { committerUnavailable, mapFlagReply, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
 import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
@@ -181,6 +182,14 @@ test('redis host writes: the encoding the scripts parse', () => {
       args: ['7', '2', '2', 'a', '1', 'b', '2', '1', 'c', '', 'v', '0', 'w', '5'],
     },
   );
+  // A consumed settlement inbox travels as a key with the deletion marker `-` for its TTL.
+  const effectId = `effect:${'ef'.repeat(32)}`;
+  assert.deepEqual(encodeHostWrites('p', root, { records: [{ suffix: 'k', value: 'v' }], inboxClears: [effectId] }, 10), {
+    keys: [recordKey('p', root, 'k'), effectInboxKey('p', root, effectId)],
+    args: ['10', '0', 'v', '0', '', '-'],
+  });
+  assert.throws(() => encodeHostWrites('p', root, { inboxClears: ['effect:nope'] }, 7), isCode('invalid_commit'));
+  assert.throws(() => encodeHostWrites('p', root, { inboxClears: [effectId, effectId] }, 7), isCode('invalid_commit'));
   assert.throws(() => encodeHostWrites('p', root, { entries: Array.from({ length: 1_025 }, () => ({ a: '1' })) }, 7), isCode('invalid_commit'));
   assert.throws(() => encodeHostWrites('p', root, { records: 'x' as never }, 7), isCode('invalid_commit'));
 });

@@ -7,14 +7,12 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, test } from 'node:test';
-import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
-import type { Deployment } from '../../../src/kernel/index.js';
+import { type Deployment, Payload } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
-import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { drainStream, effectsOf, freshPrefix, ofType, rejectsWith, result, start, testConfig, untilSettled } from '../../server/harness.js';
 
@@ -49,15 +47,29 @@ async function spawnWorker(prefix: string, env: Record<string, string> = {}): Pr
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('scope worker ready')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready: ${output}`)));
+  const output = { text: '', changed: () => {} };
+  outputs.set(child, output);
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output.text += chunk.toString();
+    output.changed();
   });
+  await untilOutput(child, 'scope worker ready');
   return child;
+}
+
+const outputs = new WeakMap<ChildProcess, { text: string; changed: () => void }>();
+
+/** Resolves once the worker's log has said `text` `times` times (its log lines are the barrier). */
+async function untilOutput(child: ChildProcess, text: string, times = 1): Promise<void> {
+  const output = outputs.get(child)!;
+  await new Promise<void>((resolve, reject) => {
+    const check = (): void => {
+      if (output.text.split(text).length - 1 >= times) resolve();
+    };
+    output.changed = check;
+    child.once('exit', (code) => reject(new Error(`worker exited (${code}) before saying ${JSON.stringify(text)}: ${output.text}`)));
+    check();
+  });
 }
 
 function apiHost(prefix: string, env: Record<string, string> = {}, deployments: Deployment[] = []): EngineHost {
@@ -126,7 +138,7 @@ test('bullmq: demo.echo and demo.unreliable run on two worker processes, none in
   }
 });
 
-test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a duplicate delivery never runs a never effect twice', async () => {
+test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a redelivered or new attempt of a settled never effect is refused', async () => {
   const prefix = freshPrefix();
   const first = await spawnWorker(prefix);
   const host = apiHost(prefix);
@@ -150,26 +162,67 @@ test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a duplicat
     const [done] = await effectsOf(host, once_.processId);
     const executed = await attemptsOf(prefix, once_.processId);
     assert.equal(executed.length, 1);
-    const queueName = (await redis.keys(`${bullPrefixOf(prefix)}:{demo.unreliable@*}:meta`))[0]?.split(':')[1] as string;
-    const queue = new Queue(queueName, { connection: redis, prefix: bullPrefixOf(prefix) });
-    const events = new QueueEvents(queueName, { connection: { url: server.url }, prefix: bullPrefixOf(prefix) });
-    try {
-      await events.waitUntilReady();
-      const original = (await redis.keys(`${treeKeyBase(prefix, once_.processId)}:attempt:*`))[0] as string;
-      const attemptId = original.slice(original.indexOf(':attempt:') + 1);
-      // A second delivery of the same attempt (as a stall redelivers it): the claim comes first, so
-      // the worker refuses it before it even reads the rest of the job.
-      const job = await queue.add('effect', { rootId: once_.processId, attemptId }, { jobId: 'redelivery-1', attempts: 1 });
-      assert.equal(await job.waitUntilFinished(events, 10_000), 'refused');
-      assert.equal(await attempts.executions(once_.processId, done?.effectId as string), 1, 'executed once, counted at claim time');
-    } finally {
-      await events.close();
-      await queue.close();
-    }
+    // The same attempt delivered again (as a stall redelivers it) and a new attempt of the settled
+    // effect: both claims are refused, nothing runs again.
+    const [settled] = executed as [Record<string, string>];
+    const effectId = done?.effectId as string;
+    const original = (await redis.keys(`${treeKeyBase(prefix, once_.processId)}:attempt:*`))[0] as string;
+    const attemptId = original.slice(original.indexOf(':attempt:') + 1);
+    const claim = (id: string) =>
+      attempts.claim({ rootId: once_.processId, effectId, attemptId: id, incarnationId: settled.incarnation as string, replayPolicy: 'never', token: id, workerId: 'test', leaseMs: 1_000 });
+    assert.deepEqual(await claim(attemptId), { claimed: false, reason: 'taken' });
+    assert.deepEqual(await claim(`attempt:${'3'.repeat(32)}`), { claimed: false, reason: 'settled' });
+    assert.equal(await attempts.executions(once_.processId, effectId), 1, 'executed once, counted at claim time');
     second.kill('SIGTERM');
     await once(second, 'exit');
   } finally {
     await host.close(2_000);
+  }
+});
+
+test('bullmq: a worker whose lease is lost mid-execution (process stopped) yields Unknown; its late settlement and the stalled redelivery are refused', async () => {
+  const prefix = freshPrefix();
+  const module = 'test/fixtures/never-sleep-deployments.ts';
+  const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
+  const first = await spawnWorker(prefix, { ...own, SCOPE_LOG_LEVEL: 'debug' });
+  const shutdown = new AbortController();
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
+  let second: ChildProcess | undefined;
+  try {
+    const root = (await start(host, 'demo.sleep', { ms: 600_000 })).processId;
+    await untilClaimed(prefix, root);
+    // Stopped, the worker renews neither its lease nor BullMQ's lock: the owner declares the
+    // attempt Unknown at the lease's end (it may have run), never a failure and never a retry.
+    first.kill('SIGSTOP');
+    await untilSettled(host, root, ofType('agent.effect.finished', root));
+    const [effect] = await effectsOf(host, root);
+    assert.equal(effect?.status, 'unknown');
+    // BullMQ's lost lock redelivers the stalled job to another worker: the claim refuses it.
+    second = await spawnWorker(prefix, own);
+    await untilOutput(second, 'claim refused');
+    // The first worker wakes up, finds its lease gone, aborts the dispatch; its settlement is refused.
+    first.kill('SIGCONT');
+    await untilOutput(first, 'attempt lease lost');
+    await untilOutput(first, '"msg":"settlement '); // delivered (debug) or refused
+    assert.match(outputs.get(first)?.text ?? '', /settlement refused: the owner had declared the attempt Unknown/);
+    const [record] = await attemptsOf(prefix, root);
+    assert.equal(record?.state, 'lapsed', JSON.stringify(record));
+    assert.deepEqual(await attempts.inbox(root, effect?.effectId as string), {}, 'nothing settled into the Unknown attempt');
+    assert.equal(await attempts.executions(root, effect?.effectId as string), 1, 'executed once');
+    assert.equal((await effectsOf(host, root))[0]?.status, 'unknown', 'still Unknown: the head is the record');
+    // And the first worker serves on.
+    second.kill('SIGTERM');
+    await once(second, 'exit');
+    const next = (await start(host, 'demo.sleep', { ms: 1 })).processId;
+    assert.equal((await result(host, next)).status, 'completed');
+    const [served] = await attemptsOf(prefix, next);
+    assert.equal(workerPidOf(served as Record<string, string>), first.pid);
+  } finally {
+    shutdown.abort();
+    await host.close(2_000);
+    first.kill('SIGKILL');
+    second?.kill('SIGKILL');
   }
 });
 
@@ -182,6 +235,10 @@ test('bullmq: a deployment with no worker fails definitely with transport.unclai
     assert.equal(outcome.status, 'failed');
     const [effect] = await effectsOf(host, echo.processId);
     assert.equal(effect?.status, 'settled');
+    // The settlement the process received (its receipt keeps the payload's digest once consumed).
+    const unclaimed = Payload.encode({ code: 'transport.unclaimed', error: 'no worker claimed the attempt within 300 ms' });
+    const receipts = (await host.signals(echo.processId, {})).items;
+    assert.deepEqual(receipts.map((receipt) => receipt.payloadDigest), [unclaimed.digest().toString()], 'settled with code transport.unclaimed');
     // A definite failed settlement (not Unknown), as the log records it.
     const finished = (await drainStream(host, echo.processId)).filter((entry) => entry.type === 'agent.effect.finished');
     assert.ok(finished.some((entry) => entry.data.includes('"settlement_status":"failed"')), finished.map((entry) => entry.data).join('\n'));

@@ -5,7 +5,8 @@
     ARGV[at]      event-log MAXLEN (decimal > 0), used as `MAXLEN ~ <n>`
     ARGV[at+1]    number of event-log entries E
     then E times: P (number of field/value pairs, > 0), field1, value1, ..., fieldP, valueP
-    then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL)
+    then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL; '-' =
+    delete the key, which the encoder uses only for a consumed settlement inbox)
   Nothing may follow. Every argument is validated, and the event-log key's type checked, before the
   caller writes anything, so a malformed set can never leave a half-applied commit. The absent set
   is the common case and takes a fast path: false, no tables.
@@ -36,7 +37,7 @@ local function readHostWrites(at, eventsKey, firstRecordKey)
   local records = {}
   for index = firstRecordKey, #KEYS do
     local value, ttl = ARGV[at], ARGV[at + 1]
-    if value == nil or not isUint64(ttl) then return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL' end
+    if value == nil or (ttl ~= '-' and not isUint64(ttl)) then return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL' end
     records[#records + 1] = { KEYS[index], value, ttl }
     at = at + 2
   end
@@ -50,7 +51,7 @@ end
 
 -- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), each with a
 -- last field `scope.prev` naming the entry appended just before it ('0' for the first of the stream:
--- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given).
+-- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given; DEL for '-').
 -- Returns the new entries' ids in order.
 local function applyHostWrites(plan)
   local ids = {}
@@ -67,7 +68,9 @@ local function applyHostWrites(plan)
     ids[index] = previous
   end
   for _, record in ipairs(plan.records) do
-    if record[3] == '0' then
+    if record[3] == '-' then
+      redis.call('DEL', record[1])
+    elseif record[3] == '0' then
       redis.call('SET', record[1], record[2])
     else
       redis.call('SET', record[1], record[2], 'PX', record[3])

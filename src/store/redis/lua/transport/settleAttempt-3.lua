@@ -1,11 +1,11 @@
 --[[
-  settleAttempt: the claimant delivers its settlement to the tree's inbox (first write wins) and
-  wakes the owner. Refused unless the claim is still held: once the owner declared the attempt
-  Unknown (lapsed lease, passed deadline) nothing can settle into it any more.
+  settleAttempt: the claimant delivers its settlement to the effect's inbox (first write wins) and
+  wakes the owner; the owner's settled boundary consumes the inbox. Refused unless the claim is
+  still held: once the owner declared the attempt Unknown (lapsed lease, passed deadline) nothing can settle into it any more.
 
   Input:
     KEYS[1]  attempt record  <prefix>:{<root>}:attempt:<attemptId>
-    KEYS[2]  inbox           <prefix>:{<root>}:inbox
+    KEYS[2]  effect inbox    <prefix>:{<root>}:inbox:<effectId>
     KEYS[3]  settled effects <prefix>:{<root>}:settled
     ARGV[1]  attempt id
     ARGV[2]  claim token

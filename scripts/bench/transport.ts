@@ -1,0 +1,212 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { EngineHost } from '../../src/server/engine-host.js';
+import { drainStream, result, testConfig } from '../../test/server/harness.js';
+import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
+
+/**
+ * Transport benchmark: what carrying one Effect through BullMQ to a `scope worker` costs, beside a
+ * raw BullMQ round trip (add → worker in another process → result through QueueEvents, as
+ * ../shared/bench/peers/bullmq_bench.cjs does), in one run on one private redis-server.
+ *
+ * The effect hop is measured as the difference between demo.echo run end to end (start → result)
+ * with the BullMQ transport and the same run with in-process dispatch on the same Redis: both commit
+ * the same boundaries (start, pending, settled, adoption), so the difference is the transport alone —
+ * permit write, enqueue, the worker's claim, execution and settlement, the owner's wake-up and
+ * inspection. Redis commands per hop are counted the same way (INFO commandstats deltas).
+ *
+ * Sequential (one at a time, alternating the three in rounds so load drift hits all alike) and 50 in
+ * flight; AOF off, then `appendfsync always` (BENCH_TRANSPORT_FSYNC=0 skips it).
+ */
+
+const sequentialPerRound = Number(process.env.BENCH_TRANSPORT_N ?? 100);
+const rounds = Number(process.env.BENCH_TRANSPORT_ROUNDS ?? 3);
+const inFlight = 50;
+const concurrentTotal = Number(process.env.BENCH_TRANSPORT_CONC_N ?? 1_000);
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+interface Side {
+  readonly name: string;
+  once(index: number): Promise<void>;
+  /** Scope sides: each run's dispatch hop (the effect's duration_ns: dispatch begun → settlement back), read from the log after the clock stops. */
+  hops?(): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+async function commandCount(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const match of info.matchAll(/calls=(\d+)/g)) total += Number(match[1]);
+  return total;
+}
+
+function spawnReady(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(ready)) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code}): ${output}`)));
+  });
+}
+
+async function scopeSide(server: RedisServer, name: string, transport: 'inprocess' | 'bullmq'): Promise<Side> {
+  const prefix = `bench${process.pid}${transport}`;
+  const env = { SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'warn' };
+  const worker =
+    transport === 'bullmq'
+      ? await spawnReady(['bin/scope.js', 'worker'], { ...env, SCOPE_LOG_LEVEL: 'info', SCOPE_WORKER_CONCURRENCY: String(inFlight) }, 'scope worker ready')
+      : undefined;
+  const host = new EngineHost({ config: testConfig({ ...env, SCOPE_TRANSPORT: transport }), defaultMetrics: false });
+  let roots: string[] = [];
+  return {
+    name,
+    async once(index) {
+      const started = await host.startProcess({ deployment: 'demo.echo', input: { value: `v${index}` } });
+      const processId = started.process.processId;
+      roots.push(processId);
+      const outcome = await result(host, processId);
+      if (outcome.status !== 'completed') throw new Error(`${name}: ${processId} ended ${outcome.status}`);
+    },
+    async hops() {
+      const hops: number[] = [];
+      for (const root of roots) {
+        for (const entry of await drainStream(host, root)) {
+          if (entry.type !== 'agent.effect.finished') continue;
+          const data = JSON.parse(entry.data) as { payload?: { duration_ns?: string | number } };
+          const ns = data.payload?.duration_ns ?? /"duration_ns":"?(\d+)/.exec(entry.data)?.[1];
+          if (ns !== undefined) hops.push(Number(ns) / 1e6);
+        }
+      }
+      roots = [];
+      return hops;
+    },
+    async close() {
+      await host.close(2_000);
+      worker?.kill('SIGTERM');
+    },
+  };
+}
+
+async function rawSide(server: RedisServer): Promise<Side> {
+  const queueName = `raw${process.pid}`;
+  const connection = { host: '127.0.0.1', port: server.port };
+  const worker = await spawnReady(['--import', 'tsx', 'scripts/bench/raw-bullmq-worker.ts', queueName, String(server.port), String(inFlight)], {}, 'raw worker ready');
+  const queue = new Queue(queueName, { connection });
+  const events = new QueueEvents(queueName, { connection });
+  queue.setMaxListeners(inFlight * 4 + 50);
+  events.setMaxListeners(inFlight * 4 + 50);
+  await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
+  return {
+    name: 'raw bullmq',
+    async once(index) {
+      const job = await queue.add('noop', { i: index });
+      const value = (await job.waitUntilFinished(events, 30_000)) as { ok?: boolean; i?: number };
+      if (value?.ok !== true || value.i !== index) throw new Error(`raw: bad result ${JSON.stringify(value)}`);
+    },
+    async close() {
+      await Promise.all([queue.close(), events.close()]);
+      worker.kill('SIGTERM');
+    },
+  };
+}
+
+interface Figures {
+  samples: number[];
+  hops: number[];
+  perSecond: number;
+  commands: number;
+}
+
+async function sequential(side: Side, redis: Redis, count: number, offset: number, figures: Figures): Promise<void> {
+  const before = await commandCount(redis);
+  for (let index = 0; index < count; index += 1) {
+    const start = performance.now();
+    await side.once(offset + index);
+    figures.samples.push(performance.now() - start);
+  }
+  // INFO itself is one command; per-run noise from it is negligible over `count` runs.
+  figures.commands += (await commandCount(redis)) - before;
+  figures.hops.push(...((await side.hops?.()) ?? []));
+}
+
+async function concurrent(side: Side, total: number, offset: number): Promise<number> {
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < total) {
+        const index = next;
+        next += 1;
+        await side.once(offset + index);
+      }
+    }),
+  );
+  return (total * 1_000) / (performance.now() - start);
+}
+
+const ms = (value: number): string => value.toFixed(2).padStart(8);
+
+async function benchServer(title: string, server: RedisServer): Promise<void> {
+  const redis = new Redis(server.port, '127.0.0.1');
+  const sides = [await scopeSide(server, 'scope in-process', 'inprocess'), await scopeSide(server, 'scope bullmq', 'bullmq'), await rawSide(server)];
+  const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], perSecond: 0, commands: 0 }]));
+  try {
+    for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], perSecond: 0, commands: 0 }); // warm-up
+    for (let round = 0; round < rounds; round += 1) {
+      for (const side of sides) await sequential(side, redis, sequentialPerRound, round * sequentialPerRound, figures.get(side)!);
+    }
+    for (const side of sides) {
+      figures.get(side)!.perSecond = await concurrent(side, concurrentTotal, 2_000_000);
+      await side.hops?.(); // forget the concurrent runs' hops
+    }
+  } finally {
+    for (const side of sides) await side.close();
+    redis.disconnect();
+  }
+  const runs = sequentialPerRound * rounds;
+  console.log(`## transport: ${title} (sequential ${runs} per side; ${inFlight} in flight, ${concurrentTotal} per side)`);
+  console.log(['side'.padEnd(18), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'hop p50'.padStart(8), 'hop p99'.padStart(8), 'cmds/run'.padStart(9), `/s@${inFlight}`.padStart(9)].join(' '));
+  type Row = { p50: number; p99: number; commands: number; perSecond: number; hopP50: number; hopP99: number };
+  const stats = new Map<Side, Row>();
+  for (const side of sides) {
+    const figure = figures.get(side)!;
+    const sorted = [...figure.samples].sort((a, b) => a - b);
+    const hops = [...figure.hops].sort((a, b) => a - b);
+    const row = { p50: percentile(sorted, 50), p99: percentile(sorted, 99), commands: figure.commands / runs, perSecond: figure.perSecond, hopP50: percentile(hops, 50), hopP99: percentile(hops, 99) };
+    stats.set(side, row);
+    console.log([side.name.padEnd(18), ms(row.p50), ms(row.p99), ms(row.hopP50), ms(row.hopP99), row.commands.toFixed(1).padStart(9), row.perSecond.toFixed(0).padStart(9)].join(' '));
+  }
+  const [inprocess, bullmq, raw] = sides.map((side) => stats.get(side)!) as [Row, Row, Row];
+  console.log(
+    `dispatch hop (pending committed → settlement back at the owner): p50 ${bullmq.hopP50.toFixed(2)} ms, p99 ${bullmq.hopP99.toFixed(2)} ms ` +
+      `vs raw round trip p50 ${raw.p50.toFixed(2)} ms, p99 ${raw.p99.toFixed(2)} ms → ${(bullmq.hopP50 / raw.p50).toFixed(2)}× p50, ${(bullmq.hopP99 / raw.p99).toFixed(2)}× p99`,
+  );
+  console.log(
+    `end to end, bullmq − in-process: p50 ${(bullmq.p50 - inprocess.p50).toFixed(2)} ms; Redis commands per effect through the transport ${(bullmq.commands - inprocess.commands).toFixed(1)} ` +
+      `(raw ${raw.commands.toFixed(1)} per round trip, QueueEvents reads included); ${inFlight} in flight: bullmq/in-process ${(bullmq.perSecond / inprocess.perSecond).toFixed(2)}×, raw ${raw.perSecond.toFixed(0)}/s`,
+  );
+}
+
+export async function benchTransport(): Promise<void> {
+  const plain = await startRedisServer({ appendOnly: false });
+  try {
+    await benchServer('AOF off', plain);
+  } finally {
+    await plain.stop();
+  }
+  if (process.env.BENCH_TRANSPORT_FSYNC === '0') return;
+  const durable = await startRedisServer({ appendOnly: true, appendFsync: 'always' });
+  try {
+    await benchServer('appendfsync always', durable);
+  } finally {
+    await durable.stop();
+  }
+}

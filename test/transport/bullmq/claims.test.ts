@@ -1,0 +1,206 @@
+/**
+ * The claim rules of the BullMQ transport against real Redis: the dispatch permit the pending
+ * boundary's host write set writes with the head, fencing by incarnation, at-most-once claims of
+ * `never` effects, refusals that write nothing, the inbox consumed by the settled boundary, and
+ * restore-time adoption of an earlier attempt's settlement. Jobs are taken from the real queue and
+ * run by an EffectWorker in this process (no BullMQ consumer), so each delivery is explicit.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, test } from 'node:test';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
+import { attemptKey, dispatchPermitSuffix, headKey, recordKey } from '../../../src/store/redis/keys.js';
+import { EngineHost } from '../../../src/server/engine-host.js';
+import { EffectWorker } from '../../../src/transport/bullmq/effect-worker.js';
+import type { EffectJobData } from '../../../src/transport/bullmq/job-data.js';
+import { bullPrefixOf, queueNameOf } from '../../../src/transport/bullmq/names.js';
+import deployments, { closeGate, openGate } from '../../fixtures/gated-echo-deployments.js';
+import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { effectsOf, freshPrefix, ofType, redisHost, result, start, testConfig, untilEntry } from '../../server/harness.js';
+
+let server: RedisServer;
+let redis: Redis;
+const closers: (() => Promise<unknown>)[] = [];
+
+before(async () => {
+  server = await startRedisServer();
+  redis = new Redis(server.url);
+});
+
+afterEach(async () => {
+  closeGate();
+  for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+});
+
+after(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const env = (prefix: string) => ({
+  SCOPE_REDIS_URL: server.url,
+  SCOPE_KEY_PREFIX: prefix,
+  SCOPE_TRANSPORT: 'bullmq',
+  SCOPE_DEMOS: 'off',
+  SCOPE_TRANSPORT_CLAIM_MS: '60000',
+  SCOPE_TRANSPORT_LEASE_MS: '5000',
+});
+
+function host(prefix: string): EngineHost {
+  const created = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: deployments() });
+  closers.push(() => created.close(500));
+  return created;
+}
+
+/** A host on its own client, which the test cuts to make that owner vanish mid-dispatch. */
+function crashableHost(prefix: string): { host: EngineHost; crash: () => void } {
+  const { host: created, redis: client } = redisHost({ url: server.url, prefix, env: env(prefix), deployments: deployments() });
+  closers.push(() => created.close(200));
+  return { host: created, crash: () => client.disconnect() };
+}
+
+interface Rig {
+  readonly worker: EffectWorker;
+  readonly attempts: RedisEffectAttempts;
+  readonly refusals: string[];
+  /** The next job waiting in the deployment's queue (the one after `skip` jobs). */
+  job(skip?: number): Promise<EffectJobData>;
+}
+
+function rig(prefix: string): Rig {
+  const refusals: string[] = [];
+  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: deployments(), onRefused: (_attempt, reason) => refusals.push(reason) });
+  const [deployment] = deployments();
+  const queue = new Queue(queueNameOf(deployment!.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
+  closers.push(() => queue.close());
+  return {
+    worker,
+    attempts: new RedisEffectAttempts({ redis, keyPrefix: prefix }),
+    refusals,
+    async job(skip = 0) {
+      for (;;) {
+        const waiting = await queue.getWaiting();
+        const job = waiting.sort((a, b) => a.timestamp - b.timestamp)[skip];
+        if (job !== undefined) return job.data as EffectJobData;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    },
+  };
+}
+
+async function effectIdOf(owner: EngineHost, root: string): Promise<string> {
+  const [effect] = await effectsOf(owner, root);
+  return effect?.effectId as string;
+}
+
+test('claims: the pending boundary writes the dispatch permit with the head; a refused claim executes and writes nothing', async () => {
+  const prefix = freshPrefix();
+  const owner = host(prefix);
+  const { worker, attempts, refusals, job } = rig(prefix);
+  openGate();
+  const root = (await start(owner, 'demo.echo', { value: 'permit' })).processId;
+  const data = await job();
+  const effectId = await effectIdOf(owner, root);
+  const incarnation = await redis.hget(headKey(prefix, root), 'incarnation');
+  assert.equal(await attempts.permit(root, effectId), incarnation, 'the permit names the head incarnation that committed the pending boundary');
+  assert.equal(data.incarnationId, incarnation);
+
+  // A permit naming another incarnation (as a later activation writes) refuses the claim.
+  const permitKey = recordKey(prefix, root, dispatchPermitSuffix(effectId));
+  await redis.set(permitKey, `incarnation:${'0'.repeat(32)}`);
+  assert.equal(await worker.run(data), 'refused');
+  assert.deepEqual(refusals, ['unpermitted']);
+  assert.deepEqual(await redis.hgetall(attemptKey(prefix, root, data.attemptId)), {}, 'a refused claim writes no attempt record');
+  assert.equal(await attempts.executions(root, effectId), 0);
+
+  await redis.set(permitKey, incarnation as string);
+  assert.equal(await worker.run(data), 'executed');
+  assert.deepEqual((await result(owner, root)).output, { value: 'permit' });
+  assert.equal(await attempts.permit(root, effectId), 'settled', 'the settled boundary withdraws the permit');
+  assert.deepEqual(await attempts.inbox(root, effectId), {}, 'and consumes the inbox entry with the head');
+
+  // A redelivery of the same attempt, and a new attempt of the settled effect: both refused.
+  assert.equal(await worker.run(data), 'refused');
+  assert.equal(await worker.run({ ...data, attemptId: `attempt:${'1'.repeat(32)}` }), 'refused');
+  assert.deepEqual(refusals, ['unpermitted', 'taken', 'settled']);
+  assert.equal(await attempts.executions(root, effectId), 1);
+});
+
+test('claims: a never effect is claimed at most once per tree, even after its claim lapsed; same_identity may run again', async () => {
+  const prefix = freshPrefix();
+  const owner = host(prefix);
+  const { attempts, job } = rig(prefix);
+  const root = (await start(owner, 'demo.echo', { value: 'once' })).processId;
+  const data = await job();
+  const effectId = await effectIdOf(owner, root);
+  const claim = (attemptId: string, replayPolicy: 'never' | 'same_identity') =>
+    attempts.claim({ rootId: root, effectId, attemptId, incarnationId: data.incarnationId, replayPolicy, token: attemptId, workerId: 'test', leaseMs: 60_000 });
+  assert.deepEqual(await claim(data.attemptId, 'never'), { claimed: true });
+  const second = `attempt:${'2'.repeat(32)}`;
+  assert.deepEqual(await claim(second, 'never'), { claimed: false, reason: 'running' }, 'never beside a live claim');
+  // The first claimant's lease lapses (its worker is gone): still never again.
+  await redis.hset(attemptKey(prefix, root, data.attemptId), 'leaseUntil', '0');
+  assert.deepEqual(await claim(second, 'never'), { claimed: false, reason: 'never_claimed' });
+  assert.deepEqual(await redis.hgetall(attemptKey(prefix, root, second)), {});
+  assert.deepEqual(await claim(second, 'same_identity'), { claimed: true }, 'a replayable effect may be attempted again');
+  assert.equal(await attempts.executions(root, effectId), 2);
+});
+
+test('claims: after a takeover the old owner’s job is refused by the fence; the new incarnation’s attempt runs once', async () => {
+  const prefix = freshPrefix();
+  const { host: zombie, crash } = crashableHost(prefix);
+  const { worker, attempts, refusals, job } = rig(prefix);
+  openGate();
+  const root = (await start(zombie, 'demo.echo', { value: 'takeover' })).processId;
+  const old = await job();
+  crash();
+  const owner = host(prefix);
+  await owner.restoreTree(root);
+  const restored = await job(1);
+  const effectId = await effectIdOf(owner, root);
+  assert.notEqual(restored.incarnationId, old.incarnationId);
+  assert.equal(await attempts.permit(root, effectId), restored.incarnationId, 'the activation moved the permit to the new incarnation');
+  assert.equal(await worker.run(old), 'refused', 'the zombie owner’s job');
+  assert.deepEqual(refusals, ['fenced']);
+  assert.equal(await worker.run(restored), 'executed');
+  assert.deepEqual((await result(owner, root)).output, { value: 'takeover' });
+  assert.equal(await attempts.executions(root, effectId), 1);
+});
+
+test('claims: a restored owner adopts the settlement an earlier attempt left in the inbox instead of running it again', async () => {
+  const prefix = freshPrefix();
+  const { host: first, crash } = crashableHost(prefix);
+  const { worker, attempts, job } = rig(prefix);
+  openGate();
+  const root = (await start(first, 'demo.echo', { value: 'adopted' })).processId;
+  const data = await job();
+  crash(); // the owner is gone before it could commit the settled boundary
+  assert.equal(await worker.run(data), 'executed');
+  const owner = host(prefix);
+  await owner.restoreTree(root);
+  const effectId = await effectIdOf(owner, root);
+  assert.deepEqual((await result(owner, root)).output, { value: 'adopted' });
+  assert.equal(await attempts.executions(root, effectId), 1, 'executed once, by the earlier attempt');
+  assert.deepEqual(await attempts.inbox(root, effectId), {}, 'the settled boundary consumed the adopted entry');
+});
+
+test('claims: a restored owner waits for an earlier attempt still running, then adopts its settlement', async () => {
+  const prefix = freshPrefix();
+  const { host: first, crash } = crashableHost(prefix);
+  const { worker, attempts, job } = rig(prefix);
+  const root = (await start(first, 'demo.echo', { value: 'waited' })).processId;
+  const data = await job();
+  const running = worker.run(data); // claims, then waits on the closed gate
+  while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
+  crash();
+  const owner = host(prefix);
+  await owner.restoreTree(root);
+  // The restored dispatch has begun (and so looked at the earlier attempt) before the gate opens.
+  await untilEntry(owner, root, (entry) => ofType('agent.effect.started')(entry) && !entry.data.includes(data.attemptId));
+  openGate();
+  assert.equal(await running, 'executed');
+  assert.deepEqual((await result(owner, root)).output, { value: 'waited' });
+  const effectId = await effectIdOf(owner, root);
+  assert.equal(await attempts.executions(root, effectId), 1);
+});
