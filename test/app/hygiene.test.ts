@@ -13,6 +13,8 @@ import { createLogger } from '../../src/app/logger.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { problemBounds } from '../../plugins/problem-details.js';
+import { serve } from '../../src/app/cli.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 /**
  * Log and data hygiene: credentials never reach logs, events, snapshots or problems; problems quote
@@ -122,6 +124,40 @@ describe('request timeout', () => {
       assert.match(received, /application\/problem\+json/);
     } finally {
       await node.close();
+    }
+  });
+});
+
+describe('Redis AUTH', () => {
+  test('a password in SCOPE_REDIS_URL authenticates every connection and never reaches a log line; a wrong one is not ready', async () => {
+    const password = 'correct-horse-battery-staple';
+    const redis = await startRedisServer({ password });
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter((line) => line !== ''));
+        done();
+      },
+    });
+    const running = await serve({
+      config: loadConfig({ PORT: '0', SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: `auth${process.pid}`, SCOPE_SHUTDOWN_MS: '300' }),
+      logger: createLogger('trace', sink),
+    });
+    const wrong = new EngineHost({ config: loadConfig({ SCOPE_REDIS_URL: redis.url.replace(password, 'wrong-password'), SCOPE_SHUTDOWN_MS: '300' }), defaultMetrics: false });
+    try {
+      const started = await request(running.url).post('/v1/processes').send({ deployment: 'demo.echo', input: { value: 'authenticated' } });
+      assert.equal(started.status, 201, started.text);
+      const result = await request(running.url).get(`/v1/processes/${encodeURIComponent(started.body.processId)}/result?waitMs=10000`);
+      assert.equal(result.body.status, 'completed');
+      assert.equal((await request(running.url).get('/readyz')).status, 200);
+      const readiness = await wrong.readiness();
+      assert.notEqual(readiness.ready, true, `a wrong password is not ready: ${JSON.stringify(readiness)}`);
+      assert.ok(lines.some((line) => line.includes('scope listening')), 'the startup line is logged');
+      for (const line of lines) assert.ok(!line.includes(password), `the password leaked: ${line.slice(0, 200)}`);
+    } finally {
+      await wrong.close(0);
+      await running.stop();
+      await redis.stop();
     }
   });
 });

@@ -20,6 +20,8 @@ export interface RedisServerOptions {
   readonly extraArgs?: readonly string[];
   /** Startup deadline (default 10 s). */
   readonly startTimeoutMs?: number;
+  /** `--requirepass`: clients must AUTH (the url carries it as `redis://:<password>@…`). */
+  readonly password?: string;
 }
 
 export interface RedisServer {
@@ -87,7 +89,8 @@ function ping(port: number): Promise<boolean> {
     socket.once('error', () => done(false));
     socket.on('data', (chunk) => {
       reply += chunk.toString('latin1');
-      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+      // With a password set, the refusal to an unauthenticated PING shows the server answering just as well.
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG') || reply.startsWith('-NOAUTH'));
     });
     socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
   });
@@ -110,6 +113,7 @@ function launch(port: number, dir: string, options: RedisServerOptions): Promise
     '--daemonize', 'no',
     '--protected-mode', 'yes',
     '--loglevel', 'notice',
+    ...(options.password === undefined ? [] : ['--requirepass', options.password]),
     ...(options.extraArgs ?? []),
   ];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -173,7 +177,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let current: ChildProcess | undefined = child;
   let removed = false;
   const server: RedisServer = {
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     port,
     dir,
     get pid() {
