@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import type { LiveState, Ref } from './live-state.js';
-import { percentEncode, signalId, type Acknowledgeable } from './openapi-requests.js';
+import { fit, fittingPayload, percentEncode, signalId, type Acknowledgeable } from './openapi-requests.js';
 import { serialize, type RawRequest } from './raw-client.js';
 import { hostileString, pollutionKey } from './schema-values.js';
 
@@ -153,7 +153,7 @@ export const hostileCases: fc.Arbitrary<HostileCase> = fc.oneof(
     count: fc.integer({ min: 2, max: 12 }),
     sameId: fc.boolean(),
     id: signalId,
-    payloads: fc.array(fc.oneof(fc.record({ approved: fc.boolean() }), fc.record({ note: fc.string({ maxLength: 8 }) }), fc.record({ add: fc.integer({ min: 0, max: 3 }) })), { minLength: 2, maxLength: 4 }),
+    payloads: fc.array(fittingPayload, { minLength: 2, maxLength: 4 }),
     controls: fc.array(fc.constantFrom('pause', 'resume', 'cancel', 'kill'), { maxLength: 3 }),
   }),
   hostile('concurrentStarts', {
@@ -307,9 +307,11 @@ export function planHostile(testCase: HostileCase, context: Context): Plan {
       const path = `/v1/processes/${percentEncode(processId)}`;
       const exchanges: PlannedExchange[] = [];
       for (let index = 0; index < (p.count as number); index += 1) {
-        const payload = (p.payloads as unknown[])[index % (p.payloads as unknown[]).length];
+        const addressed = wait !== undefined && index % 2 === 0;
+        const deployment = state.processes.find((process) => process.processId === processId)?.deployment;
+        const payload = fit((p.payloads as unknown[])[index % (p.payloads as unknown[]).length], deployment, addressed);
         const id = p.sameId === true ? (p.id as string) : `${p.id as string}-${index}`;
-        const signal = { id, ...(wait === undefined || index % 2 === 1 ? {} : { waitId: wait }), payload };
+        const signal = { id, ...(addressed ? { waitId: wait } : {}), payload };
         const bytes = serialize(json('POST', `${path}/signals`, JSON.stringify({ signals: [signal] })));
         exchanges.push({ bytes, label: label(bytes), acknowledges: { kind: 'signals', processId, signals: [{ id, payload }] } });
       }

@@ -26,6 +26,20 @@ export type PathValue = Ref | { readonly text: string; readonly raw: boolean };
 /** Placeholder in a generated signal: replaced by the addressed process's open wait. */
 export const currentWait = '@current-wait';
 
+/**
+ * Placeholder payload: replaced, once the addressed process is known, by what its deployment
+ * takes (an approval's answer or note, a counter's addend), so signals get admitted.
+ */
+export const fittingPayload = fc.record({ '@fit': fc.record({ approved: fc.boolean(), add: fc.integer({ min: 0, max: 3 }), note: fc.string({ maxLength: 16 }) }) });
+
+export function fit(payload: unknown, deployment: string | undefined, waiting: boolean): unknown {
+  const parts = (payload as { '@fit'?: { approved: boolean; add: number; note: string } } | null)?.['@fit'];
+  if (parts === undefined) return payload;
+  if (deployment === 'demo.counter') return { add: parts.add };
+  if (deployment === 'demo.approval' && waiting) return parts.note === '' ? { approved: parts.approved } : { approved: parts.approved, comment: parts.note };
+  return { note: parts.note };
+}
+
 export interface OperationCase {
   readonly kind: 'operation';
   readonly operationId: string;
@@ -48,7 +62,10 @@ export type Acknowledgeable =
 const refKinds = fc.constantFrom<Ref['ref']>('process', 'process', 'root', 'waiting', 'waiting');
 
 /** Signal ids from a small set, so batches collide with earlier ones (duplicates and conflicts). */
-export const signalId = fc.oneof(fc.constantFrom('s1', 's2', 's3', 'note-1', 'answer'), fc.stringMatching(/^[A-Za-z0-9._:-]{1,12}$/));
+export const signalId = fc.oneof(
+  { arbitrary: fc.constantFrom('s1', 's2', 's3', 'note-1', 'answer'), weight: 1 },
+  { arbitrary: fc.stringMatching(/^[A-Za-z0-9._:-]{6,16}$/), weight: 4 },
+);
 
 function pathValue(parameter: Parameter): fc.Arbitrary<PathValue> {
   const live = (kind: fc.Arbitrary<Ref['ref']>) => fc.record({ ref: kind, pick: fc.nat() }) as fc.Arbitrary<PathValue>;
@@ -126,9 +143,10 @@ function domainBody(operation: Operation, catalog: readonly CatalogEntry[]): fc.
         {
           deployment: fc.constant(entry.name),
           input: fc.oneof({ arbitrary: startInput(entry), weight: 4 }, { arbitrary: mutantValue(entry.inputSchema), weight: 1 }),
-          budget: validValue(extras.budget ?? {}),
-          treeLimits: validValue(extras.treeLimits ?? {}),
-          capabilities: validValue(extras.capabilities ?? {}),
+          // Mostly absent: a random budget or limit usually asks for more than the server grants (403).
+          budget: rarely(validValue(extras.budget ?? {})),
+          treeLimits: rarely(validValue(extras.treeLimits ?? {})),
+          capabilities: rarely(validValue(extras.capabilities ?? {})),
         },
         { requiredKeys: ['deployment', 'input'] },
       ),
@@ -137,7 +155,8 @@ function domainBody(operation: Operation, catalog: readonly CatalogEntry[]): fc.
   if (operation.operationId === 'deliverSignals') {
     const payloads = catalog.flatMap((entry) => [entry.signalSchema, ...entry.waits.map((wait) => wait.answerSchema)]).filter((schema) => schema !== false);
     const payload = fc.oneof(
-      ...payloads.map((schema) => ({ arbitrary: validValue(schema), weight: 3 })),
+      { arbitrary: fittingPayload, weight: 6 },
+      ...payloads.map((schema) => ({ arbitrary: validValue(schema), weight: 1 })),
       { arbitrary: fc.record({ add: fc.integer({ min: -5, max: 50 }) }), weight: 2 },
       { arbitrary: anyJson, weight: 1 },
     );
@@ -148,6 +167,11 @@ function domainBody(operation: Operation, catalog: readonly CatalogEntry[]): fc.
     return fc.record({ signals: fc.array(signal, { minLength: 1, maxLength: 4 }) });
   }
   return undefined;
+}
+
+/** Mostly undefined (an absent member), now and then a value. */
+function rarely<T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ arbitrary: fc.constant(undefined), weight: 6 }, { arbitrary, weight: 1 });
 }
 
 /** An input the deployment accepts, kept small where a large value only costs time (sleeps, counts). */
@@ -181,7 +205,16 @@ const contentTypes = fc.oneof(
 
 const methodSwaps = fc.constantFrom('PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'get', 'POST', 'GET', 'TRACE', 'PROPFIND');
 
+/**
+ * A case for one operation: half of them well-formed (the declared method, documented or live
+ * values, a body the route and the deployment accept) so they reach deep into the Host, the other
+ * half with every part open to mutation.
+ */
 export function operationCase(operation: Operation, catalog: readonly CatalogEntry[]): fc.Arbitrary<OperationCase> {
+  return fc.oneof(wellFormedCase(operation, catalog), mutatedCase(operation, catalog));
+}
+
+function mutatedCase(operation: Operation, catalog: readonly CatalogEntry[]): fc.Arbitrary<OperationCase> {
   const path: Record<string, fc.Arbitrary<PathValue>> = {};
   for (const parameter of operation.parameters.filter((candidate) => candidate.in === 'path')) path[parameter.name] = pathValue(parameter);
   return fc.record({
@@ -198,12 +231,58 @@ export function operationCase(operation: Operation, catalog: readonly CatalogEnt
   });
 }
 
+function wellFormedCase(operation: Operation, catalog: readonly CatalogEntry[]): fc.Arbitrary<OperationCase> {
+  const path: Record<string, fc.Arbitrary<PathValue>> = {};
+  for (const parameter of operation.parameters.filter((candidate) => candidate.in === 'path')) {
+    path[parameter.name] =
+      parameter.name === 'name'
+        ? fc.constantFrom(...(catalog.length > 0 ? catalog.map((entry) => entry.name) : ['demo.echo'])).map((text) => ({ text, raw: false }))
+        : (fc.record({
+            ref: parameter.name === 'effectId' ? fc.constant<Ref['ref']>('effect') : operation.operationId === 'deliverSignals' ? fc.constant<Ref['ref']>('waiting') : refKinds,
+            pick: fc.nat(),
+          }) as fc.Arbitrary<PathValue>);
+  }
+  const query = fc.tuple(
+    ...operation.parameters
+      .filter((parameter) => parameter.in === 'query')
+      .map((parameter) => fc.option(documentedValue(parameter), { nil: undefined, freq: 2 }).map((value): Array<[string, string]> => (value === undefined ? [] : [[parameter.name, value]]))),
+  );
+  const declared = operation.parameters.filter((parameter) => parameter.in === 'header');
+  const headers = fc
+    .tuple(...declared.map((parameter) => fc.option(parameter.name === 'idempotency-key' ? fc.uuid() : documentedValue(parameter), { nil: undefined, freq: 2 }).map((value): Array<[string, string]> => (value === undefined ? [] : [[parameter.name, value]]))))
+    .map((lists) => [...lists.flat(), ...(operation.operationId === 'streamTree' ? ([['accept', 'text/event-stream']] as Array<[string, string]>) : [])]);
+  const domain = operation.body === undefined ? undefined : (domainBody(operation, catalog) ?? validValue(operation.body));
+  return fc.record({
+    kind: fc.constant('operation' as const),
+    operationId: fc.constant(operation.operationId),
+    method: fc.constant(operation.method),
+    path: fc.record(path),
+    query: query.map((lists) => lists.flat()),
+    headers,
+    body: domain === undefined ? fc.constant(undefined) : domain.map((json) => ({ json })),
+    contentType: fc.constant('application/json'),
+    framing: fc.constant('length' as const),
+    chunks: fc.constant([1]),
+  });
+}
+
+/** A value the documentation shows (its example or an enum member), or a valid one; short long polls. */
+function documentedValue(parameter: Parameter): fc.Arbitrary<string> {
+  const schema = parameter.schema as Record<string, unknown>;
+  if (parameter.name === 'waitMs') return fc.integer({ min: 0, max: 200 }).map(String);
+  if (parameter.name === 'after' || parameter.name === 'last-event-id') return fc.constantFrom('0', '1', '2');
+  if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as unknown[]).map(String));
+  if (schema.example !== undefined) return fc.constant(String(schema.example));
+  if (schema.type === 'boolean') return fc.boolean().map(String);
+  return validValue(schema).map(String);
+}
+
 /** One case per operation of the spec, weighted alike (the write routes a little more). */
 export function operationCases(spec: ApiSpec, catalog: readonly CatalogEntry[]): fc.Arbitrary<OperationCase> {
   return fc.oneof(
     ...spec.operations.map((operation) => ({
       arbitrary: operationCase(operation, catalog),
-      weight: operation.operationId === 'startProcess' || operation.operationId === 'deliverSignals' ? 4 : 1,
+      weight: operation.operationId === 'startProcess' ? 4 : operation.operationId === 'deliverSignals' ? 8 : 1,
     })),
   );
 }
@@ -233,7 +312,8 @@ export function materialize(spec: ApiSpec, testCase: OperationCase, state: LiveS
   let json: unknown;
   if (testCase.body !== undefined) {
     if ('json' in testCase.body) {
-      json = fillWaits(testCase.body.json, resolved.id === undefined ? undefined : state.waits.get(resolved.id));
+      const target = resolved.id === undefined ? undefined : state.processes.find((process) => process.processId === resolved.id);
+      json = fillWaits(testCase.body.json, resolved.id === undefined ? undefined : state.waits.get(resolved.id), target?.deployment);
       body = JSON.stringify(json) ?? 'null';
     } else {
       body = testCase.body.text;
@@ -254,12 +334,14 @@ export function percentEncode(text: string): string {
   }
 }
 
-function fillWaits(value: unknown, wait: string | undefined): unknown {
+/** Fills the placeholders of a signal batch: the addressed process's wait, a payload it takes. */
+function fillWaits(value: unknown, wait: string | undefined, deployment: string | undefined): unknown {
   if (typeof value !== 'object' || value === null || !Array.isArray((value as { signals?: unknown }).signals)) return value;
   const signals = (value as { signals: unknown[] }).signals.map((signal) => {
-    if (typeof signal !== 'object' || signal === null || (signal as { waitId?: unknown }).waitId !== currentWait) return signal;
-    const { waitId: _placeholder, ...rest } = signal as Record<string, unknown>;
-    return wait === undefined ? rest : { ...rest, waitId: wait };
+    if (typeof signal !== 'object' || signal === null) return signal;
+    const { waitId, payload, ...rest } = signal as Record<string, unknown>;
+    const addressed = waitId === currentWait ? wait : waitId;
+    return { ...rest, ...(addressed === undefined ? {} : { waitId: addressed }), payload: fit(payload, deployment, addressed !== undefined) };
   });
   return { ...(value as object), signals };
 }

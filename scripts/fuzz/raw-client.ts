@@ -133,6 +133,9 @@ export function send(url: URL, bytes: Buffer, options: SendOptions = {}): Promis
     });
     socket.on('close', () => {
       drain();
+      // An event stream the server ended (its tree had finished) is an answer too.
+      const head = streamTimer === undefined ? undefined : parseHead(buffer);
+      if (head !== undefined) responses.push({ status: head.status, headers: head.headers, body: buffer.subarray(head.length), streamed: true });
       if (responses.length > 0) finish({ kind: 'answered', responses });
       else finish({ kind: 'closed', partial: preview(buffer) });
     });

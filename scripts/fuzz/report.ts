@@ -10,6 +10,10 @@ export function formatReport(report: FuzzReport): string {
   lines.push(
     `${report.mode}: seed ${report.seed}, ${report.cases} cases, ${report.requests} requests in ${(report.durationMs / 1000).toFixed(1)} s`,
     `  statuses ${statuses}`,
+    ...Object.entries(report.byKind)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([kind, counts]) => `    ${kind.padEnd(20)} ${Object.entries(counts).map(([status, count]) => `${status}:${count}`).join(' ')}`),
+    `  acknowledged writes: ${report.acknowledged.starts} starts, ${report.acknowledged.signalBatches} signal batches`,
     `  max RSS ${mib(report.maxRssBytes)} MiB`,
     `  slow-loris sockets ${report.loris.opened} (${Object.entries(report.loris.outcomes).map(([key, count]) => `${key}:${count}`).join(' ') || 'none'})`,
   );

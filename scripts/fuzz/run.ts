@@ -46,6 +46,10 @@ export interface FuzzReport {
   readonly requests: number;
   /** Status → count; `closed` and `timeout` for exchanges without an answer. */
   readonly statuses: Readonly<Record<string, number>>;
+  /** Case kind (operationId or hostile case name) → status → count. */
+  readonly byKind: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /** Writes the server acknowledged (2xx starts, 2xx signal batches). */
+  readonly acknowledged: { readonly starts: number; readonly signalBatches: number };
   readonly maxRssBytes: number;
   readonly durationMs: number;
   readonly loris: { readonly opened: number; readonly outcomes: Readonly<Record<string, number>> };
@@ -79,6 +83,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   let server: ScopeServer | undefined;
   const violations: Violation[] = [];
   const statuses: Record<string, number> = {};
+  const byKind: Record<string, Record<string, number>> = {};
+  const acknowledged = { starts: 0, signalBatches: 0 };
   const lorisOutcomes: Record<string, number> = {};
   let requests = 0;
   let cases = 0;
@@ -98,8 +104,12 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     progress(`${options.mode}: started in ${Math.round(performance.now() - started)} ms`);
     progress(`${options.mode}: server pid ${live.pid} at ${live.url.href}, seed ${options.seed}, ${options.count} cases`);
 
-    const count = (key: string): void => {
+    let kind = '';
+    const count = (key: string, code?: string): void => {
       statuses[key] = (statuses[key] ?? 0) + 1;
+      const ofKind = (byKind[kind] ??= {});
+      const detailed = code === undefined ? key : `${key}/${code}`;
+      ofKind[detailed] = (ofKind[detailed] ?? 0) + 1;
     };
     const lorises = new Set<Promise<void>>();
     const closers = new Set<() => void>();
@@ -124,11 +134,15 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         if (typeof body.processId !== 'string') return [{ rule: 'start', detail: `a ${response.status} start without a processId` }];
         if (body.deployment !== acknowledges.deployment) return [{ rule: 'start', detail: `started ${acknowledges.deployment}, answered ${body.deployment}` }];
         ledger.started(body.processId, body.rootId, body.deployment);
+        acknowledged.starts += 1;
         state.add({ processId: body.processId, rootId: body.rootId, deployment: body.deployment });
         return [];
       }
       const known = state.processes.find((process) => process.processId === acknowledges.processId);
       ledger.signalled(acknowledges.processId, known?.rootId, acknowledges.signals);
+      // An answer moves the process past its wait: until the next refresh, address nothing.
+      state.waits.delete(acknowledges.processId);
+      acknowledged.signalBatches += 1;
       return [];
     };
 
@@ -153,7 +167,12 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const runCase = async (testCase: Case): Promise<boolean> => {
       if (crashed) return true;
       cases += 1;
-      if (cases % 25 === 0) await state.refresh(live.url).catch(() => undefined);
+      kind = testCase.kind === 'operation' ? testCase.operationId : testCase.name;
+      if (cases % 25 === 0) {
+        await state.refresh(live.url).catch(() => undefined);
+        // Keep processes waiting for answers around, or signals only ever meet finished processes.
+        if (state.waits.size < 4) await seedWaiting(live.url, state, ledger).catch(() => undefined);
+      }
       if (cases % 1000 === 0) progress(`${options.mode}: ${cases} cases, ${requests} requests, max RSS ${mib(live.maxRss())} MiB`);
       const caseStarted = performance.now();
       const plan = planOf(testCase, state, host, spec);
@@ -163,6 +182,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         plan.exchanges.map((exchange) =>
           send(live.url, exchange.bytes, {
             expect: exchange.expect ?? 1,
+            ...(holdsByDesign(exchange) ? { timeoutMs: captureWaitMs } : {}),
             head: methodOf(exchange) === 'HEAD',
             ...(exchange.streamReadMs === undefined ? {} : { streamReadMs: exchange.streamReadMs }),
           }),
@@ -173,8 +193,11 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       if (elapsed > 2_000) progress(`${options.mode}: slow case (${Math.round(elapsed)} ms): ${plan.exchanges[0]?.label.slice(0, 200) ?? ''}`);
       plan.exchanges.forEach((exchange, index) => {
         const outcome = outcomes[index]!;
-        if (outcome.kind === 'answered') for (const response of outcome.responses) count(String(response.status));
-        else count(outcome.kind);
+        if (outcome.kind === 'answered') for (const response of outcome.responses) count(String(response.status), problemCode(response.body, response.status));
+        else if (outcome.kind === 'timeout' && holdsByDesign(exchange)) {
+          count('capture-held');
+          return;
+        } else count(outcome.kind);
         found.push(...checkExchange(outcome, rules, methodOf(exchange), exchange.allowClose === true), ...acknowledge(exchange.acknowledges, outcome));
       });
       if (plan.oneProcess === true) found.push(...oneProcess(outcomes));
@@ -243,6 +266,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     cases,
     requests,
     statuses,
+    byKind,
+    acknowledged,
     maxRssBytes: maxRss,
     durationMs: performance.now() - started,
     loris: { opened: lorisOpened, outcomes: lorisOutcomes },
@@ -258,6 +283,25 @@ function planOf(testCase: Case, state: LiveState, host: string, spec: ReturnType
   const bytes = serialize(request);
   const exchange: PlannedExchange = { bytes, label: labelOf(bytes), ...(acknowledges === undefined ? {} : { acknowledges }) };
   return { exchanges: [exchange] };
+}
+
+/**
+ * A capture quiesces the tree: it answers once in-flight Effects settle (a demo.sleep of ten
+ * minutes holds it that long, by design). Not waited for beyond {@link captureWaitMs}.
+ */
+function holdsByDesign(exchange: PlannedExchange): boolean {
+  return /^POST \S*\/capture[ ?]/.test(exchange.label);
+}
+
+const captureWaitMs = 1_500;
+
+function problemCode(body: Buffer, status: number): string | undefined {
+  if (status < 400) return undefined;
+  try {
+    return String((JSON.parse(body.toString('utf8')) as { code?: unknown }).code);
+  } catch {
+    return undefined;
+  }
 }
 
 function methodOf(exchange: PlannedExchange): string {
@@ -310,6 +354,19 @@ async function seedProcesses(base: URL, state: LiveState, ledger: Ledger): Promi
   for (const [deployment, input] of starts) {
     const started = await call(base, 'POST', '/v1/processes', { deployment, input });
     if (started.status !== 201) throw new Error(`seeding ${deployment}: ${started.status} ${JSON.stringify(started.body)}`);
+    ledger.started(started.body.processId, started.body.rootId, deployment);
+    state.add({ processId: started.body.processId, rootId: started.body.rootId, deployment });
+  }
+}
+
+/** Two more processes that wait for signals (an approval, a long count). */
+async function seedWaiting(base: URL, state: LiveState, ledger: Ledger): Promise<void> {
+  for (const [deployment, input] of [
+    ['demo.approval', { subject: 'replenished' }],
+    ['demo.counter', { target: 1000 }],
+  ] as const) {
+    const started = await call(base, 'POST', '/v1/processes', { deployment, input });
+    if (started.status !== 201) continue;
     ledger.started(started.body.processId, started.body.rootId, deployment);
     state.add({ processId: started.body.processId, rootId: started.body.rootId, deployment });
   }
