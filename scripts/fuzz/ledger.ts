@@ -40,8 +40,8 @@ export class Ledger {
     const byId = this.#signals.get(processId) ?? new Map<string, Set<string>>();
     this.#signals.set(processId, byId);
     for (const signal of signals) {
-      // What the server parsed: our JSON text, read back (so -0 is 0, as on the wire).
-      const digest = Payload.encode(JSON.parse(JSON.stringify(signal.payload ?? null))).digest().toString();
+      // The payload as parsed from the body text the server got.
+      const digest = Payload.encode(signal.payload ?? null).digest().toString();
       const digests = byId.get(signal.id) ?? new Set<string>();
       digests.add(digest);
       byId.set(signal.id, digests);

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import type { ApiSpec, JsonSchema, Operation, Parameter } from './openapi-spec.js';
 import { isRef, type LiveState, type Ref } from './live-state.js';
 import type { RawRequest } from './raw-client.js';
-import { anyJson, hostileString, mutantValue, validValue } from './schema-values.js';
+import { anyJson, expandDeep, hostileString, mutantValue, validValue } from './schema-values.js';
 
 /** What the live catalog says about a deployment (GET /v1/deployments). */
 export interface CatalogEntry {
@@ -314,7 +314,9 @@ export function materialize(spec: ApiSpec, testCase: OperationCase, state: LiveS
     if ('json' in testCase.body) {
       const target = resolved.id === undefined ? undefined : state.processes.find((process) => process.processId === resolved.id);
       json = fillWaits(testCase.body.json, resolved.id === undefined ? undefined : state.waits.get(resolved.id), target?.deployment);
-      body = JSON.stringify(json) ?? 'null';
+      body = expandDeep(JSON.stringify(json) ?? 'null');
+      // What the server parses (deep stand-ins expanded, -0 written as 0) is what a 2xx acknowledges.
+      json = JSON.parse(body);
     } else {
       body = testCase.body.text;
     }

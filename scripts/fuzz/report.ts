@@ -31,11 +31,23 @@ export function formatReport(report: FuzzReport): string {
     const failure = report.failure;
     lines.push(
       `  minimal failing case (seed ${failure.seed}${failure.path === undefined ? '' : `, path ${failure.path}`}):`,
-      `    ${JSON.stringify(failure.counterexample, (_key, value: unknown) => (typeof value === 'string' && value.length > 300 ? `${value.slice(0, 300)}…(${value.length})` : value))}`,
+      `    ${JSON.stringify(abridged(failure.counterexample))}`,
       '  its request(s):',
       ...failure.requests.map((request) => `    ${JSON.stringify(request)}`),
       `  replay: npm run fuzz -- --mode ${report.mode} --seed ${failure.seed} --count ${report.cases}`,
     );
   }
   return lines.join('\n');
+}
+
+/** A printable copy: strings over 300 characters cut, nesting below 12 levels and arrays past 20 items elided. */
+function abridged(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return value.length > 300 ? `${value.slice(0, 300)}…(${value.length})` : value;
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= 12) return '…';
+  if (Array.isArray(value)) {
+    const items = value.slice(0, 20).map((item) => abridged(item, depth + 1));
+    return value.length > 20 ? [...items, `…(${value.length} items)`] : items;
+  }
+  return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, abridged(member, depth + 1)]));
 }

@@ -175,14 +175,25 @@ function without(value: Record<string, unknown>, key: string): Record<string, un
   return copy;
 }
 
-/** Deep, wide or odd JSON values (still JSON). */
+/**
+ * Deep, wide or odd JSON values (still JSON). A deep one is a stand-in (`{"@deep": {depth, shape}}`)
+ * expanded only when the body text is written ({@link expandDeep}): a value thousands of levels
+ * deep would overflow the fuzzer's own recursion (JSON.stringify, fast-check's shrinking).
+ */
 export const pathologicalJson: fc.Arbitrary<unknown> = fc.oneof(
-  fc.integer({ min: 100, max: 12_000 }).map((depth) => JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`) as unknown),
-  fc.integer({ min: 100, max: 12_000 }).map((depth) => JSON.parse(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`) as unknown),
+  fc.record({ '@deep': fc.record({ depth: fc.integer({ min: 100, max: 12_000 }), shape: fc.constantFrom('array', 'object') }) }),
   fc.integer({ min: 1000, max: 20_000 }).map((width) => Array.from({ length: width }, (_, index) => index)),
   fc.integer({ min: 100, max: 5000 }).map((width) => Object.fromEntries(Array.from({ length: width }, (_, index) => [`k${index}`, index]))),
   fc.constantFrom(1e308, -0, 5e-324, Number.MAX_SAFE_INTEGER + 2, '\u0000', '\ud800'),
 );
+
+/** JSON text with every deep stand-in replaced by the nesting it stands for. */
+export function expandDeep(json: string): string {
+  return json.replace(/\{"@deep":\{"depth":(\d+),"shape":"(array|object)"\}\}/g, (_match, depthText: string, shape: string) => {
+    const depth = Number(depthText);
+    return shape === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+  });
+}
 
 function num(value: unknown, fallback: number): number {
   return typeof value === 'number' ? value : fallback;
