@@ -61,9 +61,13 @@ export interface FuzzReport {
 
 type Case = OperationCase | HostileCase;
 
-/** Open slow-loris sockets at most, and how long each is held before the fuzzer lets go. */
+/**
+ * Open slow-loris sockets at most; the server's request deadline; how long the fuzzer holds each
+ * socket before it lets go (a socket still unanswered then is a violation).
+ */
 const lorisLimit = 12;
-const lorisHoldMs = 3_000;
+const requestTimeoutMs = 2_000;
+const lorisHoldMs = 6_000;
 
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const started = performance.now();
@@ -74,6 +78,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const env: Record<string, string> = {
     // Small enough that the stream floods reach it: load shedding (503 + Retry-After) is exercised.
     SCOPE_SSE_MAX_STREAMS: '8',
+    // Short enough that every slow-loris socket is cut off (408) while the fuzzer still holds it.
+    SCOPE_REQUEST_TIMEOUT_MS: String(requestTimeoutMs),
   };
   if (options.mode === 'redis') {
     redis = await startRedisServer();
@@ -114,6 +120,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const lorises = new Set<Promise<void>>();
     const closers = new Set<() => void>();
     let crashed = false;
+    /** Set once the cases are done: sockets closed from here on were not held too long. */
+    let stopping = false;
     let lastFailing: Omit<FailingCase, 'seed' | 'path' | 'counterexample'> | undefined;
 
     const acknowledge = (acknowledges: Acknowledgeable | undefined, exchange: Exchange): Violation[] => {
@@ -159,6 +167,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         const key = exchange.kind === 'answered' ? String(exchange.responses[0]!.status) : 'held';
         lorisOutcomes[key] = (lorisOutcomes[key] ?? 0) + 1;
         if (exchange.kind === 'answered') for (const violation of checkResponse(exchange.responses[0]!, rules, 'POST')) violations.push({ ...violation, detail: `slow loris: ${violation.detail}` });
+        else if (!stopping) violations.push({ rule: 'slow-loris', detail: `a socket that never finished its request was still held after ${lorisHoldMs} ms (deadline ${requestTimeoutMs} ms): ${JSON.stringify(loris.head.subarray(0, 120).toString('latin1'))}` });
       });
       lorises.add(watched);
       void watched.finally(() => lorises.delete(watched));
@@ -230,6 +239,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     }
 
     progress(`${options.mode}: cases done at ${Math.round(performance.now() - started)} ms`);
+    stopping = true;
     for (const close of closers) close();
     await Promise.all(lorises);
     violations.push(...live.takeAlarms().map((alarm) => ({ rule: 'server-log', detail: alarm })));
