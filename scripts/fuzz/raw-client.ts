@@ -75,7 +75,7 @@ function chunked(body: Buffer, sizes: readonly number[]): Buffer {
 export interface SendOptions {
   /** Complete responses to wait for (pipelined requests); default 1. */
   readonly expect?: number;
-  /** Give up after this long (default 10 s). */
+  /** Give up after this long (default 30 s: a loaded CI machine can be slow; a silent server is not). */
   readonly timeoutMs?: number;
   /** How long to keep reading an event stream after its head (default 30 ms). */
   readonly streamReadMs?: number;
@@ -100,7 +100,7 @@ export function send(url: URL, bytes: Buffer, options: SendOptions = {}): Promis
       socket.destroy();
       resolve(outcome);
     };
-    const deadline = setTimeout(() => finish({ kind: 'timeout', partial: preview(buffer) }), options.timeoutMs ?? 10_000);
+    const deadline = setTimeout(() => finish({ kind: 'timeout', partial: preview(buffer) }), options.timeoutMs ?? 30_000);
     const drain = (): void => {
       for (;;) {
         const parsed = parseOne(buffer, options.head === true && responses.length === 0);
