@@ -452,6 +452,11 @@ function classify(error: unknown, bodyLimit: number): Classified {
     if (code === 'cursor_ahead' && typeof lastPosition === 'string') return { code, detail: message, lastPosition, level: 'info' };
     return errors === undefined ? { code, detail: message, level: 'info' } : { code, detail: message, errors, level: 'info' };
   }
+  // The client closed the connection before its body arrived (Node's `aborted`, which Fastify's body
+  // reader passes on as a 400): the client's doing, not a defect, and nobody is left to answer.
+  if (code === 'ECONNRESET' && candidate.message === 'aborted') {
+    return { code: 'invalid_request', detail: 'the client closed the connection before the request body arrived', level: 'info' };
+  }
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return { code: 'payload_too_large', detail: `the request body exceeds ${bodyLimit} bytes`, level: 'info' };
   }
