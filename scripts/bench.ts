@@ -18,6 +18,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchHttp } = await import('./bench/http.js');
     await benchHttp();
   },
+  tree: async () => {
+    const { benchTree } = await import('./bench/tree.js');
+    await benchTree();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();
