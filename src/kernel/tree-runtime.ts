@@ -299,6 +299,9 @@ export class TreeRuntime {
       progressed = false;
       for (const process of this.processes()) {
         if (this.#stopped !== undefined) return;
+        // #advance does nothing for a process that is not runnable; skipping it here saves an
+        // await per parked process, so a pass costs little beside many parked children.
+        if (!this.#runnable(process)) continue;
         if (await this.#advance(process)) progressed = true;
       }
     }
