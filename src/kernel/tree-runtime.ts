@@ -405,15 +405,20 @@ export class TreeRuntime {
    */
   #prospectiveCut(replacements: readonly ProcessSnapshot[]): ProspectiveCut {
     const head = this.#head;
-    const byId = new Map<string, ProcessSnapshot>();
-    for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
-    for (const process of this.#processes.values()) {
-      const key = process.id.toString();
-      byId.set(key, this.#withControl(byId.get(key) ?? process.snapshot));
-    }
     const derived = head.incarnationId.equals(this.#incarnationId) && head.treeLimits === this.#treeLimits && this.#headAnswered;
     if (derived) {
-      for (const [key, snapshot] of byId) if (head.process(snapshot.processId) === snapshot) byId.delete(key);
+      // Each runtime's snapshot is the head's member (installed together), so a member is fresh
+      // when a replacement or its control intent makes it differ from that snapshot.
+      const given = new Map(replacements.map((snapshot) => [snapshot.processId.toString(), snapshot]));
+      const byId = new Map<string, ProcessSnapshot>();
+      for (const process of this.#processes.values()) {
+        const key = given.size === 0 ? undefined : process.id.toString();
+        const replacement = key === undefined ? undefined : given.get(key);
+        if (key !== undefined) given.delete(key);
+        const next = this.#withControl(replacement ?? process.snapshot);
+        if (next !== process.snapshot) byId.set(key ?? process.id.toString(), next);
+      }
+      for (const [key, snapshot] of given) byId.set(key, this.#withControl(snapshot)); // new members
       const fresh = [...byId.values()];
       const last = this.#lastProspective;
       if (last?.head === head && last.fresh.length === fresh.length && last.fresh.every((snapshot, index) => snapshot === fresh[index])) return last;
@@ -432,6 +437,9 @@ export class TreeRuntime {
       return cut;
     }
     // A head this runtime did not commit (start or restore) gets the full pass once.
+    const byId = new Map(this.processes().map((process) => [process.id.toString(), process.snapshot]));
+    for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
+    for (const [id, snapshot] of byId) byId.set(id, this.#withControl(snapshot));
     satisfyChildWaits(byId);
     const tree = TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: byId.values() });
     const changed = tree.processSnapshots().filter((snapshot) => head.process(snapshot.processId) !== snapshot);
