@@ -22,6 +22,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchTransport } = await import('./bench/transport.js');
     await benchTransport();
   },
+  tree: async () => {
+    const { benchTree } = await import('./bench/tree.js');
+    await benchTree();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

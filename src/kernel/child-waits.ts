@@ -2,6 +2,7 @@ import type { ChildWaitSpec } from './effect.js';
 import type { ProcessId } from './identity.js';
 import { childWaitSatisfiedPayload, MailboxRecord, type ChildOutcomeFacts, type UnresolvedEffect } from './mailbox.js';
 import type { ProcessSnapshot } from './process-snapshot.js';
+import type { TreeSnapshot } from './tree-snapshot.js';
 
 /**
  * Child-wait satisfaction (kernel-contract §4.15), as one pure pass over a prospective tree. It runs
@@ -36,23 +37,54 @@ export function satisfyChildWaits(byId: Map<string, ProcessSnapshot>): boolean {
   let changed = false;
   for (const [key, snapshot] of byId) {
     if (snapshot.isTerminal || !children.has(key)) continue;
-    let next = snapshot;
-    for (const wait of snapshot.mailbox.openWaits()) {
-      if (wait.kind !== 'children' || wait.answered || wait.spec === undefined) continue;
-      const answered = atBoundary(lookup, wait.spec);
-      if (answered.length < wait.spec.requiredCount) continue;
-      const payload = childWaitSatisfiedPayload(wait.spec, answered.map((child) => outcomeOf(lookup, wait.spec as ChildWaitSpec, child)));
-      const mailbox = next.mailbox.append(MailboxRecord.childWaitAnswer(wait.waitId, answered.map((child) => child.processId), payload));
-      // The answer releases a parent waiting on exactly this wait; a pause still holds it.
-      const releases = next.status === 'waiting' && next.waitId?.equals(wait.waitId) === true;
-      next = next.with(releases ? { mailbox, status: 'running', currentWaitId: undefined } : { mailbox });
-    }
+    const next = answerWaits(lookup, snapshot);
     if (next !== snapshot) {
       byId.set(key, next);
       changed = true;
     }
   }
   return changed;
+}
+
+/**
+ * The same pass over a tree whose earlier cut was already answered: only `changed` members and
+ * their ancestors can newly satisfy a wait (an answer reads the opener and its children's
+ * subtrees), so only they are visited. Returns the answered openers' next snapshots.
+ */
+export function answerChildWaitsAround(tree: TreeSnapshot, changed: Iterable<ProcessSnapshot>): ProcessSnapshot[] {
+  const lookup: Lookup = { get: (id) => tree.process(id), childrenOf: (id) => tree.children(id) };
+  const visited = new Set<string>();
+  const answered: ProcessSnapshot[] = [];
+  for (const member of changed) {
+    for (let opener = tree.process(member.processId); opener !== undefined; ) {
+      const key = opener.processId.toString();
+      if (visited.has(key)) break;
+      visited.add(key);
+      if (!opener.isTerminal && opener.mailbox.openWaits().some((wait) => wait.kind === 'children') && tree.children(opener.processId).length > 0) {
+        const next = answerWaits(lookup, opener);
+        if (next !== opener) answered.push(next);
+      }
+      const parent: ProcessId | undefined = opener.relation.parentId;
+      opener = parent === undefined ? undefined : tree.process(parent);
+    }
+  }
+  return answered;
+}
+
+/** `snapshot` with every open child wait its children now satisfy answered (itself when none). */
+function answerWaits(lookup: Lookup, snapshot: ProcessSnapshot): ProcessSnapshot {
+  let next = snapshot;
+  for (const wait of snapshot.mailbox.openWaits()) {
+    if (wait.kind !== 'children' || wait.answered || wait.spec === undefined) continue;
+    const answered = atBoundary(lookup, wait.spec);
+    if (answered.length < wait.spec.requiredCount) continue;
+    const payload = childWaitSatisfiedPayload(wait.spec, answered.map((child) => outcomeOf(lookup, wait.spec as ChildWaitSpec, child)));
+    const mailbox = next.mailbox.append(MailboxRecord.childWaitAnswer(wait.waitId, answered.map((child) => child.processId), payload));
+    // The answer releases a parent waiting on exactly this wait; a pause still holds it.
+    const releases = next.status === 'waiting' && next.waitId?.equals(wait.waitId) === true;
+    next = next.with(releases ? { mailbox, status: 'running', currentWaitId: undefined } : { mailbox });
+  }
+  return next;
 }
 
 /** Every awaited child at the wait's boundary, in request order (all of them, not only a quorum). */

@@ -28,6 +28,16 @@ export class Digest {
     return new Digest(`sha256:${sha256Hex(data)}`);
   }
 
+  /**
+   * The digest of the concatenation of `parts` (strings as UTF-8), without building it: equal to
+   * `Digest.of(parts.join(''))`, so a record assembled from cached pieces hashes as its bytes.
+   */
+  static ofParts(parts: Iterable<Uint8Array | string>): Digest {
+    const hash = createHash('sha256');
+    for (const part of parts) hash.update(part);
+    return new Digest(`sha256:${hash.digest('hex')}`);
+  }
+
   /** The 64 lowercase hex digits without the `sha256:` prefix. */
   get hex(): string {
     return this.#text.slice(7);

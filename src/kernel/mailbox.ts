@@ -620,6 +620,7 @@ export class Mailbox {
   readonly #waits: ReadonlyMap<string, WaitRecord>;
   readonly #positions: ReadonlyMap<string, number>;
   #json: string | undefined;
+  #raw: RawJson | undefined;
   static readonly #empty = new Mailbox([], 0, new Map(), new Map());
 
   private constructor(
@@ -858,8 +859,10 @@ export class Mailbox {
   }
 
   /** The canonical mailbox (cached; records splice their own cached JSON). */
+  /** The cached canonical JSON as one spliceable value (its UTF-8 length is measured once). */
   toWire(): WireValue {
-    return new RawJson(this.json());
+    this.#raw ??= new RawJson(this.json());
+    return this.#raw;
   }
 
   json(): string {

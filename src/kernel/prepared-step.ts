@@ -96,6 +96,8 @@ export class PreparedEffect {
   /** The failure a settled Framework Effect recorded. */
   readonly failure: Failure | undefined;
   readonly diagnostic: Failure | undefined;
+  /** The derived child id (a hash of the Effect id), computed on first use. */
+  #startedChildId: ProcessId | undefined;
 
   private constructor(
     id: EffectId,
@@ -162,7 +164,9 @@ export class PreparedEffect {
   /** The child a settled successful `start_child` created (derived from the EffectId). */
   get startedChildId(): ProcessId | undefined {
     if (this.phase !== 'settled' || this.failure !== undefined || this.effect.target !== 'framework') return undefined;
-    return this.effect.frameworkOperation().operation === 'start_child' ? ProcessId.child(this.id) : undefined;
+    if (this.effect.frameworkOperation().operation !== 'start_child') return undefined;
+    this.#startedChildId ??= ProcessId.child(this.id);
+    return this.#startedChildId;
   }
 
   /** The input of this Effect for {@link PreparedStep.create}. */

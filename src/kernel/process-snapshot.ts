@@ -1,6 +1,6 @@
 // Over 500 lines: the process snapshot and its strict decoder: its invariants span every member.
 import { Budget } from './budget.js';
-import { parseJson, utf8Length, type JsonNode } from './canonical-json.js';
+import { parseJson, type JsonNode } from './canonical-json.js';
 import { CapabilitySet } from './capability.js';
 import { DeploymentRef } from './deployment.js';
 import { Descriptor } from './descriptor.js';
@@ -20,7 +20,7 @@ import { Termination } from './termination.js';
 import { TreeLimits } from './tree-limits.js';
 import { Usage } from './usage.js';
 import { answerSchemaOf, CurrentWait } from './wait.js';
-import { encodeWire, maxUint64, RawJson, WireRecord, wireError, type WireValue } from './wire.js';
+import { encodedWireLength, encodeWire, maxUint64, RawJson, WireRecord, wireError, type WireValue } from './wire.js';
 
 /**
  * ProcessSnapshot: the immutable capture of one Engine-owned Process inside a TreeSnapshot (the
@@ -303,14 +303,17 @@ interface NormalizedFields {
  */
 export class ProcessSnapshot {
   readonly #fields: NormalizedFields;
-  readonly #json: string;
+  /** The wire form (nested records spliced as their cached JSON), until the text is built. */
+  #wire: WireValue | undefined;
+  #json: string | undefined;
   readonly #size: number;
   #digest: Digest | undefined;
 
-  private constructor(fields: NormalizedFields, json: string, size: number) {
+  private constructor(fields: NormalizedFields, wire: WireValue) {
     this.#fields = fields;
-    this.#json = json;
-    this.#size = size;
+    this.#wire = wire;
+    // Measured from the structure: a large cached member (the mailbox) is not rescanned.
+    this.#size = encodedWireLength(wire);
     Object.freeze(this);
   }
 
@@ -337,8 +340,7 @@ export class ProcessSnapshot {
     fail: (message: string) => never,
   ): ProcessSnapshot {
     checkRules(fields, fail);
-    const json = encodeWire(toWire(fields));
-    const snapshot = new ProcessSnapshot(fields, json, utf8Length(json));
+    const snapshot = new ProcessSnapshot(fields, toWire(fields));
     if (limits !== undefined) snapshot.checkCapacity(limits, fail);
     return snapshot;
   }
@@ -664,11 +666,15 @@ export class ProcessSnapshot {
 
   /** The canonical JSON as a pre-encoded value, so an enclosing tree splices it unchanged. */
   toWire(): WireValue {
-    return new RawJson(this.#json);
+    return new RawJson(this.json());
   }
 
-  /** The canonical JSON (cached). */
+  /** The canonical JSON (built once, on first use). */
   json(): string {
+    if (this.#json === undefined) {
+      this.#json = encodeWire(this.#wire as WireValue);
+      this.#wire = undefined;
+    }
     return this.#json;
   }
 
@@ -678,13 +684,13 @@ export class ProcessSnapshot {
   }
 
   digest(): Digest {
-    this.#digest ??= Digest.of(this.#json);
+    this.#digest ??= Digest.of(this.json());
     return this.#digest;
   }
 
   /** Same canonical record and same location. */
   equals(other: ProcessSnapshot | undefined): boolean {
-    return other instanceof ProcessSnapshot && other.#json === this.#json && other.relation.equals(this.relation);
+    return other instanceof ProcessSnapshot && other.json() === this.json() && other.relation.equals(this.relation);
   }
 }
 

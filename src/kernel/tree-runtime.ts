@@ -49,7 +49,7 @@ import { admitTree } from './snapshot-admission.js';
 import { answerSchemaOf, waitEffectProblem } from './wait.js';
 import { SchemaValidationError } from './schema.js';
 import { allocateChild, childOwnerProblem, type ChildAdmissionOutcome, type ChildAdmitter } from './child-admission.js';
-import { satisfyChildWaits } from './child-waits.js';
+import { answerChildWaitsAround, satisfyChildWaits } from './child-waits.js';
 import type { ChildSpec, ChildWaitSpec, FrameworkOperation } from './effect.js';
 import { ProcessId as ProcessIdentity } from './identity.js';
 import { ProcessRelation } from './relation.js';
@@ -116,6 +116,15 @@ function deferred<T>(): Deferred<T> {
     settled: false,
   };
   return result;
+}
+
+/** A prospective tree, the head and changed members it was derived from, and every member that differs from that head. */
+interface ProspectiveCut {
+  readonly head: TreeSnapshot;
+  /** The members given to `withProcesses` (before child-wait answers), in the order given. */
+  readonly fresh: readonly ProcessSnapshot[];
+  readonly tree: TreeSnapshot;
+  readonly changed: readonly ProcessSnapshot[];
 }
 
 /** A replay or resolution waiting for its boundary to commit. */
@@ -187,6 +196,10 @@ export class TreeRuntime {
   #incarnationId: TreeIncarnationId;
   readonly #treeLimits: TreeLimits;
   #head: TreeSnapshot;
+  /** The last derived prospective tree, keyed by the head and the changed members it was built from. */
+  #lastProspective: ProspectiveCut | undefined;
+  /** Whether every child wait the head satisfies is answered (true once this runtime committed a cut). */
+  #headAnswered = false;
   #sequence: bigint;
   #lane: Promise<unknown> = Promise.resolve();
   #driveQueued = false;
@@ -286,6 +299,9 @@ export class TreeRuntime {
       progressed = false;
       for (const process of this.processes()) {
         if (this.#stopped !== undefined) return;
+        // #advance does nothing for a process that is not runnable; skipping it here saves an
+        // await per parked process, so a pass costs little beside many parked children.
+        if (!this.#runnable(process)) continue;
         if (await this.#advance(process)) progressed = true;
       }
     }
@@ -378,13 +394,56 @@ export class TreeRuntime {
   }
 
   #prospective(replacements: readonly ProcessSnapshot[]): TreeSnapshot {
+    return this.#prospectiveCut(replacements).tree;
+  }
+
+  /**
+   * The prospective tree with `replacements` (each member recording its runtime's control intent),
+   * and the members that differ from the head. It is derived from the head: only changed members
+   * are re-checked, the rest keep their cached bytes. Admission (#fits) and the commit ask for the
+   * same tree, so the last one is reused while the head and the changed members are the same.
+   */
+  #prospectiveCut(replacements: readonly ProcessSnapshot[]): ProspectiveCut {
+    const head = this.#head;
+    const derived = head.incarnationId.equals(this.#incarnationId) && head.treeLimits === this.#treeLimits && this.#headAnswered;
+    if (derived) {
+      // Each runtime's snapshot is the head's member (installed together), so a member is fresh
+      // when a replacement or its control intent makes it differ from that snapshot.
+      const given = new Map(replacements.map((snapshot) => [snapshot.processId.toString(), snapshot]));
+      const byId = new Map<string, ProcessSnapshot>();
+      for (const process of this.#processes.values()) {
+        const key = given.size === 0 ? undefined : process.id.toString();
+        const replacement = key === undefined ? undefined : given.get(key);
+        if (key !== undefined) given.delete(key);
+        const next = this.#withControl(replacement ?? process.snapshot);
+        if (next !== process.snapshot) byId.set(key ?? process.id.toString(), next);
+      }
+      for (const [key, snapshot] of given) byId.set(key, this.#withControl(snapshot)); // new members
+      const fresh = [...byId.values()];
+      const last = this.#lastProspective;
+      if (last?.head === head && last.fresh.length === fresh.length && last.fresh.every((snapshot, index) => snapshot === fresh[index])) return last;
+      let tree = head.withProcesses(fresh);
+      // Every prospective tree answers the child waits it satisfies, so an answer commits atomically
+      // with the child facts that satisfy it (kernel-contract §4.15); the head's were all answered.
+      const answered = answerChildWaitsAround(tree, fresh);
+      if (answered.length > 0) {
+        tree = tree.withProcesses(answered);
+        for (const snapshot of answered) byId.set(snapshot.processId.toString(), snapshot);
+      }
+      // Canonical order, as a full scan of the tree would visit them (results and cascades follow it).
+      const changed = [...byId.values()].sort((a, b) => a.relation.depth - b.relation.depth || a.processId.compare(b.processId));
+      const cut: ProspectiveCut = { head, fresh, tree, changed };
+      this.#lastProspective = cut;
+      return cut;
+    }
+    // A head this runtime did not commit (start or restore) gets the full pass once.
     const byId = new Map(this.processes().map((process) => [process.id.toString(), process.snapshot]));
     for (const snapshot of replacements) byId.set(snapshot.processId.toString(), snapshot);
     for (const [id, snapshot] of byId) byId.set(id, this.#withControl(snapshot));
-    // Every prospective tree answers the child waits it satisfies, so an answer commits atomically
-    // with the child facts that satisfy it (kernel-contract §4.15).
     satisfyChildWaits(byId);
-    return TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: byId.values() });
+    const tree = TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: byId.values() });
+    const changed = tree.processSnapshots().filter((snapshot) => head.process(snapshot.processId) !== snapshot);
+    return { head, fresh: [], tree, changed };
   }
 
   /**
@@ -417,7 +476,7 @@ export class TreeRuntime {
     unresolvedOnFailure: readonly EffectId[] = [],
     added: readonly ProcessRuntime[] = [],
   ): Promise<void> {
-    const prospective = this.#prospective(replacements);
+    const { tree: prospective, changed: changedMembers } = this.#prospectiveCut(replacements);
     try {
       admitTree(prospective);
     } catch (error) {
@@ -457,6 +516,7 @@ export class TreeRuntime {
       throw this.#stop(thrownBy(commit instanceof EffectBoundary ? 'TreeCommitter.commitEffect' : 'TreeCommitter.commitCheckpoint', error), unresolvedOnFailure);
     }
     this.#head = prospective;
+    this.#headAnswered = true;
     this.#sequence = sequence;
     for (const process of added) {
       this.#processes.set(process.id.toString(), process);
@@ -465,7 +525,7 @@ export class TreeRuntime {
     // Install from the prospective tree, not only the replacements: child-wait answers may have
     // changed other members (see #prospective).
     const changed: ProcessRuntime[] = [];
-    for (const snapshot of prospective.processSnapshots()) {
+    for (const snapshot of changedMembers) {
       const process = this.#processes.get(snapshot.processId.toString());
       if (process === undefined || process.snapshot === snapshot) continue;
       if (!process.snapshot.isTerminal && snapshot.isTerminal) changed.push(process);

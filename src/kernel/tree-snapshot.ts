@@ -1,5 +1,5 @@
 // Over 500 lines: the tree snapshot and its strict decoder, whose cross-process rules need the whole tree at once.
-import { parseJson, utf8Length, type JsonNode } from './canonical-json.js';
+import { parseJson, quoteString, utf8Length, type JsonNode } from './canonical-json.js';
 import { describe, Digest } from './digest.js';
 import { ChildSpec, Effect, EffectRequest, type ChildWaitSpec } from './effect.js';
 import { ErrorCode, KernelError } from './errors.js';
@@ -49,8 +49,11 @@ export class TreeSnapshot {
   readonly #treeLimits: TreeLimits;
   readonly #processes: readonly ProcessSnapshot[];
   readonly #index: TreeIndex;
-  readonly #json: string;
+  /** The canonical text before the first process record, and after the last. */
+  readonly #head: string;
+  readonly #tail: string;
   readonly #size: number;
+  #json: string | undefined;
   #digest: Digest | undefined;
 
   private constructor(
@@ -63,12 +66,14 @@ export class TreeSnapshot {
     this.#treeLimits = treeLimits;
     this.#processes = Object.freeze([...processes]);
     this.#index = index;
-    this.#json = encodeWire({
-      incarnation_id: incarnationId.toString(),
-      tree_limits: treeLimits.toWire(),
-      process_snapshots: this.#processes.map((process) => process.toWire()),
-    });
-    this.#size = utf8Length(this.#json);
+    // Members sort as incarnation_id < process_snapshots < tree_limits, so the canonical bytes are
+    // this header, the cached process records joined by commas, and this trailer: the size and
+    // digest come from the cached pieces, and the whole text is assembled only when asked for.
+    this.#head = `{"incarnation_id":${quoteString(incarnationId.toString())},"process_snapshots":[`;
+    this.#tail = `],"tree_limits":${encodeWire(treeLimits.toWire())}}`;
+    let size = utf8Length(this.#head) + utf8Length(this.#tail) + Math.max(0, this.#processes.length - 1);
+    for (const process of this.#processes) size += process.encodedSize;
+    this.#size = size;
     Object.freeze(this);
   }
 
@@ -116,6 +121,46 @@ export class TreeSnapshot {
     const snapshot = new TreeSnapshot(incarnationId, treeLimits, index.ordered, index);
     if (!treeLimits.maxSnapshotBytes.admits(BigInt(snapshot.#size))) {
       fail(`encoded size ${snapshot.#size} exceeds max_snapshot_bytes ${treeLimits.maxSnapshotBytes.toString()}`);
+    }
+    return snapshot;
+  }
+
+  /**
+   * This tree with `changes` replacing members of the same ProcessId or joining as new children:
+   * equal to `TreeSnapshot.create` over the merged members (same bytes, same rejections), but it
+   * re-checks only the rules a change takes part in — the changed records, their parents'
+   * aggregates and their ancestors' rendered child facts — since every other rule held in this
+   * tree and reads only unchanged immutable records. A change of relation (or of the root) takes
+   * the full check.
+   */
+  withProcesses(changes: Iterable<ProcessSnapshot>): TreeSnapshot {
+    const fail: (message: string) => never = (message) => {
+      throw new KernelError(code, `invalid tree snapshot: ${message}`);
+    };
+    if (changes === null || typeof changes?.[Symbol.iterator] !== 'function') fail('changes must be an iterable of ProcessSnapshot');
+    const list = [...changes];
+    list.forEach((process, index) => {
+      if (!(process instanceof ProcessSnapshot)) fail(`changes[${index}] must be a ProcessSnapshot`);
+    });
+    if (list.length === 0) return this;
+    const seen = new Set<string>();
+    for (const process of list) {
+      const id = process.processId.toString();
+      if (seen.has(id)) fail(`process ${id} appears twice`);
+      seen.add(id);
+      const before = this.#index.get(process.processId);
+      const moved = before === undefined ? process.relation.isRoot : !before.relation.equals(process.relation);
+      if (moved) {
+        const merged = new Map(this.#processes.map((member) => [member.processId.toString(), member]));
+        for (const change of list) merged.set(change.processId.toString(), change);
+        return TreeSnapshot.create({ incarnationId: this.#incarnationId, treeLimits: this.#treeLimits, processes: merged.values() });
+      }
+    }
+    const index = this.#index.derive(list, fail);
+    checkChanges(this.#index, index, list, this.#treeLimits, fail);
+    const snapshot = new TreeSnapshot(this.#incarnationId, this.#treeLimits, index.ordered, index);
+    if (!this.#treeLimits.maxSnapshotBytes.admits(BigInt(snapshot.#size))) {
+      fail(`encoded size ${snapshot.#size} exceeds max_snapshot_bytes ${this.#treeLimits.maxSnapshotBytes.toString()}`);
     }
     return snapshot;
   }
@@ -182,18 +227,31 @@ export class TreeSnapshot {
 
   /** sha256 of the canonical bytes (computed once); stores must use it as the head digest. */
   get digest(): Digest {
-    this.#digest ??= Digest.of(this.#json);
+    this.#digest ??= this.#json === undefined ? Digest.ofParts(this.#pieces()) : Digest.of(this.#json);
     return this.#digest;
   }
 
-  /** The canonical JSON text. */
+  /** The canonical JSON text (assembled once, on first use). */
   json(): string {
+    this.#json ??= [...this.#pieces()].join('');
     return this.#json;
   }
 
   /** A fresh copy of the canonical UTF-8 bytes. */
   bytes(): Uint8Array {
-    return utf8Encoder.encode(this.#json);
+    return utf8Encoder.encode(this.json());
+  }
+
+  /** The canonical text in order: header, process records with their separators, trailer. */
+  *#pieces(): Generator<string> {
+    yield this.#head;
+    let first = true;
+    for (const process of this.#processes) {
+      if (!first) yield ',';
+      first = false;
+      yield process.json();
+    }
+    yield this.#tail;
   }
 
   /** The canonical length in UTF-8 bytes. */
@@ -263,8 +321,12 @@ export class TreeSnapshot {
     });
   }
 
+  /** Same canonical bytes, compared piece by piece (cached records, no assembly). */
   equals(other: TreeSnapshot | undefined): boolean {
-    return other instanceof TreeSnapshot && other.#json === this.#json;
+    if (!(other instanceof TreeSnapshot)) return false;
+    if (other === this) return true;
+    if (other.#head !== this.#head || other.#tail !== this.#tail || other.#processes.length !== this.#processes.length) return false;
+    return this.#processes.every((process, index) => process.json() === (other.#processes[index] as ProcessSnapshot).json());
   }
 
   toString(): string {
@@ -287,18 +349,62 @@ class TreeIndex implements TreeLookup {
   readonly ordered: readonly ProcessSnapshot[];
   readonly #byId: ReadonlyMap<string, ProcessSnapshot>;
   readonly #children: ReadonlyMap<string, readonly ProcessId[]>;
+  /** Position of each id in `ordered`, built on first derivation. */
+  #positions: Map<string, number> | undefined;
 
   private constructor(
     root: ProcessSnapshot,
     ordered: readonly ProcessSnapshot[],
     byId: ReadonlyMap<string, ProcessSnapshot>,
     children: ReadonlyMap<string, readonly ProcessId[]>,
+    positions?: Map<string, number>,
   ) {
     this.root = root;
     this.ordered = ordered;
     this.#byId = byId;
     this.#children = children;
+    this.#positions = positions;
     Object.freeze(this);
+  }
+
+  /**
+   * The index with `changes` applied: same-id records replace in place (their relation is
+   * unchanged, so order and children stay), new non-root records join in canonical order.
+   */
+  derive(changes: readonly ProcessSnapshot[], fail: (message: string) => never): TreeIndex {
+    this.#positions ??= new Map(this.ordered.map((process, position) => [process.processId.toString(), position]));
+    const byId = new Map(this.#byId);
+    let ordered = [...this.ordered];
+    let positions = this.#positions;
+    let children: Map<string, readonly ProcessId[]> | undefined;
+    let root = this.root;
+    for (const process of changes) {
+      const id = process.processId.toString();
+      byId.set(id, process);
+      const position = positions.get(id);
+      if (position !== undefined) {
+        ordered[position] = process;
+        if (process.relation.isRoot) root = process;
+        continue;
+      }
+      const parent = process.relation.parentId as ProcessId;
+      children ??= new Map(this.#children);
+      const siblings = [...(children.get(parent.toString()) ?? []), process.processId].sort((a, b) => a.compare(b));
+      children.set(parent.toString(), siblings);
+      ordered.push(process);
+      positions = new Map(); // rebuilt below
+    }
+    if (positions !== this.#positions) {
+      ordered = ordered.sort(canonicalOrder);
+      positions = new Map(ordered.map((process, position) => [process.processId.toString(), position]));
+    }
+    for (const process of changes) {
+      const parent = process.relation.parentId;
+      if (parent !== undefined && !byId.has(parent.toString())) {
+        fail(`process ${process.processId.toString()} has parent ${parent.toString()}, which is not in the tree`);
+      }
+    }
+    return new TreeIndex(root, ordered, byId, children ?? this.#children, positions);
   }
 
   static of(processes: readonly ProcessSnapshot[], fail: (message: string) => never): TreeIndex {
@@ -434,89 +540,185 @@ function checkTreeRules(index: TreeIndex, limits: TreeLimits, fail: (message: st
     fail(`${processes.length} processes exceed max_tree_processes ${limits.maxTreeProcesses.toString()}`);
   }
   for (const parent of processes) {
-    const where = `process ${parent.processId.toString()}`;
-    const children = index.childrenOf(parent.processId).map((id) => index.get(id) as ProcessSnapshot);
-    if (!limits.maxChildren.admits(BigInt(children.length))) {
-      fail(`${where} has ${children.length} children, more than max_children ${limits.maxChildren.toString()}`);
+    checkChildren(index, parent, limits, fail);
+    checkOwnClaims(index, parent, fail);
+  }
+}
+
+/** A parent's rules over its direct children: counts, keys, capabilities and budget debits. */
+function checkChildren(index: TreeIndex, parent: ProcessSnapshot, limits: TreeLimits, fail: (message: string) => never): void {
+  const where = `process ${parent.processId.toString()}`;
+  const children = index.childrenOf(parent.processId).map((id) => index.get(id) as ProcessSnapshot);
+  if (!limits.maxChildren.admits(BigInt(children.length))) {
+    fail(`${where} has ${children.length} children, more than max_children ${limits.maxChildren.toString()}`);
+  }
+  const active = children.filter((child) => !child.isTerminal).length;
+  if (active > limits.maxActiveChildren) {
+    fail(`${where} has ${active} non-terminal children, more than max_active_children ${limits.maxActiveChildren}`);
+  }
+  const keys = new Set<string>();
+  for (const child of children) {
+    const key = (child.relation.childKey as NonNullable<typeof child.relation.childKey>).toString();
+    if (keys.has(key)) fail(`${where} has two children with child key ${key}`);
+    keys.add(key);
+    if (!parent.capabilities.allows(child.capabilities)) {
+      fail(`child ${child.processId.toString()} holds capabilities its parent ${parent.processId.toString()} lacks`);
     }
-    const active = children.filter((child) => !child.isTerminal).length;
-    if (active > limits.maxActiveChildren) {
-      fail(`${where} has ${active} non-terminal children, more than max_active_children ${limits.maxActiveChildren}`);
-    }
-    const keys = new Set<string>();
+  }
+  for (const dimension of ['steps', 'effects', 'signals'] as const) {
+    const quota = parent.budget[dimension];
+    if (quota.unlimited) continue; // an unlimited parent grants without a debit (allocation is 0)
+    let debit = 0n;
     for (const child of children) {
-      const key = (child.relation.childKey as NonNullable<typeof child.relation.childKey>).toString();
-      if (keys.has(key)) fail(`${where} has two children with child key ${key}`);
-      keys.add(key);
-      if (!parent.capabilities.allows(child.capabilities)) {
-        fail(`child ${child.processId.toString()} holds capabilities its parent ${parent.processId.toString()} lacks`);
+      const granted = child.budget[dimension].maximum;
+      if (granted === undefined) {
+        fail(`child ${child.processId.toString()} has an unlimited ${dimension} budget from finite parent ${parent.processId.toString()}`);
       }
+      debit += granted;
     }
-    for (const dimension of ['steps', 'effects', 'signals'] as const) {
-      const quota = parent.budget[dimension];
-      if (quota.unlimited) continue; // an unlimited parent grants without a debit (allocation is 0)
-      let debit = 0n;
-      for (const child of children) {
-        const granted = child.budget[dimension].maximum;
-        if (granted === undefined) {
-          fail(`child ${child.processId.toString()} has an unlimited ${dimension} budget from finite parent ${parent.processId.toString()}`);
-        }
-        debit += granted;
-      }
-      const allocated = parent.allocatedResources[dimension];
-      if (allocated !== debit) {
-        fail(`${where} allocated_resources.${dimension} is ${allocated}, but its children's ${dimension} grants sum to ${debit}`);
-      }
+    const allocated = parent.allocatedResources[dimension];
+    if (allocated !== debit) {
+      fail(`${where} allocated_resources.${dimension} is ${allocated}, but its children's ${dimension} grants sum to ${debit}`);
     }
-    for (const effect of parent.prepared?.effects() ?? []) {
-      if (effect.failure === undefined || effect.effect.frameworkOperation().operation !== 'start_child') continue;
-      const childId = ProcessId.child(effect.id);
-      if (index.get(childId) !== undefined) {
-        fail(`${where} effect ${effect.index} failed to start child ${childId.toString()}, yet the tree captures it`);
-      }
+  }
+}
+
+/** A process's own claims about the tree: failed child starts captured no child, child waits name direct children. */
+function checkOwnClaims(index: TreeIndex, parent: ProcessSnapshot, fail: (message: string) => never): void {
+  const where = `process ${parent.processId.toString()}`;
+  for (const effect of parent.prepared?.effects() ?? []) {
+    if (effect.failure === undefined || effect.effect.frameworkOperation().operation !== 'start_child') continue;
+    const childId = ProcessId.child(effect.id);
+    if (index.get(childId) !== undefined) {
+      fail(`${where} effect ${effect.index} failed to start child ${childId.toString()}, yet the tree captures it`);
     }
-    for (const wait of parent.mailbox.waits()) {
-      if (wait.spec === undefined) continue;
-      for (const child of wait.spec.children) {
-        if (!index.get(child)?.relation.parentId?.equals(parent.processId)) {
-          fail(`${where} child wait ${wait.waitId.toString()} awaits ${child.toString()}, which is not its direct child`);
-        }
+  }
+  for (const wait of parent.mailbox.waits()) {
+    if (wait.spec === undefined) continue;
+    for (const child of wait.spec.children) {
+      if (!index.get(child)?.relation.parentId?.equals(parent.processId)) {
+        fail(`${where} child wait ${wait.waitId.toString()} awaits ${child.toString()}, which is not its direct child`);
       }
     }
   }
 }
 
+/**
+ * The rules of {@link TreeSnapshot.create} that `changes` take part in, given that `before` was a
+ * valid tree: placement and capacity of each changed record; a changed record's own claims and
+ * rendered facts; its parent's child aggregates (and, for a new child, the parent's claims); the
+ * rendered facts of every ancestor (a pending drained answer reads the whole subtree). A parent's
+ * aggregates also depend on its own capabilities, budget and allocations, so they are re-checked
+ * when those change.
+ */
+function checkChanges(
+  before: TreeIndex,
+  after: TreeIndex,
+  changes: readonly ProcessSnapshot[],
+  limits: TreeLimits,
+  fail: (message: string) => never,
+): void {
+  if (after.ordered.length !== before.ordered.length && !limits.maxTreeProcesses.admits(BigInt(after.ordered.length))) {
+    fail(`${after.ordered.length} processes exceed max_tree_processes ${limits.maxTreeProcesses.toString()}`);
+  }
+  const aggregates = new Set<ProcessSnapshot>();
+  const claims = new Set<ProcessSnapshot>();
+  /** Processes whose rendered facts to re-check: all of them (`undefined`) or only the starts of these children. */
+  const rendered = new Map<ProcessSnapshot, Set<string> | undefined>();
+  for (const process of changes) {
+    const where = `process ${process.processId.toString()}`;
+    const previous = before.get(process.processId);
+    const parent = process.relation.parentId === undefined ? undefined : (after.get(process.relation.parentId) as ProcessSnapshot);
+    if (parent !== undefined && process.relation.depth !== parent.relation.depth + 1) {
+      fail(`${where} has depth ${process.relation.depth}, but its parent is at depth ${parent.relation.depth}`);
+    }
+    process.checkCapacity(limits, (message) => fail(`${where}: ${message}`));
+    if (previous === undefined || grantsChanged(previous, process)) aggregates.add(process);
+    claims.add(process);
+    rendered.set(process, undefined);
+    if (parent === undefined) continue;
+    aggregates.add(parent);
+    if (previous === undefined) claims.add(parent);
+    for (let ancestor: ProcessSnapshot | undefined = parent; ancestor !== undefined; ) {
+      if (!rendered.has(ancestor) || rendered.get(ancestor) !== undefined) {
+        const only = rendered.get(ancestor) ?? new Set<string>();
+        only.add(process.processId.toString());
+        rendered.set(ancestor, only);
+      }
+      const next: ProcessId | undefined = ancestor.relation.parentId;
+      ancestor = next === undefined ? undefined : after.get(next);
+    }
+  }
+  for (const parent of aggregates) checkChildren(after, after.get(parent.processId) as ProcessSnapshot, limits, fail);
+  for (const process of claims) checkOwnClaims(after, after.get(process.processId) as ProcessSnapshot, fail);
+  for (const [process, only] of rendered) checkRenderedFactsOf(after, after.get(process.processId) as ProcessSnapshot, fail, only);
+}
+
+/** Whether a parent's side of its child aggregates changed (capabilities, budget or allocations). */
+function grantsChanged(before: ProcessSnapshot, after: ProcessSnapshot): boolean {
+  const was = before.allocatedResources;
+  const now = after.allocatedResources;
+  return (
+    before.capabilities !== after.capabilities ||
+    before.budget !== after.budget ||
+    was.steps !== now.steps ||
+    was.effects !== now.effects ||
+    was.signals !== now.signals
+  );
+}
+
 /** For created trees: started children and pending child-wait answers agree with the captured children. */
 function checkRenderedFacts(index: TreeIndex, fail: (message: string) => never): void {
-  for (const process of index.ordered) {
-    const where = `process ${process.processId.toString()}`;
-    for (const effect of process.prepared?.effects() ?? []) {
-      if (effect.startedChildId === undefined) continue;
-      const spec = (effect.effect.frameworkOperation() as { readonly spec: ChildSpec }).spec;
-      let rendered: Effect;
-      try {
-        rendered = renderStartedChild(index, process.processId, effect.id, spec.input);
-      } catch (error) {
-        fail(`${where} effect ${effect.index} started a child that does not match: ${messageOf(error)}`);
-      }
-      if (!rendered.equals(effect.effect)) {
-        fail(`${where} effect ${effect.index} request differs from the captured child ${effect.startedChildId.toString()}`);
-      }
+  for (const process of index.ordered) checkRenderedFactsOf(index, process, fail);
+}
+
+/**
+ * Children a retained start was rendered from, with the Effect it rendered: the result depends only
+ * on the child record and the Effect (the child id derives from the Effect id), both immutable.
+ */
+const renderedStarts = new WeakMap<ProcessSnapshot, Effect>();
+
+/**
+ * One process's started children and pending child-wait answers against the captured children;
+ * with `onlyStartsOf`, only the retained starts of those child ids (every pending answer still).
+ */
+function checkRenderedFactsOf(
+  index: TreeIndex,
+  process: ProcessSnapshot,
+  fail: (message: string) => never,
+  onlyStartsOf?: ReadonlySet<string>,
+): void {
+  const where = `process ${process.processId.toString()}`;
+  for (const effect of process.prepared?.effects() ?? []) {
+    if (effect.startedChildId === undefined) continue;
+    if (onlyStartsOf !== undefined && !onlyStartsOf.has(effect.startedChildId.toString())) continue;
+    const child = index.get(effect.startedChildId);
+    if (child !== undefined && renderedStarts.get(child) === effect.effect) continue;
+    const spec = (effect.effect.frameworkOperation() as { readonly spec: ChildSpec }).spec;
+    let rendered: Effect;
+    try {
+      rendered = renderStartedChild(index, process.processId, effect.id, spec.input);
+    } catch (error) {
+      fail(`${where} effect ${effect.index} started a child that does not match: ${messageOf(error)}`);
     }
-    const mailbox = process.mailbox;
-    for (let position = mailbox.cursor; position < mailbox.length; position += 1) {
-      const record = mailbox.record(position);
-      if (record?.kind !== 'child_wait_answer' || record.waitId === undefined) continue;
-      const spec = mailbox.wait(record.waitId)?.spec as ChildWaitSpec;
-      let payload: Payload;
-      try {
-        payload = renderChildWaitAnswer(index, process.processId, spec, record.answered ?? []);
-      } catch (error) {
-        fail(`${where} mailbox record ${position} cannot be rendered from the tree: ${messageOf(error)}`);
-      }
-      if (!payload.equals(record.payload)) {
-        fail(`${where} mailbox record ${position} disagrees with the captured terminal results of its children`);
-      }
+    if (!rendered.equals(effect.effect)) {
+      fail(`${where} effect ${effect.index} request differs from the captured child ${effect.startedChildId.toString()}`);
+    }
+    if (child !== undefined) renderedStarts.set(child, effect.effect);
+  }
+  const mailbox = process.mailbox;
+  for (let position = mailbox.cursor; position < mailbox.length; position += 1) {
+    const record = mailbox.record(position);
+    if (record?.kind !== 'child_wait_answer' || record.waitId === undefined) continue;
+    const spec = mailbox.wait(record.waitId)?.spec as ChildWaitSpec;
+    let payload: Payload;
+    try {
+      payload = renderChildWaitAnswer(index, process.processId, spec, record.answered ?? []);
+    } catch (error) {
+      fail(`${where} mailbox record ${position} cannot be rendered from the tree: ${messageOf(error)}`);
+    }
+    if (!payload.equals(record.payload)) {
+      fail(`${where} mailbox record ${position} disagrees with the captured terminal results of its children`);
     }
   }
 }

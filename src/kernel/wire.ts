@@ -1,4 +1,4 @@
-import { quoteString, type JsonNode } from './canonical-json.js';
+import { quoteString, utf8Length, type JsonNode } from './canonical-json.js';
 import { KernelError } from './errors.js';
 import { Payload } from './payload.js';
 
@@ -10,7 +10,14 @@ import { Payload } from './payload.js';
 
 /** Already-canonical JSON text spliced verbatim into a record (payloads, nested records). */
 export class RawJson {
+  #byteLength: number | undefined;
   constructor(readonly text: string) {}
+
+  /** The text's UTF-8 length (measured once; keep one instance per cached text to reuse it). */
+  get byteLength(): number {
+    this.#byteLength ??= utf8Length(this.text);
+    return this.#byteLength;
+  }
 }
 
 export type WireValue =
@@ -40,6 +47,30 @@ export function encodeWire(value: WireValue): string {
     .filter((name) => record[name] !== undefined)
     .sort();
   return `{${names.map((name) => `${quoteString(name)}:${encodeWire(record[name] as WireValue)}`).join(',')}}`;
+}
+
+/**
+ * The UTF-8 length of `encodeWire(value)`, computed from the structure without building the text:
+ * spliced records count their (cached) length, so a record holding a large cached member is
+ * measured without rescanning it.
+ */
+export function encodedWireLength(value: WireValue): number {
+  if (typeof value === 'string') return utf8Length(quoteString(value));
+  if (typeof value === 'bigint') return value.toString().length;
+  if (typeof value === 'number') return encodeWire(value).length;
+  if (typeof value === 'boolean') return value ? 4 : 5;
+  if (value === null) return 4;
+  if (value instanceof RawJson) return value.byteLength;
+  if (Array.isArray(value)) {
+    let length = 2 + Math.max(0, value.length - 1);
+    for (const item of value as readonly WireValue[]) length += encodedWireLength(item);
+    return length;
+  }
+  const record = value as { readonly [name: string]: WireValue | undefined };
+  const names = Object.keys(record).filter((name) => record[name] !== undefined);
+  let length = 2 + Math.max(0, names.length - 1);
+  for (const name of names) length += utf8Length(quoteString(name)) + 1 + encodedWireLength(record[name] as WireValue);
+  return length;
 }
 
 const uint64Max = (1n << 64n) - 1n;

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Budget } from '../../src/kernel/budget.js';
 import { CapabilitySet } from '../../src/kernel/capability.js';
+import { canonicalize } from '../../src/kernel/canonical-json.js';
 import { Digest } from '../../src/kernel/digest.js';
+import { ExecutionState } from '../../src/kernel/execution-state.js';
 import { ChildWaitCondition, ChildWaitSpec, Effect } from '../../src/kernel/effect.js';
 import { KernelError } from '../../src/kernel/errors.js';
 import { Failure } from '../../src/kernel/failure.js';
@@ -12,6 +14,7 @@ import { Payload } from '../../src/kernel/payload.js';
 import { PreparedStep } from '../../src/kernel/prepared-step.js';
 import { ProcessSnapshot, type ProcessSnapshotCreateOptions } from '../../src/kernel/process-snapshot.js';
 import { Quota } from '../../src/kernel/quota.js';
+import { SignalRequest } from '../../src/kernel/signal.js';
 import { ProcessRelation } from '../../src/kernel/relation.js';
 import { Termination } from '../../src/kernel/termination.js';
 import { TreeLimits } from '../../src/kernel/tree-limits.js';
@@ -670,5 +673,157 @@ describe('TreeSnapshot with interrupted and unknown evidence', () => {
       code,
       'cannot keep a pending effect',
     );
+  });
+});
+
+describe('TreeSnapshot cached encoding', () => {
+  const fixtures: Record<string, () => TreeSnapshot> = {
+    running: () => runningRootTree({ pendingSignals: 3, consumedSignals: 2 }),
+    unknown: () => rootWithPreparedEffect('settled', 'unknown'),
+    children: () => treeWithChildren({ processes: 13, fanout: 3, childSignals: 2 }),
+    family: () => family(),
+  };
+  for (const [name, build] of Object.entries(fixtures)) {
+    test(`${name}: the digest hashed over cached pieces equals sha256 of the assembled bytes, and both equal a fresh encoding`, () => {
+      const tree = build();
+      const digestFirst = tree.digest; // before json(): hashed piece by piece
+      const fresh = canonicalize(JSON.stringify(JSON.parse(tree.json())));
+      assert.equal(tree.json(), fresh);
+      assert.equal(digestFirst.toString(), Digest.of(Buffer.from(fresh)).toString());
+      assert.equal(build().json(), fresh); // json() before digest: the same text
+      assert.equal(tree.encodedSize, Buffer.byteLength(fresh));
+      for (const process of tree.processSnapshots()) {
+        assert.equal(process.json(), canonicalize(JSON.stringify(JSON.parse(process.json()))));
+        assert.equal(process.encodedSize, Buffer.byteLength(process.json()));
+        assert.equal(ProcessSnapshot.create(process.toFields()).json(), process.json());
+      }
+    });
+  }
+
+  test('equals compares piece by piece without assembling', () => {
+    const a = treeWithChildren({ processes: 5, fanout: 2 });
+    const b = treeWithChildren({ processes: 5, fanout: 2 });
+    assert.ok(a.equals(b));
+    assert.ok(!a.equals(treeWithChildren({ processes: 5, fanout: 2, committedSteps: 2n })));
+    assert.ok(!a.equals(a.withIncarnation(fixtureIncarnationId('other'))));
+    assert.ok(!a.equals(treeWithChildren({ processes: 5, fanout: 2, treeLimits: TreeLimits.of({ maxDepth: 3 }) })));
+  });
+});
+
+describe('TreeSnapshot.withProcesses', () => {
+  const tree = family();
+  const [root, ...children] = tree.processSnapshots() as [ProcessSnapshot, ...ProcessSnapshot[]];
+  const byKey = (key: string) => children.find((child) => child.relation.childKey?.toString() === key) as ProcessSnapshot;
+  const completed = byKey('child-0');
+  const running = byKey('child-1');
+  const started = byKey('child-2');
+
+  /** The tree `create` builds from the same merged members. */
+  const created = (base: TreeSnapshot, changes: readonly ProcessSnapshot[]): TreeSnapshot => {
+    const merged = new Map(base.processSnapshots().map((process) => [process.processId.toString(), process]));
+    for (const change of changes) merged.set(change.processId.toString(), change);
+    return TreeSnapshot.create({ incarnationId: base.incarnationId, treeLimits: base.treeLimits, processes: merged.values() });
+  };
+
+  /** Both paths agree: equal bytes and digest, or the same rejection. */
+  const agree = (base: TreeSnapshot, changes: readonly ProcessSnapshot[], fragment?: string): TreeSnapshot | undefined => {
+    if (fragment !== undefined) {
+      rejects(() => created(base, changes), code, fragment);
+      rejects(() => base.withProcesses(changes), code, fragment);
+      return undefined;
+    }
+    const derived = base.withProcesses(changes);
+    const full = created(base, changes);
+    assert.equal(derived.digest.toString(), full.digest.toString());
+    assert.equal(derived.json(), full.json());
+    assert.equal(derived.encodedSize, full.encodedSize);
+    assert.deepEqual(derived.processSnapshots().map(String), full.processSnapshots().map(String));
+    assert.deepEqual(derived.children(rootId).map((child) => child.processId.toString()), full.children(rootId).map((child) => child.processId.toString()));
+    return derived;
+  };
+
+  const newChild = (slot: number, fields: Partial<ProcessSnapshotCreateOptions> = {}): ProcessSnapshot =>
+    ProcessSnapshot.create({
+      ...childProcessFields(rootRelation, { slot, startEffect: EffectId.derive(rootId, 1n, slot), budget: childBudget, status: 'running' }),
+      ...fields,
+    });
+  /** The root with room (allocations) for `extra` more children of childBudget. */
+  const rootGranting = (extra: number, fields: Partial<ProcessSnapshotCreateOptions> = {}): ProcessSnapshot =>
+    root.with({ allocatedResources: { steps: 30n + 10n * BigInt(extra), effects: 15n + 5n * BigInt(extra), signals: 15n + 5n * BigInt(extra) }, ...fields });
+
+  test('replacing, adding and no change give the bytes and digest create gives', () => {
+    assert.equal(tree.withProcesses([]), tree);
+    agree(tree, [running.with({ committedSteps: 1n })]);
+    agree(tree, [root.with({ committedSteps: 2n, pendingControl: root.pendingControl.with({ killReason: 'stop' }) })]);
+    const grown = agree(tree, [rootGranting(1), newChild(5)]) as TreeSnapshot;
+    assert.equal(grown.size, 5);
+    agree(grown, [grown.process(newChild(5).processId)!.with({ committedSteps: 1n })]);
+  });
+
+  test('a derived tree keeps the pinned vectors', () => {
+    const base = runningRootTree({ committedSteps: 3n });
+    const pinned = runningRootTree();
+    const derived = base.withProcesses([pinned.root]);
+    assert.equal(derived.json(), pinnedRunningRoot);
+    assert.equal(derived.digest.toString(), 'sha256:976bfec00db076492fed78dc37721836474fa9a69ce1692108af33bf39780d54');
+  });
+
+  test('a changed child is checked against its parent: capabilities, budget, keys and counts', () => {
+    agree(tree, [running.with({ capabilities: CapabilitySet.of(['shell.exec']) })], 'holds capabilities its parent');
+    agree(tree, [running.with({ budget: Budget.unlimited() })], 'has an unlimited steps budget from finite parent');
+    agree(tree, [rootGranting(1), newChild(5, { relation: ProcessRelation.child(newChild(5).processId, rootRelation, ChildKey.parse('child-1')) })], 'two children with child key child-1');
+    const limited = treeOf(tree.processSnapshots(), { incarnationId: tree.incarnationId, treeLimits: TreeLimits.of({ maxActiveChildren: 2, maxChildren: Quota.of(3) }) });
+    agree(limited, [rootGranting(1), newChild(5)], 'more than max_children 3');
+    agree(treeOf(tree.processSnapshots(), { incarnationId: tree.incarnationId, treeLimits: TreeLimits.of({ maxActiveChildren: 2 }) }), [rootGranting(1), newChild(5)], 'more than max_active_children 2');
+    agree(tree, [newChild(5)], "children's steps grants sum to 40");
+    const capped = treeOf(tree.processSnapshots(), { incarnationId: tree.incarnationId, treeLimits: TreeLimits.of({ maxTreeProcesses: Quota.of(4) }) });
+    agree(capped, [rootGranting(1), newChild(5)], '5 processes exceed max_tree_processes 4');
+  });
+
+  test('a changed parent is checked against its unchanged children', () => {
+    agree(tree, [root.with({ capabilities: CapabilitySet.of(['store.write']) })], 'holds capabilities its parent');
+    agree(tree, [root.with({ allocatedResources: { steps: 30n, effects: 14n, signals: 15n } })], 'allocated_resources.effects is 14');
+    const failure = Failure.create('contract', 'engine.child.input.invalid', 'child input is invalid');
+    const prepared = root.prepared as PreparedStep;
+    const failedStart = PreparedStep.create({ ...prepared, intent: prepared.intent, effects: [{ effect: prepared.effects()[0]!.effect, failure }] });
+    agree(tree, [root.with({ prepared: failedStart })], 'yet the tree captures it');
+    // A new child that its unchanged parent's retained start records as failed.
+    const lone = fixtureProcessId('lone');
+    const effect = Effect.startChild(fixtureChildSpec({ slot: 0 }));
+    const failedOnly = ProcessSnapshot.create({
+      ...rootProcessFields({ rootId: lone, committedSteps: 2n }),
+      counters: { preparedEffects: 1n, droppedDeltas: 0n },
+      prepared: PreparedStep.create({ processId: lone, stepSequence: 3n, candidateState: fixtureState(3), intent: Transition.continue(0, [effect]), effects: [{ effect, failure }] }),
+    });
+    const child = ProcessSnapshot.create(childProcessFields(ProcessRelation.root(lone), { slot: 0, startEffect: EffectId.derive(lone, 3n, 0) }));
+    agree(treeOf([failedOnly]), [child], 'yet the tree captures it');
+  });
+
+  test('rendered facts of ancestors are re-checked when a child changes', () => {
+    // The root's pending child-wait answer renders from the completed child's result.
+    agree(tree, [completed.with({ output: Payload.encode({ other: true }) })], 'disagrees with the captured terminal results');
+    // The root's retained start renders from the started child's request.
+    agree(tree, [started.with({ childRequestDigest: Digest.of('another request') })], 'child_request_digest mismatch');
+  });
+
+  test('capacity and size are checked for the changed members and the whole', () => {
+    const pending = (count: number) => {
+      let mailbox = running.mailbox;
+      for (let index = 0; index < count; index += 1) mailbox = mailbox.append(MailboxRecord.external(SignalRequest.create({ id: `late-${index}`, payload: Payload.emptyObject })));
+      return running.with({ mailbox });
+    };
+    const limits = TreeLimits.of({ maxPendingSignals: 2n, maxSnapshotBytes: Quota.of(tree.encodedSize + 200) });
+    const bounded = treeOf(tree.processSnapshots(), { incarnationId: tree.incarnationId, treeLimits: limits });
+    agree(bounded, [pending(3)], '3 pending signals exceed max_pending_signals 2');
+    agree(bounded, [running.with({ committedExecutionState: ExecutionState.encode('scope.test.fixture-state', { step: 0, padding: 'x'.repeat(400) }) })], 'exceeds max_snapshot_bytes');
+  });
+
+  test('a moved record, a second root, a missing parent or a repeated id is refused as create refuses it', () => {
+    const orphan = ProcessSnapshot.create(childProcessFields(ProcessRelation.child(ProcessId.child(EffectId.derive(rootId, 9n, 0)), rootRelation, ChildKey.parse('ghost')), { slot: 0 }));
+    agree(tree, [orphan], 'which is not in the tree');
+    agree(tree, [runningRootTree({ rootId: fixtureProcessId('second') }).root], 'needs exactly one root');
+    rejects(() => tree.withProcesses([running, running]), code, `process ${running.processId.toString()} appears twice`);
+    const moved = ProcessSnapshot.create({ ...running.toFields(), relation: ProcessRelation.child(running.processId, completed.relation, ChildKey.parse('child-1')) });
+    agree(tree, [moved], "allocated_resources.steps is 30, but its children's steps grants sum to 20");
   });
 });
