@@ -160,7 +160,12 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       lorisOpened += 1;
       requests += 1;
       const socket = slowLoris(live.url, loris.head, loris.drip, loris.intervalMs);
-      const timer = setTimeout(() => socket.close(), lorisHoldMs);
+      const opened = performance.now();
+      let heldToTheEnd = false;
+      const timer = setTimeout(() => {
+        heldToTheEnd = true;
+        socket.close();
+      }, lorisHoldMs);
       closers.add(socket.close);
       const watched = socket.done.then((exchange) => {
         clearTimeout(timer);
@@ -168,7 +173,13 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         const key = exchange.kind === 'answered' ? String(exchange.responses[0]!.status) : 'held';
         lorisOutcomes[key] = (lorisOutcomes[key] ?? 0) + 1;
         if (exchange.kind === 'answered') for (const violation of checkResponse(exchange.responses[0]!, rules, 'POST')) violations.push({ ...violation, detail: `slow loris: ${violation.detail}` });
-        else if (!stopping) violations.push({ rule: 'slow-loris', detail: `a socket that never finished its request was still held after ${lorisHoldMs} ms (deadline ${requestTimeoutMs} ms): ${JSON.stringify(loris.head.subarray(0, 120).toString('latin1'))}` });
+        else if (!stopping) {
+          // Both are violations; which one it was says where to look (the deadline, or an answer lost on close).
+          const what = heldToTheEnd
+            ? `was still held after ${lorisHoldMs} ms`
+            : `was closed by the server without an answer after ${Math.round(performance.now() - opened)} ms${exchange.kind === 'closed' && exchange.partial !== '' ? ` (received ${JSON.stringify(exchange.partial.slice(0, 120))})` : ''}`;
+          violations.push({ rule: 'slow-loris', detail: `a socket that never finished its request ${what} (deadline ${requestTimeoutMs} ms): ${JSON.stringify(loris.head.subarray(0, 120).toString('latin1'))}` });
+        }
       });
       lorises.add(watched);
       void watched.finally(() => lorises.delete(watched));

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../test/helpers/free-port.js';
 
 const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
 
@@ -21,17 +21,6 @@ export interface ScopeServer {
   stop(): Promise<string>;
   /** Why the process ended, when it did. */
   exitDescription(): string | undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
 }
 
 /** Resolves once GET /healthz answers 200 (the server logs at warn, so no listening line is seen). */

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { spawnServe } from '../helpers/scope-serve.js';
 import { openSse, streamPath } from '../plugins/sse-harness.js';
 
 /**
@@ -14,7 +15,6 @@ import { openSse, streamPath } from '../plugins/sse-harness.js';
  * may run again after recovery, its publication may not.
  */
 
-const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
 const fanout = 20;
 let redis: RedisServer;
 const servers: ChildProcess[] = [];
@@ -28,32 +28,14 @@ after(async () => {
   await redis?.stop();
 });
 
-async function serve(prefix: string): Promise<{ server: ChildProcess; url: string }> {
-  const server = spawn(process.execPath, [launcher, 'serve'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      SCOPE_REDIS_URL: redis.url,
-      SCOPE_KEY_PREFIX: prefix,
-      SCOPE_LOG_LEVEL: 'info',
-      // All 20 children may be live at once (the default grant allows 16 active children).
-      SCOPE_GRANTS: JSON.stringify({ treeLimits: { maxActiveChildren: 32 } }),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  servers.push(server);
-  let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const scan = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((candidate) => candidate.includes('scope listening on'));
-      if (line !== undefined) resolve((JSON.parse(line) as { url: string }).url);
-    };
-    server.stdout?.on('data', scan);
-    server.stderr?.on('data', scan);
-    server.once('exit', (code) => reject(new Error(`scope serve exited (${code}) before listening:\n${output}`)));
-  });
-  return { server, url };
+async function serve(prefix: string): Promise<{ child: ChildProcess; url: string }> {
+  const served = await spawnServe({
+    SCOPE_REDIS_URL: redis.url,
+    SCOPE_KEY_PREFIX: prefix,
+    // All 20 children may be live at once (the default grant allows 16 active children).
+    SCOPE_GRANTS: JSON.stringify({ treeLimits: { maxActiveChildren: 32 } }),
+  }, (child) => servers.push(child));
+  return served;
 }
 
 const post = (url: string, body: unknown) =>
@@ -106,8 +88,8 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
     if (event.event === 'agent.process.started' && event.data.phase === 'committed' && event.data.processId !== rootId) published += 1;
     return published >= 2;
   }, 'two published children');
-  first.server.kill('SIGKILL');
-  await new Promise((resolve) => first.server.once('exit', resolve));
+  first.child.kill('SIGKILL');
+  await new Promise((resolve) => first.child.once('exit', resolve));
   live.close();
 
   const second = await serve(prefix);
@@ -148,6 +130,6 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
   assert.equal(terminals.get(rootId), 1, 'the root finishes once');
   assert.ok(log.some((entry) => entry.type === 'agent.process.restored' && entry.processId === rootId), 'the restore is in the log');
 
-  second.server.kill('SIGTERM');
-  await new Promise((resolve) => second.server.once('exit', resolve));
+  second.child.kill('SIGTERM');
+  await new Promise((resolve) => second.child.once('exit', resolve));
 });

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { openSse, readSse, streamPath, type SseEvent } from '../plugins/sse-harness.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { spawnServe } from '../helpers/scope-serve.js';
 
 /**
  * The issue's restart scenario with real processes: `scope serve` in Redis mode, demo.approval
@@ -11,7 +12,6 @@ import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
  * seen before the crash shows every later committed event exactly once.
  */
 
-const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
 let redis: RedisServer;
 const children: ChildProcess[] = [];
 
@@ -25,23 +25,7 @@ after(async () => {
 });
 
 async function serve(prefix: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [launcher, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const scan = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      const line = output.split('\n').find((candidate) => candidate.includes('scope listening on'));
-      if (line !== undefined) resolve((JSON.parse(line) as { url: string }).url);
-    };
-    child.stdout?.on('data', scan);
-    child.stderr?.on('data', scan);
-    child.once('exit', (code) => reject(new Error(`scope serve exited (${code}) before listening:\n${output}`)));
-  });
-  return { child, url };
+  return spawnServe({ SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: prefix }, (child) => children.push(child));
 }
 
 async function json(response: Response): Promise<any> {
