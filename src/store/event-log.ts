@@ -54,7 +54,8 @@ export interface EventLog {
   /**
    * Every entry after `after` as it is appended, until `signal` aborts (the iteration then ends
    * without an error) or the log is closed. A tail that falls behind the log's retention continues at
-   * the oldest retained entry; {@link followsDirectly} tells.
+   * the oldest retained entry; {@link followsDirectly} tells. A reader that leaves more entries unread
+   * than the log buffers for it is ended with {@link TailOverflowError} (resume from its last position).
    */
   tail(rootId: string, after: string, signal: AbortSignal): AsyncIterable<StoredLogRecord>;
   /**
@@ -66,6 +67,21 @@ export interface EventLog {
   readonly failedAppends: number;
   /** Ends every tail and refuses new ones. */
   close(): Promise<void>;
+}
+
+/**
+ * A tail's reader left more than the log's bound of entries unread, so the log ended that tail (it
+ * never slows the others down): whatever was read is valid, and a new tail from the last position read
+ * resumes with nothing lost.
+ */
+export class TailOverflowError extends Error {
+  constructor(
+    readonly rootId: string,
+    readonly maxBuffered: number,
+  ) {
+    super(`the tail of ${rootId} was ended: its reader left more than ${maxBuffered} entries unread; resume from the last position read`);
+    this.name = 'TailOverflowError';
+  }
 }
 
 const positionPattern = /^(0|[1-9]\d{0,19})(?:-(0|[1-9]\d{0,19}))?$/;

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { ProcessId } from '../../kernel/index.js';
-import { deltaType, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
-import { checkTimeoutMs, committerUnavailable, StorageDeadlines } from './errors.js';
+import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
+import { committerUnavailable, StorageDeadlines } from './errors.js';
 import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';
 import { runScript } from './scripts.js';
+import { SharedTail, type SharedTailOptions } from './shared-tail.js';
 
 /**
  * The event log of each tree: a Redis Stream (`<prefix>:{<root>}:events`) trimmed with an
@@ -94,19 +95,6 @@ function entriesOf(raw: unknown): EventLogEntry[] {
   });
 }
 
-/** Normalises an XREAD reply for one stream (array, or a RESP3 map) to its entries. */
-function readEntriesOf(raw: unknown): EventLogEntry[] {
-  if (raw === null || raw === undefined) return [];
-  if (raw instanceof Map) return entriesOf([...raw.values()][0]);
-  if (Array.isArray(raw)) {
-    const first = raw[0] as unknown;
-    if (Array.isArray(first)) return entriesOf(first[1]);
-    return entriesOf(raw[1]);
-  }
-  if (typeof raw === 'object') return entriesOf(Object.values(raw)[0]);
-  return [];
-}
-
 export interface EventLogOptions {
   readonly redis: Redis;
   /** Default `scope`. */
@@ -119,15 +107,13 @@ export interface EventLogOptions {
   readonly maxLen?: number;
   /** Called with each failed best-effort append and the number of entries it lost. */
   readonly onAppendError?: (error: unknown, lost: number) => void;
+  /** The shared tail's reads: entries per read, longest BLOCK, entries a tail may leave unread; its grouping (Redis Cluster). */
+  readonly tail?: Pick<SharedTailOptions<EventLogEntry>, 'count' | 'blockMs' | 'maxBuffered' | 'group' | 'connect'>;
 }
 
 export interface TailOptions {
   /** Ends the iteration (without an error) when aborted. */
   readonly signal?: AbortSignal;
-  /** Entries per XREAD (default 100). */
-  readonly count?: number;
-  /** BLOCK milliseconds of each XREAD before it is reissued (default 5000). */
-  readonly blockMs?: number;
 }
 
 /** The per-tree event logs: committed entries written by the commits, best-effort ones appended here. */
@@ -138,7 +124,8 @@ export class RedisEventLog implements EventLog {
   readonly #shutdown: AbortSignal | undefined;
   readonly #maxLen: string;
   readonly #onAppendError: ((error: unknown, lost: number) => void) | undefined;
-  readonly #tails = new Set<Redis>();
+  readonly #tail: SharedTail<EventLogEntry>;
+  readonly #closing = new AbortController();
   #failed = 0;
   #closed = false;
 
@@ -151,6 +138,13 @@ export class RedisEventLog implements EventLog {
     if (!Number.isSafeInteger(maxLen) || maxLen < 1) throw new TypeError(`maxLen must be a positive safe integer, got ${String(maxLen)}`);
     this.#maxLen = String(maxLen);
     this.#onAppendError = options.onAppendError;
+    this.#tail = new SharedTail<EventLogEntry>({
+      ...options.tail,
+      redis: this.#redis,
+      parse: entriesOf,
+      failure: (error) => committerUnavailable('event log tail', `redis failed: ${(error as Error).message}`, error),
+      overflow: (rootId, maxBuffered) => new TailOverflowError(rootId, maxBuffered),
+    });
   }
 
   /** Entries lost by best-effort appends (storage errors). */
@@ -213,66 +207,36 @@ export class RedisEventLog implements EventLog {
 
   /**
    * Every entry after `afterId` (`$` = only entries appended from now on), as they are committed:
-   * blocking XREADs on a dedicated connection, reissued until `signal` (or the log's shutdown or
-   * `close()`) ends the iteration. A connection failure ends it with `committer_unavailable`;
-   * resume from the last id seen.
+   * one subscription to the node's shared tail ({@link SharedTail}: one blocking connection for every
+   * tail), until `signal` (or the log's shutdown or `close()`) ends the iteration. A failed read ends
+   * it with `committer_unavailable`, a reader that leaves too many entries unread with
+   * {@link TailOverflowError}; resume from the last id seen.
    */
   async *tailEntries(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<EventLogEntry, void, undefined> {
     if (afterId !== '$') checkStreamId(afterId, 'afterId');
-    const count = options.count ?? 100;
-    const blockMs = options.blockMs ?? 5_000;
-    if (!Number.isSafeInteger(count) || count < 1) throw new TypeError(`count must be a positive integer, got ${String(count)}`);
-    checkTimeoutMs(blockMs, 'blockMs');
     if (this.#closed) throw committerUnavailable('event log tail', 'the event log is closed');
     const key = eventsKey(this.#prefix, rootId);
-    const signals = [options.signal, this.#shutdown].filter((signal): signal is AbortSignal => signal !== undefined);
-    const stopped = (): boolean => this.#closed || signals.some((signal) => signal.aborted);
-    if (stopped()) return;
-    const connection = this.#redis.duplicate({ lazyConnect: false });
-    this.#tails.add(connection);
-    // Once only: a second disconnect() after the socket closed would leave ioredis's 2 s
-    // force-destroy timer waiting for a 'close' that already happened.
-    const stop = (): void => {
-      if (this.#tails.delete(connection)) connection.disconnect();
-    };
-    for (const signal of signals) signal.addEventListener('abort', stop, { once: true });
+    const signals = [options.signal, this.#shutdown, this.#closing.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    const stop = AbortSignal.any(signals);
+    if (stop.aborted) return;
     let lastId = afterId;
-    const read = async <T>(command: () => Promise<T>): Promise<T | undefined> => {
+    if (lastId === '$') {
+      // Pin '$' to the current last id, so entries appended before the subscription are never skipped.
       try {
-        return await command();
+        lastId = await this.lastPosition(String(rootId));
       } catch (error) {
-        if (stopped()) return undefined;
-        throw committerUnavailable('event log tail', `redis failed: ${(error as Error).message}`, error);
+        if (stop.aborted) return;
+        throw error;
       }
-    };
-    try {
-      if (lastId === '$') {
-        // Pin '$' to the current last id, so entries appended between two reads are never skipped.
-        const last = await read(() => connection.xrevrange(key, '+', '-', 'COUNT', 1));
-        if (last === undefined) return;
-        lastId = entriesOf(last)[0]?.id ?? '0';
-      }
-      while (!stopped()) {
-        const raw = await read(() => connection.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, lastId));
-        if (stopped()) return;
-        for (const entry of readEntriesOf(raw)) {
-          lastId = entry.id;
-          yield entry;
-          if (stopped()) return;
-        }
-      }
-    } finally {
-      for (const signal of signals) signal.removeEventListener('abort', stop);
-      stop();
     }
+    yield* this.#tail.entries(key, lastId, stop, String(rootId));
   }
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
   async close(): Promise<void> {
     this.#closed = true;
-    const connections = [...this.#tails];
-    this.#tails.clear();
-    for (const connection of connections) connection.disconnect();
+    this.#closing.abort();
+    this.#tail.close();
   }
 }
 

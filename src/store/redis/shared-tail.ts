@@ -1,0 +1,335 @@
+import type { Redis } from 'ioredis';
+import { comparePositions } from '../event-log.js';
+
+/**
+ * One blocking reader per group of streams, shared by every tail of a node: a single connection
+ * issues `XREAD BLOCK … STREAMS k1 k2 … id1 id2 …` over the streams that have subscribers and fans
+ * each entry out to every subscriber whose cursor it passes. A node holds one such connection per
+ * group however many tails it serves (by default one group: everything), instead of one per tail.
+ *
+ * - Cursors: each stream is read from one position, its `lastId`, and every live subscriber's cursor
+ *   is at or past it; entries at or before a subscriber's cursor are not given to it. A subscriber
+ *   that joins behind `lastId` moves the stream's read back to its cursor (the others skip what they
+ *   already have), so nobody misses an entry and nobody gets one twice.
+ * - Changes while a read blocks: the read is released at once with `CLIENT UNBLOCK` from the normal
+ *   connection (the reply is a plain timeout), and reissued over the new set. A release that reached
+ *   Redis before the read did is retried until the read returns. BLOCK stays bounded (`blockMs`) as a
+ *   backstop, never as the way changes take effect.
+ * - Slow subscribers: entries wait in a bounded buffer per subscriber; one that overflows is ended
+ *   with the error `overflow` makes (it resumes from its last entry), and never slows the others.
+ * - Failures: a read that fails ends every subscriber of that group with the error the caller's
+ *   `failure` makes of it (they resume from their last entry); the next subscribers read again.
+ * - Redis Cluster: a multi-key XREAD may only name keys of one hash slot, so the cluster wiring
+ *   passes a `group(key)` (the key's slot, or its hash tag) and a `connect(group)`; each group then has
+ *   its own reader and connection.
+ */
+
+export interface SharedTailOptions<Entry extends { readonly id: string }> {
+  /** The normal connection: sends `CLIENT UNBLOCK`. */
+  readonly redis: Redis;
+  /** The blocking connection of a group (default: a duplicate of `redis` named `<its name>:tail`). */
+  readonly connect?: (group: string) => Redis;
+  /** Which reader serves a key (default: one for every key). */
+  readonly group?: (key: string) => string;
+  /** One stream's entries from an XREAD reply. */
+  readonly parse: (raw: unknown) => Entry[];
+  /** What a failed read becomes for the subscribers it ends. */
+  readonly failure: (error: unknown) => Error;
+  /** What ends a subscriber (named by its `label`) that left more than `maxBuffered` entries unread. */
+  readonly overflow: (label: string, maxBuffered: number) => Error;
+  /** Entries per stream per read (default 100). */
+  readonly count?: number;
+  /** Longest BLOCK of one read (default 5000 ms); changes release a read before it. */
+  readonly blockMs?: number;
+  /** Entries a subscriber may leave unread before it is ended (default 10 000). */
+  readonly maxBuffered?: number;
+}
+
+/** The default group of every key. */
+const everything = (): string => '';
+
+export class SharedTail<Entry extends { readonly id: string }> {
+  readonly #options: SharedTailOptions<Entry>;
+  readonly #readers = new Map<string, GroupReader<Entry>>();
+  #closed = false;
+
+  constructor(options: SharedTailOptions<Entry>) {
+    for (const [name, value] of [['count', options.count], ['blockMs', options.blockMs], ['maxBuffered', options.maxBuffered]] as const) {
+      if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
+    }
+    this.#options = options;
+  }
+
+  /** Open tails, for diagnostics and tests. */
+  get subscribers(): number {
+    let total = 0;
+    for (const reader of this.#readers.values()) total += reader.subscribers;
+    return total;
+  }
+
+  /**
+   * Every entry of `key` after `after` (a stream id), until `signal` aborts (the iteration then ends)
+   * or the tail closes; a failed read or an overflow throws. `label` names the tail in its errors.
+   */
+  async *entries(key: string, after: string, signal: AbortSignal, label = key): AsyncGenerator<Entry, void, undefined> {
+    if (this.#closed || signal.aborted) return;
+    const subscription = this.#readerOf(key).subscribe(key, after, label);
+    const stop = (): void => subscription.end();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      yield* subscription.entries();
+    } finally {
+      signal.removeEventListener('abort', stop);
+      subscription.end();
+    }
+  }
+
+  /** Ends every tail, closes the blocking connections, refuses new tails. */
+  close(): void {
+    this.#closed = true;
+    for (const reader of this.#readers.values()) reader.close();
+    this.#readers.clear();
+  }
+
+  #readerOf(key: string): GroupReader<Entry> {
+    const group = (this.#options.group ?? everything)(key);
+    let reader = this.#readers.get(group);
+    if (reader === undefined) {
+      const connect = this.#options.connect ?? ((): Redis => duplicateForTail(this.#options.redis));
+      reader = new GroupReader(this.#options, connect(group));
+      this.#readers.set(group, reader);
+    }
+    return reader;
+  }
+}
+
+/** A duplicate of `redis` for blocking reads, named after it so `CLIENT LIST` tells what it is. */
+function duplicateForTail(redis: Redis): Redis {
+  const name = redis.options.connectionName;
+  return redis.duplicate({ lazyConnect: false, connectionName: `${name === undefined || name === '' ? 'scope' : name}:tail` });
+}
+
+/** The read position of one stream, and the subscribers that follow it. */
+interface StreamState<Entry extends { readonly id: string }> {
+  lastId: string;
+  readonly subscribers: Set<Subscription<Entry>>;
+}
+
+/** The one reader (and blocking connection) of a group. */
+class GroupReader<Entry extends { readonly id: string }> {
+  readonly #options: SharedTailOptions<Entry>;
+  readonly #connection: Redis;
+  readonly #streams = new Map<string, StreamState<Entry>>();
+  /** Bumped by every change the blocked read must be released for. */
+  #generation = 0;
+  /** The read in flight: the generation it was built from. */
+  #inFlight: { readonly generation: number } | undefined;
+  #clientId: Promise<number> | undefined;
+  #releasing = false;
+  #wake: (() => void) | undefined;
+  #running = false;
+  #closed = false;
+
+  constructor(options: SharedTailOptions<Entry>, connection: Redis) {
+    this.#options = options;
+    this.#connection = connection;
+    // A reconnected socket is another client: its id is asked again.
+    connection.on('close', () => {
+      this.#clientId = undefined;
+    });
+    // Errors reach the reads; ioredis reconnects by itself.
+    connection.on('error', () => undefined);
+  }
+
+  get subscribers(): number {
+    let total = 0;
+    for (const state of this.#streams.values()) total += state.subscribers.size;
+    return total;
+  }
+
+  subscribe(key: string, after: string, label: string): Subscription<Entry> {
+    const maxBuffered = this.#options.maxBuffered ?? 10_000;
+    const subscription = new Subscription<Entry>(key, after, maxBuffered, () => this.#options.overflow(label, maxBuffered), (ended) => this.#unsubscribe(ended));
+    const state = this.#streams.get(key);
+    if (state === undefined) {
+      this.#streams.set(key, { lastId: after, subscribers: new Set([subscription]) });
+      this.#changed();
+    } else {
+      state.subscribers.add(subscription);
+      if (comparePositions(after, state.lastId) < 0) {
+        state.lastId = after;
+        this.#changed();
+      }
+    }
+    if (!this.#running) void this.#run();
+    return subscription;
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const state of this.#streams.values()) for (const subscription of [...state.subscribers]) subscription.end();
+    this.#streams.clear();
+    this.#wake?.();
+    this.#connection.disconnect();
+  }
+
+  #unsubscribe(subscription: Subscription<Entry>): void {
+    const state = this.#streams.get(subscription.key);
+    if (state === undefined || !state.subscribers.delete(subscription)) return;
+    if (state.subscribers.size > 0) return;
+    this.#streams.delete(subscription.key);
+    // A stream nobody follows may stay in the blocked read; an empty set must not stay blocked.
+    if (this.#streams.size === 0) this.#changed();
+  }
+
+  /** The set or a position changed: wake an idle loop, release a blocked read. */
+  #changed(): void {
+    this.#generation += 1;
+    this.#wake?.();
+    void this.#release();
+  }
+
+  /** `CLIENT UNBLOCK` until the in-flight read (built before the change) returns. */
+  async #release(): Promise<void> {
+    if (this.#releasing) return;
+    this.#releasing = true;
+    try {
+      while (!this.#closed && this.#inFlight !== undefined && this.#inFlight.generation < this.#generation) {
+        const flight = this.#inFlight;
+        const id = await this.#clientId?.catch(() => undefined);
+        if (id !== undefined && this.#inFlight === flight) {
+          const released = await this.#options.redis.client('UNBLOCK', id).catch(() => 0);
+          if (released === 1) return;
+        }
+        // Not blocked yet (the read is still on its way) or already answering: look again shortly.
+        if (this.#inFlight === flight) await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    } finally {
+      this.#releasing = false;
+    }
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    try {
+      while (!this.#closed) {
+        if (this.#streams.size === 0) {
+          await new Promise<void>((resolve) => {
+            this.#wake = resolve;
+          });
+          this.#wake = undefined;
+          continue;
+        }
+        const keys = [...this.#streams.keys()];
+        const ids = keys.map((key) => (this.#streams.get(key) as StreamState<Entry>).lastId);
+        const flight = { generation: this.#generation };
+        this.#inFlight = flight;
+        this.#clientId ??= this.#connection.client('ID') as Promise<number>;
+        let raw: unknown;
+        try {
+          raw = await this.#connection.xread('COUNT', this.#options.count ?? 100, 'BLOCK', this.#options.blockMs ?? 5_000, 'STREAMS', ...keys, ...ids);
+        } catch (error) {
+          this.#inFlight = undefined;
+          if (this.#closed) return;
+          this.#fail(keys, this.#options.failure(error));
+          continue;
+        }
+        this.#inFlight = undefined;
+        this.#dispatch(raw, keys, ids);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Hands each stream's entries to its subscribers, unless its position moved while the read was out. */
+  #dispatch(raw: unknown, keys: readonly string[], ids: readonly string[]): void {
+    if (!Array.isArray(raw)) return;
+    for (const item of raw as unknown[]) {
+      const [rawKey, rawEntries] = item as [unknown, unknown];
+      const key = String(rawKey);
+      const state = this.#streams.get(key);
+      if (state === undefined || state.lastId !== ids[keys.indexOf(key)]) continue;
+      const entries = this.#options.parse(rawEntries);
+      for (const entry of entries) {
+        for (const subscription of [...state.subscribers]) subscription.offer(entry);
+      }
+      const last = entries.at(-1);
+      if (last !== undefined) state.lastId = last.id;
+    }
+  }
+
+  #fail(keys: readonly string[], error: Error): void {
+    for (const key of keys) {
+      const state = this.#streams.get(key);
+      if (state === undefined) continue;
+      for (const subscription of [...state.subscribers]) subscription.fail(error);
+    }
+  }
+}
+
+/** One tail: a bounded buffer of entries past its cursor, read by one async iteration. */
+class Subscription<Entry extends { readonly id: string }> {
+  readonly #buffer: Entry[] = [];
+  #cursor: string;
+  #error: Error | undefined;
+  #ended = false;
+  #notify: (() => void) | undefined;
+
+  constructor(
+    readonly key: string,
+    after: string,
+    private readonly maxBuffered: number,
+    private readonly overflow: () => Error,
+    private readonly onEnd: (subscription: Subscription<Entry>) => void,
+  ) {
+    this.#cursor = after;
+  }
+
+  /** Takes `entry` if it lies past the cursor; ends the subscription when the buffer is full. */
+  offer(entry: Entry): void {
+    if (this.#ended || comparePositions(entry.id, this.#cursor) <= 0) return;
+    if (this.#buffer.length >= this.maxBuffered) {
+      this.fail(this.overflow());
+      return;
+    }
+    this.#buffer.push(entry);
+    this.#cursor = entry.id;
+    this.#signal();
+  }
+
+  fail(error: Error): void {
+    if (this.#ended) return;
+    this.#error = error;
+    this.end();
+  }
+
+  /** Ends the iteration after what is buffered when failed, at once otherwise (aborted, closed). */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#error === undefined) this.#buffer.length = 0;
+    this.onEnd(this);
+    this.#signal();
+  }
+
+  async *entries(): AsyncGenerator<Entry, void, undefined> {
+    for (;;) {
+      const entry = this.#buffer.shift();
+      if (entry !== undefined) {
+        yield entry;
+        continue;
+      }
+      if (this.#error !== undefined) throw this.#error;
+      if (this.#ended) return;
+      await new Promise<void>((resolve) => {
+        this.#notify = resolve;
+      });
+      this.#notify = undefined;
+    }
+  }
+
+  #signal(): void {
+    this.#notify?.();
+  }
+}
