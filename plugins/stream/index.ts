@@ -207,6 +207,20 @@ function shutdownMessage(stream: OpenStream, retryMs: number): Omit<SseMessage, 
   };
 }
 
+/** The final message of a stream whose reading fell behind the node's shared log tail: resume from the last id. */
+function laggingMessage(stream: OpenStream, retryMs: number): Omit<SseMessage, 'id'> {
+  return {
+    event: streamErrorEvent,
+    retryMs,
+    data: {
+      reason: 'slow_client',
+      lastEventId: stream.lastEventId,
+      retryMs,
+      detail: 'this stream fell too far behind the live log; reconnect with Last-Event-ID to resume, nothing is lost',
+    },
+  };
+}
+
 /** The oldest position still held, when `error` is the Host's `history_trimmed` (host.ts, `stream`). */
 function trimmedAt(error: unknown): string | undefined {
   const candidate = error as { code?: unknown; firstAvailable?: unknown } | null;
@@ -344,6 +358,10 @@ const streamPlugin: FastifyPluginAsyncTypebox<StreamPluginOptions> = async (app,
           if (tree.end === 'completed') {
             stream.ended('completed');
             writer.end({ event: streamEndEvent, data: { rootId, reason: 'completed', lastEventId: stream.lastEventId } });
+          } else if (tree.end === 'lagging') {
+            stream.ended('dropped');
+            request.log.warn({ rootId, lastEventId: stream.lastEventId }, 'SSE stream fell behind the shared log tail');
+            writer.end(laggingMessage(stream, settings.retryMs));
           } else {
             stream.ended('shutdown');
             writer.end(shutdownMessage(stream, settings.retryMs));

@@ -293,9 +293,10 @@ export interface StreamItem {
 /**
  * Why a stream ended: `completed` — the root is terminal and its subtree's entries drained (the only
  * real end); `shutdown` — this server is stopping (reconnect, to it or another node, and resume);
- * `aborted` — the caller's signal.
+ * `aborted` — the caller's signal; `lagging` — the reader left more live entries unread than the log
+ * buffers for one tail (reconnect with the last position and resume: nothing is lost).
  */
-export type StreamEnd = 'completed' | 'shutdown' | 'aborted';
+export type StreamEnd = 'completed' | 'shutdown' | 'aborted' | 'lagging';
 
 /**
  * A tree's log from a cursor: the stored history, then the live tail, in one iteration with no gap

@@ -1,5 +1,5 @@
 import { eventNames } from '../kernel/index.js';
-import { comparePositions, followsDirectly, isPosition, type EventLog, type StoredLogRecord } from '../store/event-log.js';
+import { comparePositions, followsDirectly, isPosition, TailOverflowError, type EventLog, type StoredLogRecord } from '../store/event-log.js';
 import { invalidRequest } from '../errors.js';
 import { CursorAheadError, HistoryTrimmedError } from './errors.js';
 import type { LogEntry, LogPage, LogQuery, StreamEnd, StreamItem, StreamOptions, TreeStream } from './host.js';
@@ -164,13 +164,19 @@ export class LogReader {
     }
     // 2. Live entries, unless the root already finished (its terminal event may lie before the cursor).
     if (!ended && !(await this.#rootFinished(root))) {
-      for await (const record of this.#log.tail(root, continuity.cursor, stop)) {
-        continuity.follow(record);
-        if (matches(record)) yield { entry: entryOf(record), live: true };
-        if (isRootFinish(record)) {
-          ended = true;
-          break;
+      try {
+        for await (const record of this.#log.tail(root, continuity.cursor, stop)) {
+          continuity.follow(record);
+          if (matches(record)) yield { entry: entryOf(record), live: true };
+          if (isRootFinish(record)) {
+            ended = true;
+            break;
+          }
         }
+      } catch (error) {
+        // The shared tail ended this reader only: it resumes from its last position.
+        if (error instanceof TailOverflowError) return 'lagging';
+        throw error;
       }
       // The tail ends without the root's end only when stopped (or the log closed: the Host is closing).
       if (!ended) return stop.aborted ? why() : 'shutdown';

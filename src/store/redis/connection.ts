@@ -9,6 +9,12 @@ import { luaScripts } from './scripts.js';
 export type RedisClient = Redis;
 
 export interface RedisConnectionOptions {
+  /**
+   * The name the connection gives itself (`CLIENT SETNAME`), so `CLIENT LIST` tells a node's
+   * connections apart by purpose: `scope:api` (stores), `scope:api:tail` (the shared log tail, named
+   * after the client it duplicates), `scope:guards`, `scope:worker`.
+   */
+  readonly name?: string;
   /** Each distinct connection error, once until the connection is ready again (ioredis reconnects by itself). */
   readonly onError?: (error: Error) => void;
 }
@@ -16,7 +22,7 @@ export interface RedisConnectionOptions {
 /** Connects to `url` (`redis://` or `rediss://`); commands queue while the connection (re)connects. */
 export function connectRedis(url: string | undefined, options: RedisConnectionOptions = {}): RedisClient {
   if (url === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'Redis mode needs SCOPE_REDIS_URL');
-  const redis = new Redis(url, { maxRetriesPerRequest: 3, enableOfflineQueue: true });
+  const redis = new Redis(url, { maxRetriesPerRequest: 3, enableOfflineQueue: true, ...(options.name === undefined ? {} : { connectionName: options.name }) });
   // Load every script once, so the first commits find them cached on the server.
   for (const script of luaScripts().values()) void redis.script('LOAD', script.lua).catch(() => undefined);
   // Errors are reported (readiness shows the outage), never thrown.

@@ -41,7 +41,7 @@ export interface SharedTailOptions<Entry extends { readonly id: string }> {
   readonly count?: number;
   /** Longest BLOCK of one read (default 5000 ms); changes release a read before it. */
   readonly blockMs?: number;
-  /** Entries a subscriber may leave unread before it is ended (default 10 000). */
+  /** Entries a subscriber may leave unread before it is ended (default 10 000, at least `count`). */
   readonly maxBuffered?: number;
 }
 
@@ -57,6 +57,8 @@ export class SharedTail<Entry extends { readonly id: string }> {
     for (const [name, value] of [['count', options.count], ['blockMs', options.blockMs], ['maxBuffered', options.maxBuffered]] as const) {
       if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
     }
+    // One read hands a subscriber up to `count` entries at once, before it can take any.
+    if ((options.maxBuffered ?? 10_000) < (options.count ?? 100)) throw new TypeError('maxBuffered must be at least count');
     this.#options = options;
   }
 

@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { TailOverflowError, type LogRecord, type StoredLogRecord } from '../../../src/store/event-log.js';
+import { RedisEventLog } from '../../../src/store/redis/event-log.js';
+import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+
+let server: RedisServer;
+let admin: Redis;
+let prefixes = 0;
+
+before(async () => {
+  server = await startRedisServer();
+  admin = new Redis(server.url);
+});
+
+after(async () => {
+  admin?.disconnect();
+  await server?.stop();
+});
+
+const record = (n: number, root: string): LogRecord => ({ type: 'agent.delta', processId: root, data: JSON.stringify({ process_id: root, n }) });
+
+/** A log on its own named client (`<name>` and `<name>:tail`) and key prefix. */
+function eventLog(name: string, options: ConstructorParameters<typeof RedisEventLog>[0]['tail'] = {}): { log: RedisEventLog; redis: Redis } {
+  prefixes += 1;
+  const redis = new Redis(server.url, { connectionName: name });
+  return { log: new RedisEventLog({ redis, keyPrefix: `st${process.pid}-${prefixes}`, tail: options }), redis };
+}
+
+/** Connections the server holds, by name. */
+async function connectionsNamed(name: string): Promise<number> {
+  const list = (await admin.client('LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${name} `)).length;
+}
+
+async function blockedClients(): Promise<number> {
+  return Number(/blocked_clients:(\d+)/.exec(await admin.info('clients'))?.[1] ?? '0');
+}
+
+/** Polls an observable condition until it holds (no fixed sleeps). */
+async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Reads a tail until `count` records arrived, then stops it. */
+async function collect(log: RedisEventLog, root: string, after: string, count: number): Promise<StoredLogRecord[]> {
+  const abort = new AbortController();
+  const seen: StoredLogRecord[] = [];
+  for await (const entry of log.tail(root, after, abort.signal)) {
+    seen.push(entry);
+    if (seen.length === count) abort.abort();
+  }
+  return seen;
+}
+
+test('shared tail: 200 tails over 4 trees use one blocking connection; each gets every entry once, in order', async () => {
+  const { log, redis } = eventLog('tail-many');
+  try {
+    const roots = ['r0', 'r1', 'r2', 'r3'];
+    const perTree = 50;
+    const tails = Array.from({ length: 200 }, (_, index) => collect(log, roots[index % roots.length] as string, '0', perTree));
+    await until(async () => (await blockedClients()) === 1, 'the shared read to block');
+    assert.equal(await connectionsNamed('tail-many:tail'), 1, 'one tail connection for 200 tails');
+    for (let n = 1; n <= perTree; n += 1) for (const root of roots) log.append(root, [record(n, root)]);
+    const results = await Promise.all(tails);
+    for (const [index, seen] of results.entries()) {
+      assert.deepEqual(seen.map((entry) => JSON.parse(entry.data).n), Array.from({ length: perTree }, (_, n) => n + 1), `tail ${index}`);
+    }
+    assert.equal(await connectionsNamed('tail-many:tail'), 1);
+    assert.equal(await connectionsNamed('tail-many'), 1);
+  } finally {
+    await log.close();
+    redis.disconnect();
+  }
+});
+
+test('shared tail: a tail that joins while the read blocks (BLOCK 60 s) gets its entries at once; one that leaves frees the read', async () => {
+  const { log, redis } = eventLog('tail-join', { blockMs: 60_000 });
+  try {
+    const waiting = new AbortController();
+    const idle = (async () => {
+      for await (const _ of log.tail('quiet', '0', waiting.signal)) assert.fail('nothing is appended to quiet');
+    })();
+    await until(async () => (await blockedClients()) === 1, 'the read on quiet to block');
+    const joinedAt = performance.now();
+    const joined = collect(log, 'busy', '0', 1);
+    // The append may land before or after the read is reissued with "busy" in it: both are covered.
+    log.append('busy', [record(1, 'busy')]);
+    assert.equal((await joined).length, 1);
+    const joinMs = performance.now() - joinedAt;
+    assert.ok(joinMs < 2_000, `joined in ${joinMs.toFixed(1)} ms, not after the 60 s block`);
+    // Leaving: the iteration ends at once and the connection is not left blocked.
+    await until(async () => (await blockedClients()) === 1, 'the read on quiet to block again');
+    const leftAt = performance.now();
+    waiting.abort();
+    await idle;
+    await until(async () => (await blockedClients()) === 0, 'the blocked read to be released');
+    assert.ok(performance.now() - leftAt < 2_000);
+  } finally {
+    await log.close();
+    redis.disconnect();
+  }
+});
+
+test('shared tail: a reader that takes nothing is ended with TailOverflowError; the others get everything', async () => {
+  const { log, redis } = eventLog('tail-slow', { maxBuffered: 10, count: 5 });
+  try {
+    const slow = log.tail('t', '0', new AbortController().signal)[Symbol.asyncIterator]();
+    const first = slow.next();
+    const fast = collect(log, 't', '0', 100);
+    await until(async () => (await blockedClients()) === 1, 'the shared read to block');
+    log.append('t', [record(1, 't')]);
+    assert.equal(JSON.parse(((await first).value as StoredLogRecord).data).n, 1);
+    // The slow reader now takes nothing while 99 more arrive.
+    for (let n = 2; n <= 100; n += 1) log.append('t', [record(n, 't')]);
+    assert.deepEqual((await fast).map((entry) => JSON.parse(entry.data).n), Array.from({ length: 100 }, (_, n) => n + 1));
+    // It gets what it buffered (in order, from where it stood), then the overflow.
+    const late: number[] = [];
+    await assert.rejects(
+      (async () => {
+        for (let next = await slow.next(); next.done !== true; next = await slow.next()) late.push(JSON.parse(next.value.data).n);
+      })(),
+      (error) => error instanceof TailOverflowError && error.rootId === 't' && error.maxBuffered === 10,
+    );
+    assert.deepEqual(late, Array.from({ length: late.length }, (_, n) => n + 2));
+    assert.ok(late.length <= 10, `${late.length} buffered`);
+    // Resuming from the last entry it read misses nothing.
+    const resumed = await collect(log, 't', (await log.readAfter('t', '0', 200))[late.length]?.position as string, 100 - late.length - 1);
+    assert.deepEqual(resumed.map((entry) => JSON.parse(entry.data).n), Array.from({ length: 100 - late.length - 1 }, (_, n) => n + late.length + 2));
+  } finally {
+    await log.close();
+    redis.disconnect();
+  }
+});
+
+test('shared tail: a tail that joins behind the others gets its history; the others get nothing twice', async () => {
+  const { log, redis } = eventLog('tail-behind');
+  try {
+    log.append('t', [record(1, 't'), record(2, 't'), record(3, 't')]);
+    const stored = await log.readAfter('t', '0', 10);
+    const ahead = collect(log, 't', stored[2]?.position as string, 2);
+    await until(async () => (await blockedClients()) === 1, 'the shared read to block');
+    const behind = collect(log, 't', stored[0]?.position as string, 4);
+    log.append('t', [record(4, 't'), record(5, 't')]);
+    assert.deepEqual((await ahead).map((entry) => JSON.parse(entry.data).n), [4, 5]);
+    assert.deepEqual((await behind).map((entry) => JSON.parse(entry.data).n), [2, 3, 4, 5]);
+  } finally {
+    await log.close();
+    redis.disconnect();
+  }
+});
+
+test('shared tail: a Redis with maxclients 20 serves 150 tails', async () => {
+  const small = await startRedisServer({ extraArgs: ['--maxclients', '20'] });
+  const redis = new Redis(small.url, { connectionName: 'tail-capped' });
+  const log = new RedisEventLog({ redis, keyPrefix: `cap${process.pid}` });
+  try {
+    const tails = Array.from({ length: 150 }, (_, index) => collect(log, `t${index % 10}`, '0', 3));
+    for (let n = 1; n <= 3; n += 1) for (let tree = 0; tree < 10; tree += 1) log.append(`t${tree}`, [record(n, `t${tree}`)]);
+    const results = await Promise.all(tails);
+    assert.ok(results.every((seen) => seen.map((entry) => JSON.parse(entry.data).n).join() === '1,2,3'));
+    assert.equal(log.failedAppends, 0);
+  } finally {
+    await log.close();
+    redis.disconnect();
+    await small.stop();
+  }
+});
