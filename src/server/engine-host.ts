@@ -12,6 +12,7 @@ import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
 import { effectViews, hasEffect } from './effect-history.js';
+import { watchForFinish } from './finish-watch.js';
 import type {
   ControlAction,
   DeploymentView,
@@ -283,17 +284,31 @@ export class EngineHost implements Host {
     if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > maxWaitMs) throw invalidRequest(`waitMs must be an integer in 0..${maxWaitMs}`);
     const located = await this.#residency.locateOrThrow(processId);
     const current = this.#poll(located);
-    if (current.done || located.kind === 'stored') return current;
-    if (located.entry.runtimeError !== undefined) throw located.entry.runtimeError;
-    if (waitMs === 0) return current;
+    if (current.done || waitMs === 0) return current;
     const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal];
     if (signal !== undefined) signals.push(signal);
+    if (located.kind === 'stored') return this.#awaitStoredResult(processId, located.root, AbortSignal.any(signals));
+    if (located.entry.runtimeError !== undefined) throw located.entry.runtimeError;
     try {
       return { done: true, result: resultView(await located.handle.await({ signal: AbortSignal.any(signals) })) };
     } catch (error) {
       if (error instanceof RuntimeError) throw error;
       return this.#poll(await this.#residency.locateOrThrow(processId));
     }
+  }
+
+  /**
+   * A long poll on a tree no runtime of this node holds (another node runs it, or none does): woken by
+   * the tree's log when the process finishes (see {@link watchForFinish}), then answered from the head.
+   */
+  async #awaitStoredResult(processId: string, root: string, signal: AbortSignal): Promise<ResultPoll> {
+    // The log position before the head: a finish committed after this read lies after it.
+    const from = await storeCall('event log read', () => this.#backend.log.lastPosition(root));
+    const located = await this.#residency.locateOrThrow(processId);
+    const current = this.#poll(located);
+    if (current.done || located.kind === 'local') return current;
+    await watchForFinish(this.#backend.log, root, processId, from, signal);
+    return this.#poll(await this.#residency.locateOrThrow(processId));
   }
 
   /** The result if terminal, else where the process stands (`work: inactive` when nothing here moves it). */
