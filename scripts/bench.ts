@@ -26,6 +26,21 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchTree } = await import('./bench/tree.js');
     await benchTree();
   },
+  // Issue 12's scale figures, one part after another (`BENCH_SCALE_PARTS=sse,…` picks some).
+  scale: async () => {
+    const parts: Record<string, () => Promise<void>> = {
+      sse: async () => {
+        const { benchScaleSse } = await import('./bench/scale-sse.js');
+        await benchScaleSse();
+      },
+    };
+    const chosen = process.env.BENCH_SCALE_PARTS?.split(',') ?? Object.keys(parts);
+    for (const name of chosen) {
+      const part = parts[name];
+      if (part === undefined) throw new Error(`unknown scale part ${JSON.stringify(name)}; known: ${Object.keys(parts).join(', ')}`);
+      await part();
+    }
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

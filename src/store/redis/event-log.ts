@@ -173,6 +173,11 @@ export class RedisEventLog implements EventLog {
     });
   }
 
+  /** Tails open on this log (diagnostics, tests). */
+  get tailCount(): number {
+    return this.#tail.subscribers;
+  }
+
   /** Up to `limit` records strictly after `after`, oldest first (entries of no known shape skipped). */
   async readAfter(rootId: string, after: string, limit: number): Promise<StoredLogRecord[]> {
     const links = new Links();

@@ -3,6 +3,8 @@ import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { TailOverflowError, type LogRecord, type StoredLogRecord } from '../../../src/store/event-log.js';
 import { RedisEventLog } from '../../../src/store/redis/event-log.js';
+import type { StreamItem } from '../../../src/server/host.js';
+import { LogReader } from '../../../src/server/log-reader.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
 let server: RedisServer;
@@ -169,5 +171,38 @@ test('shared tail: a Redis with maxclients 20 serves 150 tails', async () => {
     await log.close();
     redis.disconnect();
     await small.stop();
+  }
+});
+
+test('log reader: a stream whose live reading falls behind the shared tail ends "lagging" after what it had; a new one resumes', async () => {
+  const { log, redis } = eventLog('tail-lagging', { maxBuffered: 5, count: 5 });
+  try {
+    const reader = new LogReader({ log, rootFinished: async () => false, drain: async () => undefined, shutdown: new AbortController().signal });
+    log.append('lag', [record(1, 'lag')]);
+    const [first] = await log.readAfter('lag', '0', 1);
+    const stream = await reader.open('lag', { after: first?.position as string, signal: new AbortController().signal });
+    const iterator = stream[Symbol.asyncIterator]();
+    const pending = iterator.next();
+    await until(async () => (await blockedClients()) === 1, 'the live tail to block');
+    log.append('lag', [record(2, 'lag')]);
+    const seen = [JSON.parse(((await pending).value as StreamItem).entry.data).n as number];
+    // The stream takes nothing while 30 more arrive: past its buffer it is ended.
+    for (let n = 3; n <= 32; n += 1) log.append('lag', [record(n, 'lag')]);
+    await until(async () => (await log.readAfter('lag', '0', 100)).length === 32, 'every append');
+    await until(() => log.tailCount === 0, 'the tail to be ended');
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) seen.push(JSON.parse(next.value.entry.data).n);
+    assert.equal(stream.end, 'lagging');
+    assert.deepEqual(seen, Array.from({ length: seen.length }, (_, n) => n + 2), 'what it had, in order');
+    const held = await log.readAfter('lag', '0', 100);
+    const resumed = await reader.open('lag', { after: held[seen.length]?.position as string, signal: AbortSignal.timeout(5_000) });
+    const rest: number[] = [];
+    for await (const item of resumed) {
+      rest.push(JSON.parse(item.entry.data).n);
+      if (rest.length === 32 - seen.length - 1) break;
+    }
+    assert.deepEqual([...seen, ...rest], Array.from({ length: 31 }, (_, n) => n + 2), 'nothing lost across the resume');
+  } finally {
+    await log.close();
+    redis.disconnect();
   }
 });
