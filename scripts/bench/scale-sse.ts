@@ -256,12 +256,12 @@ async function sseFanOut(base: string, admin: Redis, log: RedisEventLog, rootId:
   return { row: rowOf(`SSE via shared tail`, count, deltas, samples, received()), connections };
 }
 
-/** The node's Redis connections by name (`scope:…`), e.g. `scope:api×1 scope:api:tail×1`. */
+/** The node's Redis connections by name (`scope-…`), e.g. `scope-api×1 scope-api-tail×1`. */
 async function nodeConnections(admin: Redis): Promise<string> {
   const counts = new Map<string, number>();
   for (const line of ((await admin.client('LIST')) as string).split('\n')) {
     const name = / name=(\S+)/.exec(line)?.[1];
-    if (name?.startsWith('scope:') === true) counts.set(name, (counts.get(name) ?? 0) + 1);
+    if (name?.startsWith('scope-') === true) counts.set(name, (counts.get(name) ?? 0) + 1);
   }
   return [...counts].map(([name, n]) => `${name}×${n}`).join(' ');
 }

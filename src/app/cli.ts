@@ -59,7 +59,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
-      ? connectRedis(config.redisUrl, { name: 'scope:guards', onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
+      ? connectRedis(config.redisUrl, { name: 'scope-guards', onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
       : undefined;
   const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }) });
   if (guardsRedis !== undefined) app.addHook('onClose', async () => closeRedis(guardsRedis, 1_000));

@@ -20,7 +20,7 @@ export interface RunningWorker {
 export async function startWorker(options: { config: ServerConfig; logger: Logger }): Promise<RunningWorker> {
   const { config, logger } = options;
   const onError = (error: Error): void => logger.warn({ err: error }, 'redis connection error');
-  const redis: RedisClient = connectRedis(config.redisUrl, { name: 'scope:worker', onError });
+  const redis: RedisClient = connectRedis(config.redisUrl, { name: 'scope-worker', onError });
   const bullConnection: RedisClient = redis.duplicate({ maxRetriesPerRequest: null });
   bullConnection.on('error', onError);
   const closeAll = async (): Promise<void> => {

@@ -76,7 +76,7 @@ function embeddedBackend(options: BackendOptions): Backend {
 
 function redisBackend(options: BackendOptions): Backend {
   const { config, logger, metrics } = options;
-  const redis = options.redis ?? connectRedis(config.redisUrl, { name: 'scope:api', onError: (error) => logger?.warn({ err: error }, 'redis connection error') });
+  const redis = options.redis ?? connectRedis(config.redisUrl, { name: 'scope-api', onError: (error) => logger?.warn({ err: error }, 'redis connection error') });
   const ownsRedis = options.redis === undefined;
   const store = new RedisTreeCommitter({
     redis,

@@ -52,10 +52,10 @@ async function connectionsByName(admin: Redis): Promise<Map<string, number>> {
   return counts;
 }
 
-/** The node's connections (every name it gives: `scope:…`). */
+/** The node's connections (every name it gives: `scope-…`). */
 async function nodeConnections(admin: Redis): Promise<number> {
   let total = 0;
-  for (const [name, count] of await connectionsByName(admin)) if (name.startsWith('scope:')) total += count;
+  for (const [name, count] of await connectionsByName(admin)) if (name.startsWith('scope-')) total += count;
   return total;
 }
 
@@ -106,7 +106,7 @@ test('200 SSE clients on one node: its Redis connections stay constant; every st
     // Every stream is past its history and in the live tail: the shared read blocks.
     await eventually(async () => Number(/blocked_clients:(\d+)/.exec(await admin.info('clients'))?.[1]) === 1, 'the shared tail to block');
     const byName = await connectionsByName(admin);
-    assert.equal(byName.get('scope:api:tail'), 1, 'one tail connection');
+    assert.equal(byName.get('scope-api-tail'), 1, 'one tail connection');
     const busy = await nodeConnections(admin);
     assert.ok(busy <= idle + 1, `the node holds ${busy} connections with 200 streams (${idle} with none)`);
     assert.ok(busy <= 4, `a handful: ${JSON.stringify([...byName])}`);
@@ -185,7 +185,7 @@ test('a long poll on node B for a tree node A runs is answered when A finishes i
       return { status: response.status, body: (await response.json()) as { status: string; output?: { approved?: boolean } } };
     });
     // B's wait subscribed to the tree's log on B's shared tail.
-    await eventually(async () => (await connectionsByName(admin)).get('scope:api:tail') === 1, "B's tail");
+    await eventually(async () => (await connectionsByName(admin)).get('scope-api-tail') === 1, "B's tail");
     assert.equal(settled, false, 'B waits');
     const answeredAt = performance.now();
     await answer(a.url, rootId, waitId);

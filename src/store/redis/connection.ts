@@ -11,8 +11,8 @@ export type RedisClient = Redis;
 export interface RedisConnectionOptions {
   /**
    * The name the connection gives itself (`CLIENT SETNAME`), so `CLIENT LIST` tells a node's
-   * connections apart by purpose: `scope:api` (stores), `scope:api:tail` (the shared log tail, named
-   * after the client it duplicates), `scope:guards`, `scope:worker`.
+   * connections apart by purpose: `scope-api` (stores), `scope-api-tail` (the shared log tail, named
+   * after the client it duplicates), `scope-guards`, `scope-worker`.
    */
   readonly name?: string;
   /** Each distinct connection error, once until the connection is ready again (ioredis reconnects by itself). */

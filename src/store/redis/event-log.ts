@@ -226,7 +226,7 @@ export class RedisEventLog implements EventLog {
     if (stop.aborted) return;
     let lastId = afterId;
     if (lastId === '$') {
-      // Pin '$' to the current last id, so entries appended before the subscription are never skipped.
+      // Pin '$' to the current last id: whatever is appended from here on reaches the subscription.
       try {
         lastId = await this.lastPosition(String(rootId));
       } catch (error) {

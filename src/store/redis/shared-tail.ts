@@ -27,7 +27,7 @@ import { comparePositions } from '../event-log.js';
 export interface SharedTailOptions<Entry extends { readonly id: string }> {
   /** The normal connection: sends `CLIENT UNBLOCK`. */
   readonly redis: Redis;
-  /** The blocking connection of a group (default: a duplicate of `redis` named `<its name>:tail`). */
+  /** The blocking connection of a group (default: a duplicate of `redis` named `<its name>-tail`). */
   readonly connect?: (group: string) => Redis;
   /** Which reader serves a key (default: one for every key). */
   readonly group?: (key: string) => string;
@@ -98,7 +98,10 @@ export class SharedTail<Entry extends { readonly id: string }> {
     let reader = this.#readers.get(group);
     if (reader === undefined) {
       const connect = this.#options.connect ?? ((): Redis => duplicateForTail(this.#options.redis));
-      reader = new GroupReader(this.#options, connect(group));
+      const created = new GroupReader(this.#options, connect(group), () => {
+        if (this.#readers.get(group) === created) this.#readers.delete(group);
+      });
+      reader = created;
       this.#readers.set(group, reader);
     }
     return reader;
@@ -108,7 +111,7 @@ export class SharedTail<Entry extends { readonly id: string }> {
 /** A duplicate of `redis` for blocking reads, named after it so `CLIENT LIST` tells what it is. */
 function duplicateForTail(redis: Redis): Redis {
   const name = redis.options.connectionName;
-  return redis.duplicate({ lazyConnect: false, connectionName: `${name === undefined || name === '' ? 'scope' : name}:tail` });
+  return redis.duplicate({ lazyConnect: false, connectionName: `${name === undefined || name === '' ? 'scope' : name}-tail` });
 }
 
 /** The read position of one stream, and the subscribers that follow it. */
@@ -132,7 +135,11 @@ class GroupReader<Entry extends { readonly id: string }> {
   #running = false;
   #closed = false;
 
-  constructor(options: SharedTailOptions<Entry>, connection: Redis) {
+  constructor(
+    options: SharedTailOptions<Entry>,
+    connection: Redis,
+    private readonly onRetired: () => void,
+  ) {
     this.#options = options;
     this.#connection = connection;
     // A reconnected socket is another client: its id is asked again.
@@ -168,8 +175,9 @@ class GroupReader<Entry extends { readonly id: string }> {
   }
 
   close(): void {
+    if (this.#closed) return;
     this.#closed = true;
-    for (const state of this.#streams.values()) for (const subscription of [...state.subscribers]) subscription.end();
+    for (const state of [...this.#streams.values()]) for (const subscription of [...state.subscribers]) subscription.end();
     this.#streams.clear();
     this.#wake?.();
     this.#connection.disconnect();
@@ -180,8 +188,13 @@ class GroupReader<Entry extends { readonly id: string }> {
     if (state === undefined || !state.subscribers.delete(subscription)) return;
     if (state.subscribers.size > 0) return;
     this.#streams.delete(subscription.key);
-    // A stream nobody follows may stay in the blocked read; an empty set must not stay blocked.
-    if (this.#streams.size === 0) this.#changed();
+    // A stream nobody follows may stay in the blocked read until it returns. With no stream left the
+    // reader retires (its connection closes, so an idle node holds none and an abandoned log keeps
+    // no process alive); the next subscription opens a new one.
+    if (this.#streams.size === 0) {
+      this.close();
+      this.onRetired();
+    }
   }
 
   /** The set or a position changed: wake an idle loop, release a blocked read. */
@@ -196,15 +209,15 @@ class GroupReader<Entry extends { readonly id: string }> {
     if (this.#releasing) return;
     this.#releasing = true;
     try {
-      while (!this.#closed && this.#inFlight !== undefined && this.#inFlight.generation < this.#generation) {
+      for (let pauseMs = 1; !this.#closed && this.#inFlight !== undefined && this.#inFlight.generation < this.#generation; pauseMs = Math.min(pauseMs * 2, 50)) {
         const flight = this.#inFlight;
         const id = await this.#clientId?.catch(() => undefined);
         if (id !== undefined && this.#inFlight === flight) {
           const released = await this.#options.redis.client('UNBLOCK', id).catch(() => 0);
           if (released === 1) return;
         }
-        // Not blocked yet (the read is still on its way) or already answering: look again shortly.
-        if (this.#inFlight === flight) await new Promise((resolve) => setTimeout(resolve, 1));
+        // Not blocked yet (the read is still on its way), already answering, or reconnecting: look again shortly.
+        if (this.#inFlight === flight) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       }
     } finally {
       this.#releasing = false;
@@ -226,7 +239,12 @@ class GroupReader<Entry extends { readonly id: string }> {
         const ids = keys.map((key) => (this.#streams.get(key) as StreamState<Entry>).lastId);
         const flight = { generation: this.#generation };
         this.#inFlight = flight;
-        this.#clientId ??= this.#connection.client('ID') as Promise<number>;
+        if (this.#clientId === undefined) {
+          // Asked before the read on the same connection, so it answers before the read blocks.
+          const id = this.#connection.client('ID') as Promise<number>;
+          id.catch(() => undefined); // a connection closed meanwhile: the release just finds no id
+          this.#clientId = id;
+        }
         let raw: unknown;
         try {
           raw = await this.#connection.xread('COUNT', this.#options.count ?? 100, 'BLOCK', this.#options.blockMs ?? 5_000, 'STREAMS', ...keys, ...ids);
@@ -247,14 +265,17 @@ class GroupReader<Entry extends { readonly id: string }> {
   /** Hands each stream's entries to its subscribers, unless its position moved while the read was out. */
   #dispatch(raw: unknown, keys: readonly string[], ids: readonly string[]): void {
     if (!Array.isArray(raw)) return;
+    const readFrom = new Map(keys.map((key, index) => [key, ids[index]]));
     for (const item of raw as unknown[]) {
       const [rawKey, rawEntries] = item as [unknown, unknown];
       const key = String(rawKey);
       const state = this.#streams.get(key);
-      if (state === undefined || state.lastId !== ids[keys.indexOf(key)]) continue;
+      if (state === undefined || state.lastId !== readFrom.get(key)) continue;
       const entries = this.#options.parse(rawEntries);
+      // A subscriber ended mid-batch (overflow) leaves the set; `offer` ignores it from then on.
+      const subscribers = [...state.subscribers];
       for (const entry of entries) {
-        for (const subscription of [...state.subscribers]) subscription.offer(entry);
+        for (const subscription of subscribers) subscription.offer(entry);
       }
       const last = entries.at(-1);
       if (last !== undefined) state.lastId = last.id;
@@ -290,7 +311,7 @@ class Subscription<Entry extends { readonly id: string }> {
 
   /** Takes `entry` if it lies past the cursor; ends the subscription when the buffer is full. */
   offer(entry: Entry): void {
-    if (this.#ended || comparePositions(entry.id, this.#cursor) <= 0) return;
+    if (this.#ended || entry.id === this.#cursor || comparePositions(entry.id, this.#cursor) <= 0) return;
     if (this.#buffer.length >= this.maxBuffered) {
       this.fail(this.overflow());
       return;
