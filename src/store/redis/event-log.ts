@@ -265,8 +265,22 @@ class Links {
   }
 }
 
+/**
+ * Record shapes by entry: the shared tail hands one entry object to every subscriber of its tree, so its
+ * JSON is parsed once, not once per subscriber.
+ */
+const shapes = new WeakMap<EventLogEntry, StoredLogRecord | null>();
+
 /** The record of one entry, without its link; undefined when the entry has no known shape. */
 function recordShapeOf(entry: EventLogEntry): StoredLogRecord | undefined {
+  const known = shapes.get(entry);
+  if (known !== undefined) return known ?? undefined;
+  const shape = parseRecordShape(entry);
+  shapes.set(entry, shape ?? null);
+  return shape;
+}
+
+function parseRecordShape(entry: EventLogEntry): StoredLogRecord | undefined {
   const type = entry.fields[eventEntryFields.name];
   const data = entry.fields[eventEntryFields.event] ?? entry.fields[deltaField];
   if (type === undefined || data === undefined) return undefined;
