@@ -133,7 +133,14 @@ export class EngineHost implements Host {
       defaultMetrics: options.defaultMetrics,
     });
     const permits = config.transport === 'bullmq' ? new DispatchPermits() : undefined;
-    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, permits });
+    const describeWait = (process: ProcessSnapshot) => {
+      try {
+        return process.currentWait(this.#catalog.resolve(process.deploymentRef).descriptor);
+      } catch {
+        return undefined;
+      }
+    };
+    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, permits, describeWait });
     this.#backend = backend;
     // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
     // by the queue transport (same ref), so nothing can fall back to running in this process.
@@ -508,7 +515,10 @@ export class EngineHost implements Host {
   // Waits and the log
 
   async waits(query: WaitQuery = {}): Promise<readonly WaitView[]> {
-    const waits = this.#inbox.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+    const scope = query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) };
+    // Redis mode lists from the open-wait index (every node's trees, verified against their heads).
+    const inbox = this.#backend.inbox;
+    const waits = inbox === undefined ? this.#inbox.list(scope) : await storeCall('wait index read', () => inbox.list(scope));
     const { tenant } = query;
     if (tenant === undefined) return waits;
     const owned = await Promise.all(waits.map(async (wait) => (await this.#treeTenant(wait.rootId)) === tenant));
