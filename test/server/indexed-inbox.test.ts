@@ -143,3 +143,19 @@ test('an entry whose commit never landed is not listed; it is removed once its h
   await until('stale entries to go', async () => ((await fields()).length === 2 ? true : undefined));
   assert.deepEqual(await fields(), [real.waitId, 'wait:in-flight'].sort());
 });
+
+test('a commit that opens a wait is not sent when its index entry cannot be written: nothing waits unlisted', async () => {
+  const prefix = freshPrefix();
+  const a = host(prefix);
+  // Every shard a string: HSET answers WRONGTYPE, as an unreachable index would fail.
+  for (let shard = 0; shard < defaultWaitIndexShards; shard += 1) await raw.set(waitIndexShardKey(prefix, shard), 'not a hash');
+  const started = await start(a, 'demo.approval', { subject: 'no index' });
+  const view = await until('the runtime to stop on the failed commit', async () => {
+    const inspected = await a.inspectProcess(started.processId);
+    return inspected.runtimeError === null ? undefined : inspected;
+  });
+  assert.equal(view.runtimeError?.code, 'engine.tree.committer_failed');
+  const store = new RedisTreeCommitter({ redis: raw, keyPrefix: prefix });
+  const head = await store.loadHead(ProcessId.parse(started.processId));
+  assert.notEqual(head?.snapshot.root.status, 'waiting', 'the waiting checkpoint never landed');
+});

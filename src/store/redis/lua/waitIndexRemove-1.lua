@@ -5,8 +5,9 @@
 
   Input:
     KEYS[1]     one wait index shard   <prefix>:waits:<shard>
-    ARGV[2k-1]  a field                <root> <process> <wait>
-    ARGV[2k]    the value it must still hold
+    ARGV[1]     a field                <root> <process> <wait>
+    ARGV[2]     the value it must still hold
+    ARGV[3..]   further field/value pairs
 
   Output:
     the number of entries deleted
