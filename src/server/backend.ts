@@ -35,6 +35,8 @@ export interface Backend {
   readonly roots: RootIndex;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
+  /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
+  readonly headDigests?: (roots: readonly string[]) => Promise<(string | undefined)[]>;
   /** Redis mode: the client the stores use (the BullMQ transport shares it). */
   readonly redis?: RedisClient;
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
@@ -116,6 +118,7 @@ function redisBackend(options: BackendOptions): Backend {
     idempotency,
     roots,
     inbox,
+    headDigests: async (rootIds) => (await readHeadVersions(redis, config.keyPrefix, rootIds)).map((version) => version?.digest),
     checks: async () => ({ redis: await pingRedis(redis, 1_000) }),
     close: async (graceMs) => {
       await store.close().catch(() => undefined);

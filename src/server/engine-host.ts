@@ -169,7 +169,7 @@ export class EngineHost implements Host {
     });
     this.#residency = residency;
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
-    this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root));
+    this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,
       catalog: this.#catalog,

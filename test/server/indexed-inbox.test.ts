@@ -159,3 +159,26 @@ test('a commit that opens a wait is not sent when its index entry cannot be writ
   const head = await store.loadHead(ProcessId.parse(started.processId));
   assert.notEqual(head?.snapshot.root.status, 'waiting', 'the waiting checkpoint never landed');
 });
+
+test('the process list reads each root from its stored head: a Host whose copy another Host fenced lists the truth', async () => {
+  const prefix = freshPrefix();
+  const a = host(prefix);
+  const b = host(prefix);
+  const started = await start(a, 'demo.approval', { subject: 'list' }, { tenant: 'acme' });
+  const wait = await waitOf(a, started.processId);
+  const statuses = async (on: EngineHost, status?: string, tenant?: string) =>
+    (await on.listProcesses({ ...(status === undefined ? {} : { status }), ...(tenant === undefined ? {} : { tenant }) })).items.map((item) => `${item.processId}:${item.status}`);
+  assert.deepEqual(await statuses(b, 'waiting'), [`${started.processId}:waiting`], 'B lists a tree it never held, by status');
+  assert.deepEqual(await statuses(b, undefined, 'acme'), [`${started.processId}:waiting`]);
+  assert.deepEqual(await statuses(b, undefined, 'other'), []);
+
+  // B takes the tree over and finishes it; A still holds its fenced copy in memory.
+  await b.restoreTree(started.processId);
+  await b.deliverSignals(started.processId, [{ id: 'answer', waitId: wait.waitId, payload: { approved: true } }]);
+  await b.awaitResult(started.processId, 10_000);
+  for (const on of [a, b]) {
+    assert.deepEqual(await statuses(on, 'completed'), [`${started.processId}:completed`]);
+    assert.deepEqual(await statuses(on, 'waiting'), []);
+    assert.deepEqual(await on.waits(), []);
+  }
+});
