@@ -211,7 +211,7 @@ export class EngineHost implements Host {
 
   #onEvent(event: Event): void {
     this.#residency.observe(event);
-    this.#inbox.observe(event);
+    if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
     // Committed events reached the log with their commit (host committer); the rest go best-effort.
     if (!event.committed) {
@@ -492,7 +492,10 @@ export class EngineHost implements Host {
     const head = await this.#residency.restore(root);
     if (head !== undefined) {
       this.#list.forget(root);
-      await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
+      // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay.
+      if (this.#backend.inbox === undefined) {
+        await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
+      }
     }
     return this.inspectTree(root);
   }
