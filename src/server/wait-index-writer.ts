@@ -54,6 +54,8 @@ export class WaitIndexWriter {
     const known = commit.activation ? undefined : this.#indexed.get(root);
     const open = new Map<string, WaitIndexEntry>();
     const fresh: WaitIndexEntry[] = [];
+    /** Fresh entries whose wait this commit's events did not open (this node lost track, e.g. after a reconciled commit). */
+    const untracked: number[] = [];
     for (const { process, waitId } of waits) {
       const key = `${process.processId.toString()} ${waitId.toString()}`;
       const held = known?.get(key);
@@ -61,15 +63,35 @@ export class WaitIndexWriter {
         open.set(key, held);
         continue;
       }
-      const entry = this.#entry(commit, process, sinceIn(commit.events, process));
+      const opened = openingEvent(commit.events, process);
+      if (opened === undefined) untracked.push(fresh.length);
+      const entry = this.#entry(commit, process, opened?.occurredAt ?? commit.events.at(-1)?.occurredAt ?? process.startedAt);
       open.set(key, entry);
       fresh.push(entry);
     }
-    if (fresh.length > 0) {
-      if (commit.activation) await this.#adopt(root, fresh, open);
-      else await this.#index.write(fresh);
+    if (fresh.length === 0) return { root, open };
+    if (commit.activation) {
+      await this.#adopt(root, fresh, open);
+    } else {
+      if (untracked.length > 0) await this.#keepSince(fresh, untracked, open);
+      // Overwritten, never written-if-absent: the entry must carry this commit's incarnation and
+      // sequence, or a reader could judge it stale while this commit is still in flight.
+      await this.#index.write(fresh);
     }
     return { root, open };
+  }
+
+  /** An entry this commit rewrites without having opened its wait keeps the stored `since`. */
+  async #keepSince(fresh: WaitIndexEntry[], untracked: readonly number[], open: Map<string, WaitIndexEntry>): Promise<void> {
+    const stored = await this.#index.read(untracked.map((at) => fresh[at] as WaitIndexEntry));
+    untracked.forEach((at, index) => {
+      const since = sinceOf(stored[index]);
+      const entry = fresh[at] as WaitIndexEntry;
+      if (since === undefined) return;
+      const kept = { ...entry, since };
+      fresh[at] = kept;
+      open.set(`${entry.processId} ${entry.waitId}`, kept);
+    });
   }
 
   /** The commit was acknowledged: remember what it left open and forget the entries of waits it closed. */
@@ -113,12 +135,18 @@ export class WaitIndexWriter {
   }
 }
 
-/**
- * When the wait opened: the committed `agent.step.committed` (waiting) of the process in this commit,
- * else the commit's latest event time, else the process's start (never later than the commit).
- */
-function sinceIn(events: readonly Event[], process: ProcessSnapshot): string {
+/** The committed `agent.step.committed` (waiting) of the process in this commit: when its wait opened. */
+function openingEvent(events: readonly Event[], process: ProcessSnapshot): Event | undefined {
   const pid = process.processId.toString();
-  const step = events.find((event) => event.name === eventNames.stepCommitted && event.processId.toString() === pid && event.stepCommitted()?.status === 'waiting');
-  return step?.occurredAt ?? events.at(-1)?.occurredAt ?? process.startedAt;
+  return events.find((event) => event.name === eventNames.stepCommitted && event.processId.toString() === pid && event.stepCommitted()?.status === 'waiting');
+}
+
+function sinceOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const since = (JSON.parse(value) as { since?: unknown }).since;
+    return typeof since === 'string' ? since : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -182,3 +182,29 @@ test('the process list reads each root from its stored head: a Host whose copy a
     assert.deepEqual(await on.waits(), []);
   }
 });
+
+test('one entry per open wait: a pause keeps the wait and its since; the next wait replaces the answered one; a cancel removes it', async () => {
+  const prefix = freshPrefix();
+  const a = host(prefix);
+  const b = host(prefix);
+  const counter = await start(a, 'demo.counter', { target: 3 });
+  const first = await waitOf(b, counter.processId);
+  await a.control(counter.processId, 'pause', 'hold');
+  await until('paused', async () => ((await b.inspectProcess(counter.processId)).status === 'paused' ? true : undefined));
+  assert.deepEqual(await waitOf(b, counter.processId), first, 'a paused process keeps its wait open');
+  await a.control(counter.processId, 'resume');
+  await until('waiting again', async () => ((await b.inspectProcess(counter.processId)).status === 'waiting' ? true : undefined));
+  assert.deepEqual(await waitOf(b, counter.processId), first, 'resuming into the same wait does not move since');
+
+  await a.deliverSignals(counter.processId, [{ id: 'add-1', waitId: first.waitId, payload: { add: 1 } }]);
+  const second = await until('the second wait', async () => {
+    const listed = (await b.waits()).find((wait) => wait.processId === counter.processId);
+    return listed !== undefined && listed.waitId !== first.waitId ? listed : undefined;
+  });
+  assert.ok(second.since >= first.since);
+  await until('one entry left', async () => ((await indexSize(prefix)) === 1 ? true : undefined));
+
+  await a.control(counter.processId, 'cancel');
+  await until('an empty inbox', async () => ((await b.waits()).length === 0 ? true : undefined));
+  await until('an empty index', async () => ((await indexSize(prefix)) === 0 ? true : undefined));
+});
