@@ -13,6 +13,7 @@ import { spawnServe } from '../helpers/scope-serve.js';
  * The inbox across real `scope serve` processes on one Redis: a wait opened on A is listed on B;
  * after SIGKILL of A and a restart (no restore) the restarted node and B both list it; answered, it
  * is gone everywhere; an index entry left by a writer that crashed before its commit is never listed.
+ * `/v1/processes?status=` agrees on every node, read from the heads.
  */
 
 let redis: RedisServer;
@@ -49,6 +50,12 @@ async function waitsOn(url: string): Promise<Wait[]> {
   const response = await fetch(`${url}/v1/waits`);
   assert.equal(response.status, 200);
   return ((await response.json()) as { items: Wait[] }).items;
+}
+
+async function rootsOn(url: string, status: string): Promise<string[]> {
+  const response = await fetch(`${url}/v1/processes?status=${status}&limit=100`);
+  assert.equal(response.status, 200);
+  return ((await response.json()) as { items: { processId: string }[] }).items.map((item) => item.processId).sort();
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, deadlineMs = 15_000): Promise<T> {
@@ -90,6 +97,9 @@ test('the inbox is complete on every node, after SIGKILL and a restart without r
     assert.deepEqual(waits.find((wait) => wait.processId === fromB), waitB);
   }
 
+  // The process list agrees too, status filter included, read from the heads.
+  for (const url of [restarted.url, b.url]) assert.deepEqual(await rootsOn(url, 'waiting'), [fromA, fromB].sort());
+
   // A writer that crashed between its index write and its commit leaves an entry its head does not
   // confirm (the entry a commit at the next sequence would have needed): listed nowhere.
   const store = new RedisTreeCommitter({ redis: raw, keyPrefix: prefix });
@@ -107,6 +117,10 @@ test('the inbox is complete on every node, after SIGKILL and a restart without r
     assert.equal(answered.status, 200);
   }
   for (const url of [restarted.url, b.url]) await until(`an empty inbox on ${url}`, async () => ((await waitsOn(url)).length === 0 ? true : undefined));
+  for (const url of [restarted.url, b.url]) {
+    await until(`both completed on ${url}`, async () => ((await rootsOn(url, 'completed')).length === 2 ? true : undefined));
+    assert.deepEqual(await rootsOn(url, 'waiting'), []);
+  }
   // The restore moved the head to another writer: the crashed writer's entry can never land, and went.
   await until('an empty index', async () => {
     let size = 0;
