@@ -1,4 +1,4 @@
-import { type CurrentWait, type Event, eventNames, type ProcessSnapshot, type TreeSnapshot } from '../kernel/index.js';
+import { type CurrentWait, type Event, eventNames, type ProcessSnapshot, type TreeSnapshot, type WaitId } from '../kernel/index.js';
 import type { EventLog } from '../store/event-log.js';
 import type { RedisWaitIndex, WaitIndexEntry } from '../store/redis/wait-index.js';
 import { openWaitsOf, waitOpenings } from './open-waits.js';
@@ -65,7 +65,8 @@ export class WaitIndexWriter {
       }
       const opened = openingEvent(commit.events, process);
       if (opened === undefined) untracked.push(fresh.length);
-      const entry = this.#entry(commit, process, opened?.occurredAt ?? commit.events.at(-1)?.occurredAt ?? process.startedAt);
+      // Unknown here (the log or the stored entry may know better, below): the process's start, as the memory inbox says.
+      const entry = this.#entry(commit, process, waitId, opened?.occurredAt ?? process.startedAt);
       open.set(key, entry);
       fresh.push(entry);
     }
@@ -120,12 +121,12 @@ export class WaitIndexWriter {
     await this.#index.writeMissing(written);
   }
 
-  #entry(commit: IndexedCommit, process: ProcessSnapshot, since: string): WaitIndexEntry {
+  #entry(commit: IndexedCommit, process: ProcessSnapshot, waitId: WaitId, since: string): WaitIndexEntry {
     const current = this.#describe(process);
     return {
       rootId: commit.snapshot.rootId.toString(),
       processId: process.processId.toString(),
-      waitId: (process.waitId as NonNullable<ProcessSnapshot['waitId']>).toString(),
+      waitId: waitId.toString(),
       incarnation: commit.snapshot.incarnationId.toString(),
       sequence: commit.sequence.toString(),
       since,

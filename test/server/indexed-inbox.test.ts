@@ -208,3 +208,16 @@ test('one entry per open wait: a pause keeps the wait and its since; the next wa
   await until('an empty inbox', async () => ((await b.waits()).length === 0 ? true : undefined));
   await until('an empty index', async () => ((await indexSize(prefix)) === 0 ? true : undefined));
 });
+
+test('a restore indexes the open waits a tree has without entries (data from before the index), since from the log', async () => {
+  const prefix = freshPrefix();
+  const a = host(prefix);
+  const started = await start(a, 'demo.approval', { subject: 'before the index' });
+  const original = await waitOf(a, started.processId);
+  await a.close(1_000);
+  for (let shard = 0; shard < defaultWaitIndexShards; shard += 1) await raw.del(waitIndexShardKey(prefix, shard));
+  const b = host(prefix);
+  assert.deepEqual(await b.waits(), []);
+  await b.restoreTree(started.processId);
+  assert.deepEqual(await waitOf(b, started.processId), original);
+});
