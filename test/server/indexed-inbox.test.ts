@@ -4,6 +4,8 @@ import { Redis } from 'ioredis';
 import { ProcessId } from '../../src/kernel/identity.js';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import type { WaitQuery, WaitView } from '../../src/server/host.js';
+import { IndexedInbox } from '../../src/server/indexed-inbox.js';
+import { readHeadVersions } from '../../src/store/redis/head-versions.js';
 import { waitIndexShardKey } from '../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import { defaultWaitIndexShards, RedisWaitIndex, type WaitIndexEntry } from '../../src/store/redis/wait-index.js';
@@ -220,4 +222,19 @@ test('a restore indexes the open waits a tree has without entries (data from bef
   assert.deepEqual(await b.waits(), []);
   await b.restoreTree(started.processId);
   assert.deepEqual(await waitOf(b, started.processId), original);
+});
+
+test('a node without the deployment lists the wait with the descriptor parts its writer stored', async () => {
+  const prefix = freshPrefix();
+  const a = host(prefix);
+  const started = await start(a, 'demo.approval', { subject: 'no descriptor here' });
+  const full = await waitOf(a, started.processId);
+  const store = new RedisTreeCommitter({ redis: raw, keyPrefix: prefix });
+  const blind = new IndexedInbox({
+    index: new RedisWaitIndex({ redis: raw, keyPrefix: prefix }),
+    headVersions: (roots) => readHeadVersions(raw, prefix, roots),
+    loadHead: (root) => store.loadHead(ProcessId.parse(root)),
+    describe: () => undefined,
+  });
+  assert.deepEqual(await blind.list(), [full]);
 });
