@@ -22,6 +22,7 @@ import Fastify, {
 } from 'fastify';
 import type { Host } from '../server/host.js';
 import { HttpMetrics } from './http-metrics.js';
+import { forwarder } from './forwarding.js';
 import problemDetails, {
   clientErrorHandler,
   documentProblems,
@@ -39,6 +40,7 @@ import control, { bodyOptionalOperations, controlComponents } from '../../plugin
 import effects, { effectComponents } from '../../plugins/effects/index.js';
 import trees, { treeComponents } from '../../plugins/trees/index.js';
 import waits, { waitComponents } from '../../plugins/waits/index.js';
+import nodes, { nodeComponents } from '../../plugins/nodes/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
 import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
@@ -135,6 +137,7 @@ export function resourcePlugins(config: AppConfig = {}): readonly ResourcePlugin
     { plugin: effects, components: effectComponents },
     { plugin: trees, components: treeComponents },
     { plugin: waits, components: waitComponents },
+    { plugin: nodes, components: nodeComponents },
     { plugin: eventsPlugin, components: eventsComponents },
     { plugin: streamPlugin, options: streamOptions, components: streamComponents },
     { plugin: health, components: healthComponents },
@@ -150,6 +153,7 @@ export const openapiTags = [
   { name: 'effects', description: "A process's effects; replay and resolution of Unknown outcomes." },
   { name: 'trees', description: 'Process trees: inspection, snapshots, capture, restore and release.' },
   { name: 'waits', description: 'The inbox of unanswered waits.' },
+  { name: 'nodes', description: 'The nodes on one Redis: leases, and eviction of a sick node.' },
   { name: 'events', description: "A tree's committed events and deltas as pages." },
   { name: 'stream', description: "A tree's events and deltas as a resumable server-sent event stream." },
   { name: 'health', description: 'Liveness, readiness and metrics.' },
@@ -342,7 +346,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     });
   }
 
-  await app.register(problemDetails, { bodyLimit });
+  await app.register(problemDetails, { bodyLimit, intercept: forwarder({ nodeId: () => options.host.nodeId }) });
   // Security headers on every response. The strict policy is for the API's own pages (the JSON the API
   // sends executes nothing); /docs sets Swagger UI's own.
   await app.register(fastifyHelmet, {

@@ -9,6 +9,8 @@ import { CommitterBase, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
+import { type CommitOwnership, encodeOwner } from './ownership/owner-record.js';
+import { ownerRecordSuffix } from '../store/redis/keys.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -32,6 +34,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #idempotency: RedisIdempotencyStore;
   readonly #roots: RootIndex;
   readonly #permits: DispatchPermits | undefined;
+  #ownership: CommitOwnership | undefined;
 
   constructor(options: RedisHostCommitterOptions) {
     super(options.metrics);
@@ -39,6 +42,16 @@ export class RedisHostCommitter extends CommitterBase {
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
     this.#permits = options.permits;
+  }
+
+  /**
+   * Multi-node mode: start and activation commits then write the tree's owner record (this node's
+   * stamp, the new incarnation), an activation of a takeover is guarded by the record it replaces,
+   * and no commit runs while the node's lease is not valid.
+   */
+  setOwnership(ownership: CommitOwnership): void {
+    this.#ownership = ownership;
+    this.setGate(() => ownership.assertCommittable());
   }
 
   get store(): RedisTreeCommitter {
@@ -80,6 +93,8 @@ export class RedisHostCommitter extends CommitterBase {
       // The tenant lands with the head or not at all: a tree is never readable without its owner.
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
+      const owner = this.#ownerRecord(checkpoint.snapshot);
+      if (owner !== undefined) records.push(owner);
     }
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
     if (intent !== undefined) {
@@ -94,7 +109,25 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
-    await this.#store.activateTree(activation, { events: context?.events ?? [], ...this.#permits?.writesFor(activation) });
+    const writes = this.#permits?.writesFor(activation);
+    const owner = this.#ownerRecord(activation.snapshot);
+    if (owner === undefined) {
+      await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes });
+      return;
+    }
+    const records = [...(writes?.records ?? []), owner];
+    const expected = this.#ownership?.expected(activation.rootId.toString());
+    const full = { events: context?.events ?? [], ...writes, records };
+    // Ownership moves with the new incarnation; a takeover installs only over the owner it names.
+    if (expected === undefined) await this.#store.activateTree(activation, full);
+    else await this.#store.takeOverTree(activation, expected, full);
+  }
+
+  /** The owner record a start or activation writes (none before the node joined). */
+  #ownerRecord(snapshot: TreeSnapshot): { suffix: string; value: string } | undefined {
+    const stamp = this.#ownership?.stamp();
+    if (stamp === undefined) return undefined;
+    return { suffix: ownerRecordSuffix, value: encodeOwner({ ...stamp, incarnation: snapshot.incarnationId.toString() }) };
   }
 
   /**
