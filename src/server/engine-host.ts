@@ -243,6 +243,8 @@ export class EngineHost implements Host {
 
   #admit(): void {
     if (this.#closing) throw codedError(HostErrorCode.shuttingDown, 'the server is shutting down and admits no new work');
+    // A node without a valid lease starts nothing (its commits would be refused anyway).
+    if (this.#ownership?.joined === true) this.#ownership.lease.assertValid();
   }
 
   // -------------------------------------------------------------------------------------------
