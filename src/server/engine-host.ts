@@ -426,7 +426,7 @@ export class EngineHost implements Host {
     const located = await this.#commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#fencedOut(located.root, error));
+    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#rethrow(located.root, error));
     return this.#effectView(processId, id);
   }
 
@@ -443,7 +443,7 @@ export class EngineHost implements Host {
     const located = await this.#commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#fencedOut(located.root, error));
+    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#rethrow(located.root, error));
     const view = await this.#effectView(processId, id);
     // Once the process consumed it the snapshot no longer holds the settlement; this one is what the
     // host just established, acknowledged by the commit.
@@ -586,9 +586,10 @@ export class EngineHost implements Host {
   /**
    * After a local command failed: when its tree was fenced by a takeover elsewhere (the commit met
    * another incarnation), the tree leaves this node's memory and the command goes to the owner
-   * (nothing of it was committed here). Any other failure is the command's own.
+   * (nothing of it was committed here): throws where it lives. Otherwise returns: the failure is
+   * the command's own.
    */
-  async #fencedOut(root: string, error: unknown): Promise<never> {
+  async #fencedOut(root: string, error: unknown): Promise<void> {
     const ownership = this.#ownership;
     const fenced = error instanceof KernelError && (error.code === ErrorCode.treeIncarnationConflict || (error.cause instanceof KernelError && error.cause.code === ErrorCode.treeIncarnationConflict));
     if (ownership?.joined === true && fenced) {
@@ -598,6 +599,11 @@ export class EngineHost implements Host {
         throw route.error;
       }
     }
+  }
+
+  /** {@link #fencedOut}, then the command's own failure. */
+  async #rethrow(root: string, error: unknown): Promise<never> {
+    await this.#fencedOut(root, error);
     throw error;
   }
 
