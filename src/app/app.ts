@@ -22,7 +22,7 @@ import Fastify, {
 } from 'fastify';
 import type { Host } from '../server/host.js';
 import { HttpMetrics } from './http-metrics.js';
-import { forwarder } from './forwarding.js';
+import { forwarder, rememberRawBody } from './forwarding.js';
 import problemDetails, {
   clientErrorHandler,
   documentProblems,
@@ -310,9 +310,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Every body is JSON: a text/plain body is 415, not a string that fails the schema.
   app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      const parsed = parseJsonBody(body as string);
+      rememberRawBody(request, body as string);
+      done(null, parsed);
     } catch (error) {
       done(error as Error, undefined);
     }

@@ -22,6 +22,14 @@ export const servedByHeader = 'scope-served-by';
 const requestHeaders = ['authorization', 'idempotency-key', 'accept', 'x-request-id'] as const;
 const responseHeaders = ['content-type', 'etag', 'location', 'retry-after', ownerNodeHeader, ownerUrlHeader] as const;
 
+/** Each JSON request's body as received: a forward sends it byte for byte, not a re-serialisation. */
+const rawBodies = new WeakMap<FastifyRequest, string>();
+
+/** Called by the app's JSON body parser with the text it parsed. */
+export function rememberRawBody(request: FastifyRequest, text: string): void {
+  rawBodies.set(request, text);
+}
+
 export interface ForwardingOptions {
   /** This node's id (the hop header's value). */
   readonly nodeId: () => string;
@@ -73,12 +81,13 @@ async function send(request: FastifyRequest, target: OwnerHint, self: string, ti
     const value = request.headers[name];
     if (typeof value === 'string') headers[name] = value;
   }
-  const hasBody = request.body !== undefined && request.body !== null;
-  if (hasBody) headers['content-type'] = 'application/json';
+  const raw = rawBodies.get(request);
+  const body = raw ?? (request.body === undefined || request.body === null ? undefined : JSON.stringify(request.body));
+  if (body !== undefined) headers['content-type'] = 'application/json';
   return fetch(`${target.url}${request.url}`, {
     method: request.method,
     headers,
-    body: hasBody ? JSON.stringify(request.body) : undefined,
+    body,
     signal: AbortSignal.timeout(timeoutMs),
     redirect: 'manual',
   });
