@@ -263,7 +263,9 @@ export function serverProblemResponses(): Record<string, unknown> {
   return {
     default: marker(
       'Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, ' +
-        '`committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load).',
+        '`committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), ' +
+        '`node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree\'s owner node did not answer a forwarded command); ' +
+        '`tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree.',
       ['internal_error'],
     ),
   };

@@ -119,7 +119,7 @@ const trees: FastifyPluginAsyncTypebox = async (app) => {
         querystring: ReleaseQuery,
         response: {
           204: { description: 'Released (and purged when asked).', type: 'null' },
-          ...problemResponses('tree_not_found', 'tree_live'),
+          ...problemResponses('tree_not_found', 'tree_live', 'tree_owned_elsewhere'),
         },
       },
     },

@@ -55,7 +55,7 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
   const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
-  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }) });
+  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }), joinsCluster: config.mode === 'redis' });
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')

@@ -1045,7 +1045,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1110,7 +1110,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1187,7 +1187,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1261,7 +1261,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1389,7 +1389,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1466,7 +1466,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1543,7 +1543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1632,7 +1632,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1714,7 +1714,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1831,7 +1831,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -1948,7 +1948,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2065,7 +2065,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2182,7 +2182,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2299,7 +2299,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2381,7 +2381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2478,7 +2478,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2588,7 +2588,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2665,7 +2665,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2734,7 +2734,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `tree_live` */
+            /** @description `tree_live`, `tree_owned_elsewhere` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2752,7 +2752,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2841,7 +2841,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -2929,7 +2929,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3027,7 +3027,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3097,7 +3097,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3162,7 +3162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3237,7 +3237,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3339,7 +3339,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3453,7 +3453,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3482,7 +3482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3520,7 +3520,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -3576,7 +3576,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load). */
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
             default: {
                 headers: {
                     [name: string]: unknown;

@@ -77,6 +77,11 @@ export interface EngineHostOptions {
    * readable from the store, and answer signals and control as finished processes do.
    */
   readonly finishedTreeRetention?: number;
+  /**
+   * Redis mode: this Host will join the nodes on its Redis ({@link EngineHost.startNode}); until it
+   * has, it changes no tree. `scope serve` sets it; a Host that never joins runs alone.
+   */
+  readonly joinsCluster?: boolean;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -195,6 +200,7 @@ export class EngineHost implements Host {
         },
       });
       (backend.committer as RedisHostCommitter).setOwnership(ownership);
+      if (options.joinsCluster === true) ownership.expectJoin();
       this.#ownership = ownership;
     }
     this.#reader = new LogReader({
@@ -244,7 +250,7 @@ export class EngineHost implements Host {
   #admit(): void {
     if (this.#closing) throw codedError(HostErrorCode.shuttingDown, 'the server is shutting down and admits no new work');
     // A node without a valid lease starts nothing (its commits would be refused anyway).
-    if (this.#ownership?.joined === true) this.#ownership.lease.assertValid();
+    if (this.#ownership?.gating === true) this.#ownership.lease.assertValid();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -514,7 +520,7 @@ export class EngineHost implements Host {
     const root = parseRoot(rootId);
     this.#admit();
     const ownership = this.#ownership;
-    if (ownership?.joined === true) {
+    if (ownership?.gating === true) {
       ownership.lease.assertValid();
       const local = this.#residency.inspectLocal(root);
       if (local === undefined || local.stopped) {
@@ -549,7 +555,8 @@ export class EngineHost implements Host {
   async #commandable(processId: string): Promise<Located> {
     const located = await this.#residency.locateOrThrow(processId);
     const ownership = this.#ownership;
-    if (ownership?.joined !== true || this.#residency.answersAsFinished(located)) return located;
+    if (ownership?.gating !== true || this.#residency.answersAsFinished(located)) return located;
+    // Also refuses before the join: only a joined node with a valid lease routes or takes over.
     ownership.lease.assertValid();
     if (located.kind === 'local' && !located.inspection.stopped) return located;
     this.#admit();
@@ -640,6 +647,12 @@ export class EngineHost implements Host {
 
   async releaseTree(rootId: string, purge: boolean): Promise<void> {
     const root = parseRoot(rootId);
+    const ownership = this.#ownership;
+    if (ownership?.joined === true && this.#residency.inspectLocal(root) === undefined) {
+      // Released (and purged) where it is in memory: a live owner elsewhere does it.
+      const route = await storeCall('owner record read', () => ownership.route(root));
+      if (route.kind === 'elsewhere') throw route.error;
+    }
     const wasLocal = await this.#residency.release(root);
     if (wasLocal) this.#ownership?.dropped(root);
     if (!purge) {
@@ -690,7 +703,7 @@ export class EngineHost implements Host {
   async readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { engine: this.#closing ? 'shutting down' : 'ok', dispatch: 'ok', ...(await this.#backend.checks()) };
     // A node without a valid lease changes no tree: a load balancer should send it nothing.
-    if (this.#ownership?.joined === true) checks.node = this.#ownership.lease.valid() ? 'ok' : `lease ${this.#ownership.lease.state()}`;
+    if (this.#ownership?.gating === true) checks.node = this.#ownership.lease.valid() ? 'ok' : `lease ${this.#ownership.lease.state()}`;
     if (this.#transport !== undefined) Object.assign(checks, await this.#workerChecks(this.#transport));
     return { ready: Object.values(checks).every((value) => value === 'ok'), checks };
   }

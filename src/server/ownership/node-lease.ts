@@ -67,7 +67,14 @@ export class NodeLease {
 
   lostError(): KernelError {
     const state = this.state();
-    const why = state === 'lost' ? 'its lease is gone (expired or evicted); restart it to join again' : state === 'left' ? 'it left the cluster' : 'its lease is past its margin (renewals are not getting through)';
+    const why =
+      state === 'lost'
+        ? 'its lease is gone (expired or evicted); restart it to join again'
+        : state === 'left'
+          ? 'it left the cluster'
+          : state === 'unjoined'
+            ? 'it has not joined the cluster yet'
+            : 'its lease is past its margin (renewals are not getting through)';
     return codedError(HostErrorCode.nodeLeaseLost, `node ${this.nodeId} changes no tree: ${why}`);
   }
 

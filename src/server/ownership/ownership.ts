@@ -46,6 +46,7 @@ export class Ownership implements CommitOwnership {
   /** Takeovers in progress: root → the owner record each replaces. */
   readonly #expected = new Map<string, string>();
   #url: string | undefined;
+  #expecting = false;
   #sweepTimer: NodeJS.Timeout | undefined;
   #sweeping = false;
   #sweptOwnPast = false;
@@ -66,6 +67,20 @@ export class Ownership implements CommitOwnership {
   /** Whether this Host joined (routing and ownership apply). */
   get joined(): boolean {
     return this.#url !== undefined;
+  }
+
+  /**
+   * Whether the lease gates this Host: once joined, and from {@link expectJoin} on (a server that
+   * listens before it joins changes no tree in between: a start without an owner record would be
+   * anybody's to take).
+   */
+  get gating(): boolean {
+    return this.joined || this.#expecting;
+  }
+
+  /** This Host will join: until it has, it changes no tree (`node_lease_lost`, readiness `lease unjoined`). */
+  expectJoin(): void {
+    this.#expecting = true;
   }
 
   /** Registers this node (advertising `url`) and starts the lease renewals and the takeover sweep. */
@@ -100,7 +115,7 @@ export class Ownership implements CommitOwnership {
   }
 
   assertCommittable(): void {
-    if (this.joined) this.lease.assertValid();
+    if (this.gating) this.lease.assertValid();
   }
 
   /** Where a command for `root` runs now (reads the owner record and, when it names another node, that node's lease). */
