@@ -30,7 +30,7 @@ const nodes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['nodes'],
         summary: 'Evict a node (alive but sick)',
         description:
-          'Deletes the node\'s lease: the live nodes take its unfinished trees over (restored from their heads) within one renewal period, and the evicted node, finding its lease gone, changes no tree any more (`node_lease_lost`) until it is restarted.',
+          'Deletes the node\'s lease: the live nodes take its unfinished trees over (restored from their heads) within one renewal period, and the evicted node, finding its lease gone, changes no tree (`node_lease_lost`) for one lease period, then joins again under a new epoch without them.',
         params: NodeParams,
         querystring: NoQuery,
         response: { 204: { description: 'Evicted.', type: 'null' }, ...problemResponses('node_not_found') },

@@ -96,7 +96,7 @@ export async function startProcess(node: Node, deployment: string, input: unknow
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -4,7 +4,7 @@ import { Cluster, eventually, exited, json, leaseMs, ownerOf, post, processUrl, 
 
 /**
  * A node without its lease changes nothing (503 `node_lease_lost`, no start, not ready) while the
- * others take its trees over; SIGTERM drains a node and hands its trees over at once; an operator
+ * others take its trees over, and joins again a lease period later; SIGTERM drains a node and hands its trees over at once; an operator
  * evicts a sick node, and the others take its trees over.
  */
 
@@ -47,6 +47,15 @@ test('a node whose lease is gone answers mutations 503 node_lease_lost, starts n
   const answered = await post(processUrl(a, id, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
   assert.equal(answered.status, 200);
   assert.equal((await json(await fetch(processUrl(a, id, '/result?waitMs=10000')))).status, 'completed');
+
+  // A lease period after the loss it joins again under a new epoch, and serves again.
+  await eventually(async () => ((await fetch(`${sick.url}/readyz`)).status === 200 ? true : undefined), 'the sick node back', leaseMs + 5_000);
+  const nodes = await json(await fetch(`${a.url}/v1/nodes`));
+  assert.equal(nodes.items.find((node: { nodeId: string }) => node.nodeId === 'sick')?.epoch, 2);
+  const again = await post(`${sick.url}/v1/processes`, { deployment: 'demo.echo', input: { value: 'again' } });
+  assert.equal(again.status, 201);
+  const echoed = (await json(again)).processId as string;
+  assert.deepEqual(await ownerOf(cluster, echoed).then((record) => [record?.node, record?.epoch]), ['sick', 2]);
   sick.child.kill('SIGKILL');
 });
 
@@ -61,7 +70,7 @@ test('SIGTERM drains: the lease goes at once and another node continues the tree
   assert.equal(leaving.child.exitCode, 0);
   assert.match(leaving.output(), /handed over/);
   // A 60 s lease would keep them stuck for a minute; the drain deleted it.
-  await eventually(async () => ((await ownerOf(cluster, running))?.node === 'a' ? true : undefined), 'a continuing the running tree', 10_000);
+  await eventually(async () => ((await ownerOf(cluster, running))?.node === 'a' ? true : undefined), 'a continuing the running tree', 20_000);
   assert.ok(performance.now() - started < 15_000);
   const answered = await post(processUrl(a, parked, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
   assert.equal(answered.status, 200, await answered.clone().text());
@@ -82,11 +91,11 @@ test('eviction: GET /v1/nodes lists the leases; POST /v1/nodes/{id}/evict makes 
 
   const evict = await post(`${a.url}/v1/nodes/evicted/evict`);
   assert.equal(evict.status, 204);
-  await eventually(async () => ((await ownerOf(cluster, id))?.node === 'a' ? true : undefined), 'a taking the evicted node\'s tree', 10_000);
+  await eventually(async () => ((await ownerOf(cluster, id))?.node === 'a' ? true : undefined), 'a taking the evicted node\'s tree', 20_000);
   const after = await json(await fetch(`${a.url}/v1/nodes`));
   assert.notEqual(after.items.find((node: { nodeId: string }) => node.nodeId === 'evicted')?.lease, 'live');
-  // The evicted node learns it at its next renewal and changes nothing any more.
-  await eventually(async () => ((await fetch(`${evicted.url}/readyz`)).status === 503 ? true : undefined), 'the evicted node not ready', 10_000);
+  // The evicted node learns it at its next renewal and changes nothing (for a lease period: a minute here).
+  await eventually(async () => ((await fetch(`${evicted.url}/readyz`)).status === 503 ? true : undefined), 'the evicted node not ready', 20_000);
   const refused = await post(processUrl(evicted, id, '/cancel'));
   assert.equal(refused.status, 503);
   assert.equal((await json(refused)).code, 'node_lease_lost');

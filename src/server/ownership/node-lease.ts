@@ -9,6 +9,8 @@ export interface NodeLeaseOptions {
   readonly leaseMs: number;
   readonly renewMs: number;
   readonly logger?: Logger;
+  /** Called once each time the lease is found gone on the server. */
+  readonly onLost?: () => void;
 }
 
 /** `held`: valid; `lapsed`: past its local margin, may come back; `lost`: gone on the server for good. */
@@ -20,12 +22,14 @@ export type LeaseState = 'unjoined' | 'held' | 'lapsed' | 'lost' | 'left';
  * `t + leaseMs - margin`, which is before the server can expire it (the server's TTL starts when it
  * runs the command, after `t`). Past that point the node starts nothing and commits nothing.
  * Renewals are sent every `renewMs` while the process is healthy enough to run its timers and Redis
- * answers; a renewal that finds the lease gone (expired, evicted) makes it `lost` for good: others
- * may be taking the node's trees over, and only a new registration (a restart) joins again.
+ * answers; a renewal that finds the lease gone (expired, evicted) makes it `lost`: others may be
+ * taking the node's trees over, and only a new registration (a new epoch, {@link join} again) makes
+ * it valid again.
  */
 export class NodeLease {
   readonly #registry: RedisNodeRegistry;
   readonly #logger: Logger | undefined;
+  readonly #onLost: (() => void) | undefined;
   readonly nodeId: string;
   readonly leaseMs: number;
   readonly renewMs: number;
@@ -38,6 +42,7 @@ export class NodeLease {
   constructor(options: NodeLeaseOptions) {
     this.#registry = options.registry;
     this.#logger = options.logger;
+    this.#onLost = options.onLost;
     this.nodeId = options.nodeId;
     this.leaseMs = options.leaseMs;
     this.renewMs = options.renewMs;
@@ -69,7 +74,7 @@ export class NodeLease {
     const state = this.state();
     const why =
       state === 'lost'
-        ? 'its lease is gone (expired or evicted); restart it to join again'
+        ? 'its lease is gone (expired or evicted); it joins again under a new epoch one lease period later'
         : state === 'left'
           ? 'it left the cluster'
           : state === 'unjoined'
@@ -78,8 +83,9 @@ export class NodeLease {
     return codedError(HostErrorCode.nodeLeaseLost, `node ${this.nodeId} changes no tree: ${why}`);
   }
 
-  /** Registers under a new epoch and starts renewing. */
+  /** Registers under a new epoch and starts renewing (again, after a loss). */
   async join(url: string, refs: readonly string[]): Promise<number> {
+    if (this.#state === 'left') throw this.lostError();
     const sent = performance.now();
     this.#epoch = await this.#registry.register(this.nodeId, url, refs, this.leaseMs);
     this.#validUntil = sent + this.leaseMs - this.#marginMs;
@@ -114,7 +120,8 @@ export class NodeLease {
       if (this.#state !== 'held') return;
       this.#state = 'lost';
       this.#stop();
-      this.#logger?.error({ nodeId: this.nodeId, epoch: this.#epoch }, 'node lease lost: this node changes no tree any more (restart it to join again)');
+      this.#logger?.error({ nodeId: this.nodeId, epoch: this.#epoch }, 'node lease lost: this node changes no tree until it joins again under a new epoch');
+      this.#onLost?.();
     } catch (error) {
       this.#logger?.warn({ err: error, nodeId: this.nodeId }, 'node lease renewal failed');
     }

@@ -47,6 +47,7 @@ export class Ownership implements CommitOwnership {
   readonly #expected = new Map<string, string>();
   #url: string | undefined;
   #expecting = false;
+  #rejoinTimer: NodeJS.Timeout | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
   #sweeping = false;
   #sweptOwnPast = false;
@@ -57,7 +58,14 @@ export class Ownership implements CommitOwnership {
     this.#options = options;
     this.#registry = options.registry;
     this.#logger = options.logger;
-    this.lease = new NodeLease({ registry: options.registry, nodeId: options.node.id, leaseMs: options.node.leaseMs, renewMs: options.node.renewMs, logger: options.logger });
+    this.lease = new NodeLease({
+      registry: options.registry,
+      nodeId: options.node.id,
+      leaseMs: options.node.leaseMs,
+      renewMs: options.node.renewMs,
+      logger: options.logger,
+      onLost: () => this.#scheduleRejoin(options.node.leaseMs),
+    });
   }
 
   get nodeId(): string {
@@ -94,6 +102,7 @@ export class Ownership implements CommitOwnership {
 
   /** Stops the sweep and deletes the lease: the unfinished trees left here are taken over elsewhere at once. */
   async leave(): Promise<void> {
+    clearTimeout(this.#rejoinTimer);
     clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     if (this.joined) await this.lease.leave();
@@ -101,6 +110,7 @@ export class Ownership implements CommitOwnership {
 
   /** Stops renewing and sweeping without deleting the lease (a Host closed without draining). */
   stop(): void {
+    clearTimeout(this.#rejoinTimer);
     clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     this.lease.stop();
@@ -179,6 +189,34 @@ export class Ownership implements CommitOwnership {
     this.#logger?.warn({ nodeId, hadLease: dropped }, 'node evicted: its trees are taken over by the live nodes');
     if (nodeId === this.nodeId) await this.lease.renew();
     this.#scheduleSweep(0);
+  }
+
+  /**
+   * After a loss, joins again under a new epoch once a whole lease period has passed (the live nodes
+   * have had it to take this node's trees over). Trees still in memory here keep their old owner
+   * record: routing sees them ownerless, and the head's fence keeps them safe; the first command that
+   * meets one takes it over, here or elsewhere. What the old epoch owned and nobody took is resumed
+   * here by the next sweep.
+   */
+  #scheduleRejoin(delayMs: number): void {
+    clearTimeout(this.#rejoinTimer);
+    this.#rejoinTimer = setTimeout(() => {
+      void this.#rejoin();
+    }, delayMs);
+    this.#rejoinTimer.unref();
+  }
+
+  async #rejoin(): Promise<void> {
+    if (this.lease.state() !== 'lost' || this.#url === undefined) return;
+    try {
+      await this.lease.join(this.#url, this.#options.refs());
+      this.#sweptOwnPast = false;
+      this.#logger?.warn({ nodeId: this.nodeId, epoch: this.lease.epoch }, 'node joined again under a new epoch after losing its lease');
+      this.#scheduleSweep(0);
+    } catch (error) {
+      this.#logger?.warn({ err: error, nodeId: this.nodeId }, 'joining again failed; retrying');
+      this.#scheduleRejoin(this.lease.renewMs);
+    }
   }
 
   #scheduleSweep(delayMs: number): void {
