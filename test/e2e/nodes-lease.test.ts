@@ -71,7 +71,7 @@ test('SIGTERM drains: the lease goes at once and another node continues the tree
   assert.match(leaving.output(), /handed over/);
   // A 60 s lease would keep them stuck for a minute; the drain deleted it.
   await eventually(async () => ((await ownerOf(cluster, running))?.node === 'a' ? true : undefined), 'a continuing the running tree', 20_000);
-  assert.ok(performance.now() - started < 15_000);
+  assert.ok(performance.now() - started < 30_000, 'well before the 60 s lease');
   const answered = await post(processUrl(a, parked, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
   assert.equal(answered.status, 200, await answered.clone().text());
   assert.equal((await json(await fetch(processUrl(a, parked, '/result?waitMs=10000')))).status, 'completed');
