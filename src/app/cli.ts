@@ -55,7 +55,7 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
   const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
-  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }) });
+  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }), joinsCluster: config.mode === 'redis' });
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
@@ -71,8 +71,16 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
     throw error;
   }
+  try {
+    // Redis mode: join the nodes on this Redis (lease, routing by owner record, takeovers).
+    await host.startNode(url);
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
+    throw error;
+  }
   logger.info(
-    { url, mode: config.mode, redis: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl), demos: config.demos, auth: config.auth.mode },
+    { url, mode: config.mode, node: host.nodeId, redis: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl), demos: config.demos, auth: config.auth.mode },
     `scope listening on ${url} (${config.mode} mode)`,
   );
   if (config.auth.mode === 'off') {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
@@ -28,6 +29,10 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
+ * | `SCOPE_NODE_ID`          | (random)           | Redis mode: this node's id (1–64 of `[A-Za-z0-9._-]`)     |
+ * | `SCOPE_ADVERTISE_URL`    | (the listen URL)   | Redis mode: where other nodes forward commands for this node's trees |
+ * | `SCOPE_NODE_LEASE_MS`    | 10000              | Redis mode: the node lease's TTL (a node silent this long is dead) |
+ * | `SCOPE_NODE_RENEW_MS`    | 2000               | Redis mode: lease renewal period (at most a third of the lease) |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
  * | `SCOPE_AUTH`             | off (on when a keys or JWKS file is set) | `off`, `keys` or `jwt` (either turns bearer authentication on) |
  * | `SCOPE_API_KEYS_FILE`    | (none)             | JSON `{keys: [{id, sha256, tenant, scopes}]}`, reread when it changes |
@@ -117,6 +122,18 @@ export interface ServerConfig {
   /** Bound on receiving one request, headers and body (ms); 0 = none. */
   readonly requestTimeoutMs: number;
   readonly pressure: PressureConfig;
+  /** Redis mode: this node's identity and lease (src/server/ownership/). */
+  readonly node: NodeConfig;
+}
+
+/** A node's identity and lease timing (Redis mode; embedded mode is one implicit node). */
+export interface NodeConfig {
+  /** `SCOPE_NODE_ID`, or a random id per process. */
+  readonly id: string;
+  /** `SCOPE_ADVERTISE_URL`; undefined = the URL the server listens on. */
+  readonly advertiseUrl: string | undefined;
+  readonly leaseMs: number;
+  readonly renewMs: number;
 }
 
 /**
@@ -280,6 +297,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
   const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
+  const node = readNodeConfig(read, integer, problems);
 
   let grants = defaultGrants();
   const grantText = read('SCOPE_GRANTS');
@@ -394,8 +412,38 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     transport,
     transportTiming,
     workerConcurrency,
+    node,
   });
 }
+
+/** `SCOPE_NODE_*` and `SCOPE_ADVERTISE_URL` (problems are added to `problems`). */
+function readNodeConfig(
+  read: (name: string) => string | undefined,
+  integer: (name: string, fallback: number, min: number, max: number) => number,
+  problems: string[],
+): NodeConfig {
+  const id = read('SCOPE_NODE_ID') ?? `node-${randomBytes(6).toString('hex')}`;
+  if (!nodeIdPattern.test(id)) problems.push(`SCOPE_NODE_ID=${JSON.stringify(id)}: expected 1-64 of [A-Za-z0-9._-]`);
+  const advertiseUrl = read('SCOPE_ADVERTISE_URL');
+  if (advertiseUrl !== undefined) {
+    let valid = false;
+    try {
+      const url = new URL(advertiseUrl);
+      valid = url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      valid = false;
+    }
+    if (!valid) problems.push(`SCOPE_ADVERTISE_URL=${JSON.stringify(advertiseUrl)}: expected an http:// or https:// URL`);
+  }
+  const leaseMs = integer('SCOPE_NODE_LEASE_MS', 10_000, 300, 600_000);
+  const renewMs = integer('SCOPE_NODE_RENEW_MS', 2_000, 50, 200_000);
+  // Three renewals per lease: one lost reply, or one slow round trip, never costs the lease.
+  if (renewMs * 3 > leaseMs) problems.push(`SCOPE_NODE_RENEW_MS=${renewMs}: at most a third of SCOPE_NODE_LEASE_MS (${leaseMs})`);
+  return Object.freeze({ id, advertiseUrl: advertiseUrl?.replace(/\/+$/, ''), leaseMs, renewMs });
+}
+
+/** A node id: safe in a Redis key and an HTTP header. */
+export const nodeIdPattern = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** `SCOPE_GRANTS`: `{budget?, treeLimits?, capabilities?}`, members in the API's view shapes. */
 export function parseGrants(text: string): Grant {

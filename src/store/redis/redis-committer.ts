@@ -3,7 +3,7 @@ import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation,
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
-import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, purgedKey, recordKey } from './keys.js';
+import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey } from './keys.js';
 import { runScript } from './scripts.js';
 
 export interface RedisTreeCommitterOptions {
@@ -112,6 +112,31 @@ export class RedisTreeCommitter implements TreeStore {
 
   async activateTree(activation: TreeActivation, context?: RedisCommitContext): Promise<void> {
     await this.#activation(activation, context);
+  }
+
+  /**
+   * An activation guarded by the tree's owner record (lua/takeOverTree-4.lua): it installs only while
+   * the record still holds `expectedOwner` verbatim ('' = no record); otherwise, like a head that
+   * moved, `tree_incarnation_conflict`. The new owner record belongs in `context.records`.
+   */
+  async takeOverTree(activation: TreeActivation, expectedOwner: string, context?: RedisCommitContext): Promise<CommitReceipt> {
+    const root = activation.rootId;
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const { snapshot } = activation;
+    const prefix = this.#prefix;
+    const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ownerKey(prefix, root), ...host.keys];
+    const args = [
+      activation.identity(),
+      activation.contentDigest().toString(),
+      activation.previousIncarnationId.toString(),
+      activation.previousDigest.toString(),
+      snapshot.digest.toString(),
+      snapshot.incarnationId.toString(),
+      snapshot.json(),
+      expectedOwner,
+      ...host.args,
+    ];
+    return receipt(await this.#script('takeOverTree', 'takeOverTree', keys, args));
   }
 
   /**
