@@ -51,7 +51,7 @@ import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
-export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
+export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
   Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants'>>;
 
 export interface EngineHostOptions {

@@ -1,0 +1,137 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './free-port.js';
+import { requireRedisServer } from './redis-server.js';
+
+/**
+ * Starts a private Redis Cluster for tests: three masters (no replicas) on free ports of 127.0.0.1,
+ * each `--cluster-enabled yes` with its own temp directory and node config file, AOF and RDB off.
+ * The slots are assigned directly (`CLUSTER ADDSLOTSRANGE` on each node, then `CLUSTER MEET`), which
+ * needs no TTY and no confirmation, unlike `redis-cli --cluster create`, and takes well under a
+ * second. Ready means `cluster_state:ok` and all 16384 slots assigned on every node, observed by
+ * polling `CLUSTER INFO` against a deadline.
+ */
+
+export interface RedisClusterNode {
+  readonly port: number;
+  readonly url: string;
+}
+
+export interface RedisCluster {
+  readonly nodes: readonly RedisClusterNode[];
+  /** Every node's URL, comma-separated (the `SCOPE_REDIS_CLUSTER` form). */
+  readonly urls: string;
+  /** Stops every node (SIGTERM, waits for exit) and removes the directories. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const slotCount = 16_384;
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // A crashed test file must not leave cluster nodes behind.
+  process.once('exit', () => {
+    for (const child of live) child.kill('SIGKILL');
+  });
+}
+
+function cli(port: number, ...args: string[]): string {
+  const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 });
+  if (result.error !== undefined) throw new Error(`redis-cli ${args.join(' ')} on ${port}: ${result.error.message}`);
+  if (result.status !== 0 || result.stdout.startsWith('ERR')) throw new Error(`redis-cli ${args.join(' ')} on ${port}: ${result.stdout}${result.stderr}`);
+  return result.stdout;
+}
+
+function ping(port: number): boolean {
+  const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'PING'], { encoding: 'utf8', timeout: 2_000 });
+  return result.status === 0 && result.stdout.trim() === 'PONG';
+}
+
+async function until(what: string, deadlineMs: number, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`redis cluster: ${what} not reached within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function waitForExit(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+function launch(port: number, dir: string): ChildProcess {
+  const args = [
+    '--port', String(port),
+    '--bind', '127.0.0.1',
+    '--dir', dir,
+    '--cluster-enabled', 'yes',
+    '--cluster-config-file', `nodes-${port}.conf`,
+    '--cluster-node-timeout', '5000',
+    '--save', '',
+    '--appendonly', 'no',
+    '--daemonize', 'no',
+    '--loglevel', 'warning',
+  ];
+  const child = spawn('redis-server', args, { stdio: 'ignore' });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** Starts a 3-master cluster; call `stop()` in an `after` hook. */
+export async function startRedisCluster(options: { masters?: number; startTimeoutMs?: number } = {}): Promise<RedisCluster> {
+  requireRedisServer();
+  installExitHook();
+  const masters = options.masters ?? 3;
+  const timeoutMs = options.startTimeoutMs ?? 15_000;
+  const dir = mkdtempSync(join(tmpdir(), 'scope-redis-cluster-'));
+  const children: ChildProcess[] = [];
+  const ports: number[] = [];
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await Promise.all(children.map(waitForExit));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let index = 0; index < masters; index += 1) {
+      const port = await freePort();
+      ports.push(port);
+      children.push(launch(port, dir));
+    }
+    for (const [index, port] of ports.entries()) {
+      await until(`PING on ${port}`, timeoutMs, () => {
+        const child = children[index] as ChildProcess;
+        if (child.exitCode !== null) throw new Error(`redis-server on ${port} exited with ${child.exitCode}`);
+        return ping(port);
+      });
+    }
+    // Contiguous slot ranges, one per master, then every node meets the first.
+    for (const [index, port] of ports.entries()) {
+      const first = Math.floor((index * slotCount) / masters);
+      const last = Math.floor(((index + 1) * slotCount) / masters) - 1;
+      cli(port, 'CLUSTER', 'ADDSLOTSRANGE', String(first), String(last));
+    }
+    const [seed] = ports as [number];
+    for (const port of ports.slice(1)) cli(port, 'CLUSTER', 'MEET', '127.0.0.1', String(seed));
+    await until('cluster_state:ok on every node', timeoutMs, () =>
+      ports.every((port) => {
+        const info = cli(port, 'CLUSTER', 'INFO');
+        return info.includes('cluster_state:ok') && info.includes(`cluster_slots_assigned:${slotCount}`) && info.includes(`cluster_known_nodes:${masters}`);
+      }),
+    );
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const nodes = ports.map((port) => Object.freeze({ port, url: `redis://127.0.0.1:${port}` }));
+  return { nodes, urls: nodes.map((node) => node.url).join(','), stop };
+}
