@@ -68,10 +68,20 @@ async function json(response: Response): Promise<any> {
 
 test('scope serve + scope worker on a Redis Cluster: demo.echo completes on the worker, demo.approval waits, is answered and completes', async () => {
   const worker = await spawnWorker();
-  const server = await spawnServe({ SCOPE_REDIS_CLUSTER: cluster.urls, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', ...timing }, track);
+  const server = await spawnServe({ SCOPE_REDIS_CLUSTER: cluster.urls, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', SCOPE_RATE_LIMIT: '100000/1m', ...timing }, track);
   try {
     const ready = await fetch(`${server.url}/readyz`);
     assert.equal(ready.status, 200, await ready.text());
+    // The rate limit counts on the cluster (a failing store would let requests through uncounted).
+    const remaining = async (): Promise<number> => {
+      const response = await fetch(`${server.url}/v1/processes?limit=1`);
+      await response.body?.cancel();
+      const header = response.headers.get('x-ratelimit-remaining') ?? response.headers.get('ratelimit-remaining');
+      assert.ok(header !== null, JSON.stringify([...response.headers]));
+      return Number(header);
+    };
+    const before = await remaining();
+    assert.ok((await remaining()) < before);
 
     // demo.echo: the Effect is executed by the worker (BullMQ queue on the cluster), the result committed.
     const echo = await post(`${server.url}/v1/processes`, { deployment: 'demo.echo', input: { value: 'cluster' } });

@@ -12,6 +12,8 @@ import { EngineHost } from '../../../src/server/engine-host.js';
 import { closeRedis, connectRedis, isCluster, masterConnections, pingRedis, type RedisClient } from '../../../src/store/redis/connection.js';
 import { eventsKey, headKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { RedisStreamSlots } from '../../../src/store/redis/stream-slots.js';
+import { KernelError } from '../../../src/kernel/errors.js';
 import { runTreeCommitterConformance } from '../../../src/testing/committer-conformance.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { startRedisCluster, type RedisCluster } from '../../helpers/redis-cluster.js';
@@ -91,5 +93,52 @@ test('redis cluster: a Host started with SCOPE_REDIS_CLUSTER lists roots held on
     assert.deepEqual(new Set(listed.items.map((view) => view.processId)), new Set(ids));
   } finally {
     await host.close(2_000);
+  }
+});
+
+test('redis cluster: idempotent starts racing on two Hosts give one process per key (pointer and record on different masters)', async () => {
+  const prefix = freshPrefix();
+  const hosts = [0, 1].map(() => new EngineHost({ config: testConfig({ SCOPE_REDIS_CLUSTER: cluster.urls, SCOPE_KEY_PREFIX: prefix }), defaultMetrics: false }));
+  try {
+    for (let round = 0; round < 10; round += 1) {
+      const request = { deployment: 'demo.approval', input: { subject: `round ${round}` } };
+      const settled = await Promise.allSettled(hosts.map((host) => host.startProcess(request, `cluster-race-${round}`)));
+      const ids = new Set<string>();
+      let created = 0;
+      for (const [index, outcome] of settled.entries()) {
+        if (outcome.status === 'fulfilled') {
+          ids.add(outcome.value.process.processId);
+          if (outcome.value.created) created += 1;
+          continue;
+        }
+        assert.ok(outcome.reason instanceof KernelError && outcome.reason.code === 'idempotency_key_in_progress', String(outcome.reason));
+        const retry = await (hosts[index] as EngineHost).startProcess(request, `cluster-race-${round}`);
+        assert.equal(retry.created, false);
+        ids.add(retry.process.processId);
+      }
+      assert.equal(created, 1, `round ${round}`);
+      assert.equal(ids.size, 1, `round ${round}: ${[...ids].join(', ')}`);
+    }
+  } finally {
+    await Promise.all(hosts.map((host) => host.close(2_000)));
+  }
+});
+
+test('redis cluster: stream slots count one API key across two nodes', async () => {
+  const prefix = freshPrefix();
+  const [a, b] = [new RedisStreamSlots(redis, { keyPrefix: prefix }), new RedisStreamSlots(redis, { keyPrefix: prefix })] as const;
+  try {
+    const first = await a.acquire('key-1', 2);
+    const second = await b.acquire('key-1', 2);
+    assert.ok(first !== undefined && second !== undefined);
+    assert.equal(await a.acquire('key-1', 2), undefined, 'the cap holds across nodes');
+    assert.ok((await b.acquire('key-2', 2)) !== undefined, 'another key has its own count');
+    first.release();
+    const deadline = Date.now() + 5_000;
+    let again = await b.acquire('key-1', 2);
+    while (again === undefined && Date.now() < deadline) again = await b.acquire('key-1', 2);
+    assert.ok(again !== undefined, 'a released slot is free again');
+  } finally {
+    await Promise.all([a.close(), b.close()]);
   }
 });
