@@ -45,7 +45,7 @@ async function waitOf(url: string, rootId: string): Promise<string> {
 test('SCOPE_REDIS_WAIT_REPLICAS=1: acknowledged commits are on the replica; with the replica dead a start and a pause are 503 committer_unavailable', async () => {
   const prefix = `wait${process.pid}`;
   const server = await spawnServe(
-    { SCOPE_REDIS_URL: pair.primary.url, SCOPE_KEY_PREFIX: prefix, SCOPE_REDIS_WAIT_REPLICAS: '1', SCOPE_REDIS_WAIT_TIMEOUT_MS: '300' },
+    { SCOPE_REDIS_URL: pair.primary.url, SCOPE_KEY_PREFIX: prefix, SCOPE_REDIS_WAIT_REPLICAS: '1', SCOPE_REDIS_WAIT_TIMEOUT_MS: '1000' },
     (child) => children.push(child),
   );
   const replica = new Redis(pair.replica.port, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 50 });

@@ -6,23 +6,28 @@ import { freePort } from './free-port.js';
 import { requireRedisServer } from './redis-server.js';
 
 /**
- * Starts a private Redis Cluster for tests: three masters (no replicas) on free ports of 127.0.0.1,
+ * Starts a private Redis Cluster for tests: three masters (and, if asked, one replica each) on free ports of 127.0.0.1,
  * each `--cluster-enabled yes` with its own temp directory and node config file, AOF and RDB off.
  * The slots are assigned directly (`CLUSTER ADDSLOTSRANGE` on each node, then `CLUSTER MEET`), which
  * needs no TTY and no confirmation, unlike `redis-cli --cluster create`, and takes well under a
  * second. Ready means `cluster_state:ok` and all 16384 slots assigned on every node, observed by
- * polling `CLUSTER INFO` against a deadline.
+ * polling `CLUSTER INFO` against a deadline; with replicas, also every master listing its replica online.
  */
 
 export interface RedisClusterNode {
   readonly port: number;
   readonly url: string;
+  /** A replica's master (absent for a master). */
+  readonly masterPort?: number;
 }
 
 export interface RedisCluster {
+  /** The masters, then the replicas (if any). */
   readonly nodes: readonly RedisClusterNode[];
-  /** Every node's URL, comma-separated (the `SCOPE_REDIS_CLUSTER` form). */
+  /** The masters' URLs, comma-separated (the `SCOPE_REDIS_CLUSTER` form). */
   readonly urls: string;
+  /** SIGKILLs one node and waits for its exit. */
+  kill(port: number): Promise<void>;
   /** Stops every node (SIGTERM, waits for exit) and removes the directories. Idempotent. */
   stop(): Promise<void>;
 }
@@ -73,6 +78,7 @@ function launch(port: number, dir: string): ChildProcess {
     '--cluster-enabled', 'yes',
     '--cluster-config-file', `nodes-${port}.conf`,
     '--cluster-node-timeout', '5000',
+    '--repl-diskless-sync-delay', '0',
     '--save', '',
     '--appendonly', 'no',
     '--daemonize', 'no',
@@ -85,7 +91,7 @@ function launch(port: number, dir: string): ChildProcess {
 }
 
 /** Starts a 3-master cluster; call `stop()` in an `after` hook. */
-export async function startRedisCluster(options: { masters?: number; startTimeoutMs?: number } = {}): Promise<RedisCluster> {
+export async function startRedisCluster(options: { masters?: number; replicas?: boolean; startTimeoutMs?: number } = {}): Promise<RedisCluster> {
   requireRedisServer();
   installExitHook();
   const masters = options.masters ?? 3;
@@ -93,6 +99,7 @@ export async function startRedisCluster(options: { masters?: number; startTimeou
   const dir = mkdtempSync(join(tmpdir(), 'scope-redis-cluster-'));
   const children: ChildProcess[] = [];
   const ports: number[] = [];
+  const replicaPorts: number[] = [];
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
@@ -107,7 +114,14 @@ export async function startRedisCluster(options: { masters?: number; startTimeou
       ports.push(port);
       children.push(launch(port, dir));
     }
-    for (const [index, port] of ports.entries()) {
+    if (options.replicas === true) {
+      for (let index = 0; index < masters; index += 1) {
+        const port = await freePort();
+        replicaPorts.push(port);
+        children.push(launch(port, dir));
+      }
+    }
+    for (const [index, port] of [...ports, ...replicaPorts].entries()) {
       await until(`PING on ${port}`, timeoutMs, () => {
         const child = children[index] as ChildProcess;
         if (child.exitCode !== null) throw new Error(`redis-server on ${port} exited with ${child.exitCode}`);
@@ -121,17 +135,33 @@ export async function startRedisCluster(options: { masters?: number; startTimeou
       cli(port, 'CLUSTER', 'ADDSLOTSRANGE', String(first), String(last));
     }
     const [seed] = ports as [number];
-    for (const port of ports.slice(1)) cli(port, 'CLUSTER', 'MEET', '127.0.0.1', String(seed));
+    const all = [...ports, ...replicaPorts];
+    for (const port of all.slice(1)) cli(port, 'CLUSTER', 'MEET', '127.0.0.1', String(seed));
+    await until('every node knows every node', timeoutMs, () => all.every((port) => cli(port, 'CLUSTER', 'INFO').includes(`cluster_known_nodes:${all.length}\r`)));
+    for (const [index, port] of replicaPorts.entries()) {
+      const masterId = cli(ports[index] as number, 'CLUSTER', 'MYID').trim();
+      cli(port, 'CLUSTER', 'REPLICATE', masterId);
+    }
     await until('cluster_state:ok on every node', timeoutMs, () =>
-      ports.every((port) => {
+      all.every((port) => {
         const info = cli(port, 'CLUSTER', 'INFO');
-        return info.includes('cluster_state:ok') && info.includes(`cluster_slots_assigned:${slotCount}`) && info.includes(`cluster_known_nodes:${masters}`);
+        return info.includes('cluster_state:ok') && info.includes(`cluster_slots_assigned:${slotCount}`);
       }),
+    );
+    await until('every replica online', timeoutMs, () =>
+      replicaPorts.length === 0 || ports.every((port) => /connected_slaves:1\b/.test(cli(port, 'INFO', 'replication')) && /slave0:.*state=online/.test(cli(port, 'INFO', 'replication'))),
     );
   } catch (error) {
     await stop();
     throw error;
   }
-  const nodes = ports.map((port) => Object.freeze({ port, url: `redis://127.0.0.1:${port}` }));
-  return { nodes, urls: nodes.map((node) => node.url).join(','), stop };
+  const masterNodes = ports.map((port) => Object.freeze({ port, url: `redis://127.0.0.1:${port}` }));
+  const replicaNodes = replicaPorts.map((port, index) => Object.freeze({ port, url: `redis://127.0.0.1:${port}`, masterPort: ports[index] as number }));
+  const kill = async (port: number): Promise<void> => {
+    const child = children[[...ports, ...replicaPorts].indexOf(port)];
+    if (child === undefined) throw new Error(`no cluster node on ${port}`);
+    child.kill('SIGKILL');
+    await waitForExit(child);
+  };
+  return { nodes: [...masterNodes, ...replicaNodes], urls: masterNodes.map((node) => node.url).join(','), kill, stop };
 }

@@ -35,9 +35,17 @@ after(async () => {
   await pair?.stop();
 });
 
-function committer(wait = true): RedisTreeCommitter {
+/**
+ * A committer under a fresh prefix (or `prefix`), WAITing for the replica `timeoutMs` (0 = no WAIT).
+ * Healthy phases get a generous timeout (a loaded CI machine may be slow to ack), failure phases a short one.
+ */
+function committer(timeoutMs = 3_000, prefix?: string): RedisTreeCommitter {
   prefixes += 1;
-  return new RedisTreeCommitter({ redis: primary, keyPrefix: `w${process.pid}-${prefixes}`, ...(wait ? { waitReplicas: { replicas: 1, timeoutMs: waitTimeoutMs } } : {}) });
+  return new RedisTreeCommitter({
+    redis: primary,
+    keyPrefix: prefix ?? `w${process.pid}-${prefixes}`,
+    ...(timeoutMs > 0 ? { waitReplicas: { replicas: 1, timeoutMs } } : {}),
+  });
 }
 
 function fresh(): ConformanceTrees {
@@ -75,13 +83,14 @@ test('redis WAIT: an acknowledged commit is already on the replica', async () =>
 
 test('redis WAIT: with the replica paused, a commit is committer_unavailable (it landed on the primary only); the retry after it resumes is acknowledged', async () => {
   const store = committer();
+  const impatient = committer(waitTimeoutMs, store.keyPrefix);
   const trees = fresh();
   await store.commitCheckpoint(opening(trees));
   const next = step(trees, 2n);
   pair.replica.pause();
   try {
     const began = performance.now();
-    const error = await rejection(store.commitCheckpoint(next));
+    const error = await rejection(impatient.commitCheckpoint(next));
     assert.equal(error.code, 'committer_unavailable');
     assert.match(error.message, /0 of 1 replicas acknowledged within 300 ms/);
     assert.ok(performance.now() - began >= waitTimeoutMs - 5, 'WAIT waited its timeout');
@@ -89,7 +98,7 @@ test('redis WAIT: with the replica paused, a commit is committer_unavailable (it
     assert.equal(await primary.hget(headKey(store.keyPrefix, trees.rootId), 'digest'), next.snapshot.digest.toString());
     // A refusal writes nothing, so it needs no replica: a stale proposal is still a conflict.
     const rival = TreeCheckpoint.create({ kind: 'progress', sequence: 2n, previous: trees.running(0).digest, snapshot: trees.running(2) });
-    const stale = await rejection(store.commitCheckpoint(rival));
+    const stale = await rejection(impatient.commitCheckpoint(rival));
     assert.ok(stale.code === 'commit_conflict' || stale.code === 'tree_incarnation_conflict', stale.code);
   } finally {
     pair.replica.resume();
@@ -101,7 +110,7 @@ test('redis WAIT: with the replica paused, a commit is committer_unavailable (it
 });
 
 test('redis WAIT off: the same commit with the replica paused is acknowledged while the replica is behind (the loss window)', async () => {
-  const store = committer(false);
+  const store = committer(0);
   const trees = fresh();
   pair.replica.pause();
   try {
@@ -114,6 +123,7 @@ test('redis WAIT off: the same commit with the replica paused is acknowledged wh
 
 test('redis WAIT: with the replica dead, commits and reconcile are committer_unavailable; after its restart they are acknowledged again', async () => {
   const store = committer();
+  const impatient = committer(waitTimeoutMs, store.keyPrefix);
   const trees = fresh();
   const first = opening(trees);
   await store.commitCheckpoint(first);
@@ -121,10 +131,10 @@ test('redis WAIT: with the replica dead, commits and reconcile are committer_una
   try {
     await pair.untilReplicas(0);
     const next = step(trees, 2n);
-    assert.equal((await rejection(store.commitCheckpoint(next))).code, 'committer_unavailable');
-    assert.equal((await rejection(store.reconcile(next))).code, 'committer_unavailable');
+    assert.equal((await rejection(impatient.commitCheckpoint(next))).code, 'committer_unavailable');
+    assert.equal((await rejection(impatient.reconcile(next))).code, 'committer_unavailable');
     // A read-only question with a "no" answer claims nothing, so it needs no replica.
-    assert.equal(await store.reconcile(first), false);
+    assert.equal(await impatient.reconcile(first), false);
   } finally {
     await pair.replica.restart();
     await pair.untilReplicas(1);

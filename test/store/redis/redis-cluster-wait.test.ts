@@ -1,0 +1,93 @@
+/**
+ * `waitReplicas` on a Redis Cluster with one replica per master: the WAIT goes, in the commit's
+ * pipeline, to the master of the tree's slot, so an acknowledged commit is on that master's replica;
+ * with one replica dead, exactly the trees of its master are `committer_unavailable` and the others
+ * commit on.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { TreeCheckpoint } from '../../../src/kernel/commit.js';
+import { KernelError } from '../../../src/kernel/errors.js';
+import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
+import { closeRedis, connectRedis, type RedisClient } from '../../../src/store/redis/connection.js';
+import { headKey } from '../../../src/store/redis/keys.js';
+import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { conformanceTrees, type ConformanceTrees } from '../../../src/testing/conformance-trees.js';
+import { startRedisCluster, type RedisCluster } from '../../helpers/redis-cluster.js';
+import { clusterSlot } from '../../helpers/redis-server.js';
+
+let cluster: RedisCluster;
+let redis: RedisClient;
+
+before(async () => {
+  cluster = await startRedisCluster({ replicas: true });
+  redis = connectRedis({ cluster: cluster.urls.split(',') });
+});
+
+after(async () => {
+  if (redis !== undefined) await closeRedis(redis, 500);
+  await cluster?.stop();
+});
+
+/** A direct connection to one node (READONLY on a replica, so it answers reads of its master's slots). */
+async function nodeClient(port: number, replica: boolean): Promise<Redis> {
+  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  if (replica) await client.call('READONLY');
+  return client;
+}
+
+/** The master port holding `key`'s slot. */
+async function masterOf(key: string): Promise<number> {
+  for (const node of cluster.nodes.filter((candidate) => candidate.masterPort === undefined)) {
+    const client = await nodeClient(node.port, false);
+    try {
+      const owners = (await client.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+      const slot = clusterSlot(key);
+      const range = owners.find(([first, last]) => slot >= first && slot <= last);
+      if (range !== undefined) return range[2][1];
+    } finally {
+      client.disconnect();
+    }
+  }
+  throw new Error(`no master holds ${key}`);
+}
+
+function opening(trees: ConformanceTrees): TreeCheckpoint {
+  return TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) });
+}
+
+test('redis cluster WAIT: each acknowledged commit is on the replica of its slot\'s master; a dead replica fails only its master\'s trees', async () => {
+  // A generous WAIT while every replica is up (a loaded CI machine may be slow to ack), a short one for the failure.
+  const store = new RedisTreeCommitter({ redis, keyPrefix: `cw${process.pid}`, waitReplicas: { replicas: 1, timeoutMs: 3_000 } });
+  const impatient = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix, waitReplicas: { replicas: 1, timeoutMs: 300 } });
+  const trees = Array.from({ length: 12 }, () => conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random()));
+  const masters = new Map<string, number>();
+  for (const tree of trees) {
+    await store.commitCheckpoint(opening(tree));
+    const key = headKey(store.keyPrefix, tree.rootId);
+    const master = await masterOf(key);
+    masters.set(tree.rootId.toString(), master);
+    const replicaPort = cluster.nodes.find((node) => node.masterPort === master)?.port as number;
+    const replica = await nodeClient(replicaPort, true);
+    try {
+      assert.equal(await replica.hget(key, 'digest'), tree.running(0).digest.toString(), `${key} on the replica of ${master}`);
+    } finally {
+      replica.disconnect();
+    }
+  }
+  assert.ok(new Set(masters.values()).size >= 2, 'the trees span masters');
+
+  const victim = cluster.nodes.find((node) => node.masterPort !== undefined) as { port: number; masterPort: number };
+  await cluster.kill(victim.port);
+  for (const tree of trees) {
+    const next = TreeCheckpoint.create({ kind: 'progress', sequence: 2n, previous: tree.running(0).digest, snapshot: tree.running(1) });
+    const onVictim = masters.get(tree.rootId.toString()) === victim.masterPort;
+    if (onVictim) {
+      await assert.rejects(impatient.commitCheckpoint(next), (error: unknown) => error instanceof KernelError && error.code === 'committer_unavailable' && /0 of 1 replicas/.test(error.message));
+    } else {
+      await store.commitCheckpoint(next);
+    }
+  }
+});
