@@ -70,14 +70,14 @@ function waitForExit(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-function launch(port: number, dir: string): ChildProcess {
+function launch(port: number, dir: string, nodeTimeoutMs: number): ChildProcess {
   const args = [
     '--port', String(port),
     '--bind', '127.0.0.1',
     '--dir', dir,
     '--cluster-enabled', 'yes',
     '--cluster-config-file', `nodes-${port}.conf`,
-    '--cluster-node-timeout', '5000',
+    '--cluster-node-timeout', String(nodeTimeoutMs),
     '--repl-diskless-sync-delay', '0',
     '--save', '',
     '--appendonly', 'no',
@@ -91,7 +91,18 @@ function launch(port: number, dir: string): ChildProcess {
 }
 
 /** Starts a 3-master cluster; call `stop()` in an `after` hook. */
-export async function startRedisCluster(options: { masters?: number; replicas?: boolean; startTimeoutMs?: number } = {}): Promise<RedisCluster> {
+export interface RedisClusterOptions {
+  /** Masters (default 3). */
+  readonly masters?: number;
+  /** One replica per master (default false). */
+  readonly replicas?: boolean;
+  /** `cluster-node-timeout` (default 5000): how soon a silent master is failed over to its replica. */
+  readonly nodeTimeoutMs?: number;
+  /** Startup deadline (default 15 s). */
+  readonly startTimeoutMs?: number;
+}
+
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   requireRedisServer();
   installExitHook();
   const masters = options.masters ?? 3;
@@ -112,13 +123,13 @@ export async function startRedisCluster(options: { masters?: number; replicas?: 
     for (let index = 0; index < masters; index += 1) {
       const port = await freePort();
       ports.push(port);
-      children.push(launch(port, dir));
+      children.push(launch(port, dir, options.nodeTimeoutMs ?? 5_000));
     }
     if (options.replicas === true) {
       for (let index = 0; index < masters; index += 1) {
         const port = await freePort();
         replicaPorts.push(port);
-        children.push(launch(port, dir));
+        children.push(launch(port, dir, options.nodeTimeoutMs ?? 5_000));
       }
     }
     for (const [index, port] of [...ports, ...replicaPorts].entries()) {

@@ -19,9 +19,12 @@ import { clusterSlot } from '../../helpers/redis-server.js';
 
 let cluster: RedisCluster;
 let redis: RedisClient;
+/** The master whose replica the first test killed (its trees have no failover target). */
+let orphanedMaster: number | undefined;
 
 before(async () => {
-  cluster = await startRedisCluster({ replicas: true });
+  // A short node timeout, so a dead master is failed over to its replica within a few seconds.
+  cluster = await startRedisCluster({ replicas: true, nodeTimeoutMs: 1_000 });
   redis = connectRedis({ cluster: cluster.urls.split(',') });
 });
 
@@ -81,6 +84,7 @@ test('redis cluster WAIT: each acknowledged commit is on the replica of its slot
 
   const victim = cluster.nodes.find((node) => node.masterPort !== undefined) as { port: number; masterPort: number };
   await cluster.kill(victim.port);
+  orphanedMaster = victim.masterPort;
   for (const tree of trees) {
     const next = TreeCheckpoint.create({ kind: 'progress', sequence: 2n, previous: tree.running(0).digest, snapshot: tree.running(1) });
     const onVictim = masters.get(tree.rootId.toString()) === victim.masterPort;
@@ -90,4 +94,42 @@ test('redis cluster WAIT: each acknowledged commit is on the replica of its slot
       await store.commitCheckpoint(next);
     }
   }
+});
+
+test('redis cluster WAIT across a failover: every commit acknowledged under WAIT is on the promoted replica', async () => {
+  const store = new RedisTreeCommitter({ redis, keyPrefix: `cf${process.pid}`, waitReplicas: { replicas: 1, timeoutMs: 3_000 } });
+  const master = cluster.nodes.find((node) => node.masterPort === undefined && node.port !== orphanedMaster)?.port as number;
+  // Trees on that master, each advanced a few commits under WAIT; remember what was acknowledged last.
+  const acknowledged = new Map<ConformanceTrees, string>();
+  while (acknowledged.size < 4) {
+    const tree = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+    if ((await masterOf(headKey(store.keyPrefix, tree.rootId))) !== master) continue;
+    await store.commitCheckpoint(opening(tree));
+    for (let sequence = 2n; sequence <= 4n; sequence += 1n) {
+      await store.commitCheckpoint(TreeCheckpoint.create({ kind: 'progress', sequence, previous: tree.running(Number(sequence) - 2).digest, snapshot: tree.running(Number(sequence) - 1) }));
+    }
+    acknowledged.set(tree, tree.running(3).digest.toString());
+  }
+  await cluster.kill(master);
+  // The replica is promoted once the others mark the master failed; the client follows the new slot map.
+  const deadline = Date.now() + 30_000;
+  for (const [tree, digest] of acknowledged) {
+    for (;;) {
+      const head = await store.loadHead(tree.rootId).catch(() => undefined);
+      if (head !== undefined) {
+        assert.equal(head.digest, digest, 'the promoted replica holds the last acknowledged commit');
+        break;
+      }
+      assert.ok(Date.now() < deadline, 'no failover within 30 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  // The promoted master has no replica of its own: WAIT commits there are refused as unknown, plain ones go on.
+  const [tree] = [...acknowledged.keys()] as [ConformanceTrees];
+  const next = TreeCheckpoint.create({ kind: 'progress', sequence: 5n, previous: tree.running(3).digest, snapshot: tree.running(4) });
+  const impatient = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix, waitReplicas: { replicas: 1, timeoutMs: 300 } });
+  await assert.rejects(impatient.commitCheckpoint(next), (error: unknown) => error instanceof KernelError && error.code === 'committer_unavailable');
+  const plain = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix });
+  await plain.commitCheckpoint(next); // the identical retry, acknowledged without WAIT
+  assert.equal((await plain.loadHead(tree.rootId))?.digest, tree.running(4).digest.toString());
 });
