@@ -28,6 +28,8 @@ export interface RedisCluster {
   readonly urls: string;
   /** SIGKILLs one node and waits for its exit. */
   kill(port: number): Promise<void>;
+  /** SIGSTOP (`true`) or SIGCONT (`false`) to one node. */
+  pause(port: number, paused: boolean): void;
   /** Stops every node (SIGTERM, waits for exit) and removes the directories. Idempotent. */
   stop(): Promise<void>;
 }
@@ -115,7 +117,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    for (const child of children) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      child.kill('SIGCONT'); // a paused node would never act on SIGTERM
+      child.kill('SIGTERM');
+    }
     await Promise.all(children.map(waitForExit));
     rmSync(dir, { recursive: true, force: true });
   };
@@ -168,11 +174,18 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   }
   const masterNodes = ports.map((port) => Object.freeze({ port, url: `redis://127.0.0.1:${port}` }));
   const replicaNodes = replicaPorts.map((port, index) => Object.freeze({ port, url: `redis://127.0.0.1:${port}`, masterPort: ports[index] as number }));
-  const kill = async (port: number): Promise<void> => {
+  const childOf = (port: number): ChildProcess => {
     const child = children[[...ports, ...replicaPorts].indexOf(port)];
     if (child === undefined) throw new Error(`no cluster node on ${port}`);
+    return child;
+  };
+  const kill = async (port: number): Promise<void> => {
+    const child = childOf(port);
     child.kill('SIGKILL');
     await waitForExit(child);
   };
-  return { nodes: [...masterNodes, ...replicaNodes], urls: masterNodes.map((node) => node.url).join(','), kill, stop };
+  const pause = (port: number, paused: boolean): void => {
+    childOf(port).kill(paused ? 'SIGSTOP' : 'SIGCONT');
+  };
+  return { nodes: [...masterNodes, ...replicaNodes], urls: masterNodes.map((node) => node.url).join(','), kill, pause, stop };
 }
