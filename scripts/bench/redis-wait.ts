@@ -120,6 +120,7 @@ export async function benchRedisWait(): Promise<void> {
   const pair = await startReplicatedRedis();
   const cluster = await startRedisCluster();
   const clients: RedisClient[] = [];
+  const stores: RedisTreeCommitter[] = [];
   try {
     const single = connectRedis(pair.primary.url);
     const sharded = connectRedis({ cluster: cluster.urls.split(',') });
@@ -130,6 +131,7 @@ export async function benchRedisWait(): Promise<void> {
       { label: 'primary+WAIT 1', store: new RedisTreeCommitter({ redis: single, keyPrefix: `${prefix}b`, timeoutMs: 30_000, waitReplicas: { replicas: 1, timeoutMs: 10_000 } }) },
       { label: 'cluster (3 masters)', store: new RedisTreeCommitter({ redis: sharded, keyPrefix: `${prefix}c`, timeoutMs: 30_000 }) },
     ];
+    stores.push(...variants.map((variant) => variant.store));
     console.log('## redis commit: WAIT and Cluster side by side');
     console.log(['case'.padEnd(16), 'variant'.padEnd(20), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'p50 ×'.padStart(6), `commits/s@${concurrency}`.padStart(14), 'tput ×'.padStart(7)].join(' '));
     for (const [label, bytes] of [['snapshot ~4 KB', 4 * 1024], ['snapshot ~64 KB', 64 * 1024]] as const) {
@@ -157,6 +159,7 @@ export async function benchRedisWait(): Promise<void> {
         '× = variant / primary, tput × = primary / variant; loopback, appendonly no)',
     );
   } finally {
+    await Promise.all(stores.map((store) => store.close()));
     await Promise.all(clients.map((client) => closeRedis(client, 500)));
     await cluster.stop();
     await pair.stop();

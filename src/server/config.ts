@@ -499,7 +499,6 @@ export function parseByteSize(text: string): number | undefined {
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }
 
-/** A URL with its password hidden, for error messages and logs. */
 /** Where the configuration points Redis: one URL, a cluster's seeds, or nowhere (embedded). */
 export function redisTargetOf(config: Pick<ServerConfig, 'redisUrl' | 'redisCluster'>): RedisTarget | undefined {
   return config.redisCluster === undefined ? config.redisUrl : { cluster: config.redisCluster };
@@ -531,6 +530,7 @@ function parseClusterSeeds(text: string | undefined, problems: string[]): readon
   return Object.freeze(seeds);
 }
 
+/** A URL with its password hidden, for error messages and logs. */
 export function redactUrl(text: string): string {
   try {
     const url = new URL(text);

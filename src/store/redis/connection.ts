@@ -102,7 +102,7 @@ export function duplicateRedis(redis: RedisClient, overrides: Partial<RedisOptio
 
 /**
  * The server connections behind `redis`: the client itself, or each master of a cluster (once the
- * cluster answers), for commands that concern a server rather than a key (CONFIG, SCRIPT, WAIT).
+ * cluster answers), for commands that concern a server rather than a key (CONFIG, SCRIPT).
  */
 export async function masterConnections(redis: RedisClient): Promise<Redis[]> {
   if (!isCluster(redis)) return [redis];

@@ -1,4 +1,4 @@
-import type { RedisClient } from './connection.js';
+import { closeRedis, duplicateRedis, type RedisClient } from './connection.js';
 import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
@@ -25,6 +25,8 @@ export interface RedisTreeCommitterOptions {
    * After each commit and purge script, `WAIT <replicas> <timeoutMs>`: the call is acknowledged only
    * once that many replicas hold its writes; fewer in time rejects with `committer_unavailable` (the
    * commit may have landed). Absent: no WAIT, and a failover may lose acknowledged commits (docs/redis.md).
+   * WAIT blocks its connection, so these commits run on a connection of their own (a duplicate of
+   * `redis`, opened on first use, closed by {@link RedisTreeCommitter.close}): reads never queue behind it.
    */
   readonly waitReplicas?: { readonly replicas: number; readonly timeoutMs: number };
 }
@@ -78,6 +80,8 @@ export class RedisTreeCommitter implements TreeStore {
   readonly #maxLen: number;
   readonly #tombstoneTtlMs: number;
   readonly #wait: { readonly replicas: number; readonly timeoutMs: number } | undefined;
+  /** The connection WAITed commits run on (opened on first use). */
+  #waitClient: RedisClient | undefined;
   #closed = false;
   /** The event logs the commits append to (same client, prefix, deadline and MAXLEN). */
   readonly events: RedisEventLog;
@@ -179,7 +183,7 @@ export class RedisTreeCommitter implements TreeStore {
     const { reply, acknowledged } = await this.#call('reconcile', () =>
       wait === undefined
         ? runScript(this.#redis, 'reconcileCommit', keys, args).then((answer) => ({ reply: answer, acknowledged: 0 }))
-        : runScriptThenWait(this.#redis, 'reconcileCommit', keys, args, wait),
+        : runScriptThenWait(this.#waitConnection(), 'reconcileCommit', keys, args, wait),
     );
     if (reply !== 1 && reply !== 0) throw committerUnavailable('reconcile', `unexpected reply ${String(reply)}`);
     // With WAIT on, "installed" is only as good as its replicas: the same rule as the commit itself.
@@ -234,6 +238,20 @@ export class RedisTreeCommitter implements TreeStore {
   async close(): Promise<void> {
     this.#closed = true;
     await this.events.close();
+    const waitClient = this.#waitClient;
+    this.#waitClient = undefined;
+    if (waitClient !== undefined) await closeRedis(waitClient, 500);
+  }
+
+  /** The connection of the WAITed commits: blocked while replicas answer, so not the shared one. */
+  #waitConnection(): RedisClient {
+    if (this.#closed) throw committerUnavailable('commit', 'the committer is closed');
+    if (this.#waitClient === undefined) {
+      const client = duplicateRedis(this.#redis);
+      client.on('error', () => undefined); // failures reach the commit that meets them
+      this.#waitClient = client;
+    }
+    return this.#waitClient;
   }
 
   async #checkpoint(checkpoint: TreeCheckpoint, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
@@ -301,7 +319,7 @@ export class RedisTreeCommitter implements TreeStore {
     const wait = this.#wait;
     if (wait === undefined) return this.#call(what, () => runScript(this.#redis, name, keys, args).then((reply) => mapScriptReply(what, reply)));
     return this.#call(what, async () => {
-      const { reply, acknowledged } = await runScriptThenWait(this.#redis, name, keys, args, wait);
+      const { reply, acknowledged } = await runScriptThenWait(this.#waitConnection(), name, keys, args, wait);
       const result = mapScriptReply(what, reply);
       // A refusal wrote nothing, so only a write (or the duplicate of one) needs its replicas.
       if (result.outcome !== 'absent' && acknowledged < wait.replicas) {

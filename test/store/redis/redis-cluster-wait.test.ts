@@ -30,7 +30,17 @@ before(async () => {
   redis = connectRedis({ cluster: cluster.urls.split(',') });
 });
 
+const stores: RedisTreeCommitter[] = [];
+
+/** A committer closed after the file (a WAITing one holds a connection of its own). */
+function committer(keyPrefix: string, waitTimeoutMs?: number): RedisTreeCommitter {
+  const store = new RedisTreeCommitter({ redis, keyPrefix, ...(waitTimeoutMs === undefined ? {} : { waitReplicas: { replicas: 1, timeoutMs: waitTimeoutMs } }) });
+  stores.push(store);
+  return store;
+}
+
 after(async () => {
+  await Promise.all(stores.map((store) => store.close()));
   if (redis !== undefined) await closeRedis(redis, 500);
   await cluster?.stop();
 });
@@ -69,8 +79,8 @@ function opening(trees: ConformanceTrees): TreeCheckpoint {
 
 test('redis cluster WAIT: each acknowledged commit is on the replica of its slot\'s master; a dead replica fails only its master\'s trees', async () => {
   // A generous WAIT while every replica is up (a loaded CI machine may be slow to ack), a short one for the failure.
-  const store = new RedisTreeCommitter({ redis, keyPrefix: `cw${process.pid}`, waitReplicas: { replicas: 1, timeoutMs: 3_000 } });
-  const impatient = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix, waitReplicas: { replicas: 1, timeoutMs: 300 } });
+  const store = committer(`cw${process.pid}`, 3_000);
+  const impatient = committer(store.keyPrefix, 300);
   const trees = Array.from({ length: 12 }, () => conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random()));
   const masters = new Map<string, number>();
   for (const tree of trees) {
@@ -103,7 +113,7 @@ test('redis cluster WAIT: each acknowledged commit is on the replica of its slot
 });
 
 test('redis cluster WAIT across a failover: every commit acknowledged under WAIT is on the promoted replica', async () => {
-  const store = new RedisTreeCommitter({ redis, keyPrefix: `cf${process.pid}`, waitReplicas: { replicas: 1, timeoutMs: 3_000 } });
+  const store = committer(`cf${process.pid}`, 3_000);
   const master = cluster.nodes.find((node) => node.masterPort === undefined && node.port !== orphanedMaster)?.port as number;
   // Trees on that master, each advanced a few commits under WAIT; remember what was acknowledged last.
   const acknowledged = new Map<ConformanceTrees, string>();
@@ -125,9 +135,9 @@ test('redis cluster WAIT across a failover: every commit acknowledged under WAIT
   // The promoted master has no replica of its own: WAIT commits there are refused as unknown, plain ones go on.
   const [tree] = [...acknowledged.keys()] as [ConformanceTrees];
   const next = TreeCheckpoint.create({ kind: 'progress', sequence: 5n, previous: tree.running(3).digest, snapshot: tree.running(4) });
-  const impatient = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix, waitReplicas: { replicas: 1, timeoutMs: 300 } });
+  const impatient = committer(store.keyPrefix, 300);
   await assert.rejects(impatient.commitCheckpoint(next), (error: unknown) => error instanceof KernelError && error.code === 'committer_unavailable');
-  const plain = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix });
+  const plain = committer(store.keyPrefix);
   await plain.commitCheckpoint(next); // the identical retry, acknowledged without WAIT
   assert.equal((await plain.loadHead(tree.rootId))?.digest, tree.running(4).digest.toString());
 });
@@ -144,12 +154,12 @@ async function headAfterFailover(store: RedisTreeCommitter, rootId: ProcessId): 
 }
 
 test('redis cluster without WAIT: a commit acknowledged while the replica is cut off is lost by the failover (the window docs/redis.md describes)', async () => {
-  const store = new RedisTreeCommitter({ redis, keyPrefix: `cl${process.pid}` });
+  const store = committer(`cl${process.pid}`);
   const master = cluster.nodes.find((node) => node.masterPort === undefined && node.port !== orphanedMaster && node.port !== failedMaster)?.port as number;
   let tree: ConformanceTrees;
   do tree = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
   while ((await masterOf(headKey(store.keyPrefix, tree.rootId))) !== master);
-  const synced = new RedisTreeCommitter({ redis, keyPrefix: store.keyPrefix, waitReplicas: { replicas: 1, timeoutMs: 3_000 } });
+  const synced = committer(store.keyPrefix, 3_000);
   await synced.commitCheckpoint(opening(tree)); // surely on the replica
   // Freeze the replica and cut its replication link, so nothing written from now on can reach it; commit.
   const replica = cluster.nodes.find((node) => node.masterPort === master)?.port as number;

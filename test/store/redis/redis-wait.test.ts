@@ -29,7 +29,11 @@ before(async () => {
   replica.on('error', () => undefined);
 });
 
+const stores: RedisTreeCommitter[] = [];
+
 after(async () => {
+  // A WAITing committer holds a connection of its own until it is closed.
+  await Promise.all(stores.map((store) => store.close()));
   primary?.disconnect();
   replica?.disconnect();
   await pair?.stop();
@@ -41,11 +45,13 @@ after(async () => {
  */
 function committer(timeoutMs = 3_000, prefix?: string): RedisTreeCommitter {
   prefixes += 1;
-  return new RedisTreeCommitter({
+  const store = new RedisTreeCommitter({
     redis: primary,
     keyPrefix: prefix ?? `w${process.pid}-${prefixes}`,
     ...(timeoutMs > 0 ? { waitReplicas: { replicas: 1, timeoutMs } } : {}),
   });
+  stores.push(store);
+  return store;
 }
 
 function fresh(): ConformanceTrees {
@@ -107,6 +113,23 @@ test('redis WAIT: with the replica paused, a commit is committer_unavailable (it
   await store.commitCheckpoint(next);
   assert.equal(await replica.hget(headKey(store.keyPrefix, trees.rootId), 'digest'), next.snapshot.digest.toString());
   assert.equal(await store.reconcile(next), true);
+});
+
+test('redis WAIT: a commit blocked in WAIT does not hold up reads (it runs on a connection of its own)', async () => {
+  const store = committer(1_000);
+  const trees = fresh();
+  await store.commitCheckpoint(opening(trees));
+  pair.replica.pause();
+  try {
+    const blocked = rejection(store.commitCheckpoint(step(trees, 2n)));
+    // While that WAIT holds its connection for a second, the shared one answers at once.
+    const began = performance.now();
+    assert.ok((await store.loadTree(trees.rootId)) !== undefined);
+    assert.ok(performance.now() - began < 500, `a read waited ${(performance.now() - began).toFixed(0)} ms behind the WAIT`);
+    assert.equal((await blocked).code, 'committer_unavailable');
+  } finally {
+    pair.replica.resume();
+  }
 });
 
 test('redis WAIT off: the same commit with the replica paused is acknowledged while the replica is behind (the loss window)', async () => {
