@@ -70,8 +70,15 @@ test('scope serve + scope worker on a Redis Cluster: demo.echo completes on the 
   const worker = await spawnWorker();
   const server = await spawnServe({ SCOPE_REDIS_CLUSTER: cluster.urls, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', SCOPE_RATE_LIMIT: '100000/1m', ...timing }, track);
   try {
-    const ready = await fetch(`${server.url}/readyz`);
-    assert.equal(ready.status, 200, await ready.text());
+    // Ready once the cluster client knows the slot map and every master answers (polled: a loaded machine is slow).
+    const readyBy = Date.now() + 20_000;
+    for (;;) {
+      const ready = await fetch(`${server.url}/readyz`);
+      const text = await ready.text();
+      if (ready.status === 200) break;
+      assert.ok(Date.now() < readyBy, `not ready within 20 s: ${text}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     // The rate limit counts on the cluster (a failing store would let requests through uncounted).
     const remaining = async (): Promise<number> => {
       const response = await fetch(`${server.url}/v1/processes?limit=1`);

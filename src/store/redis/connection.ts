@@ -134,7 +134,9 @@ export async function pingRedis(redis: RedisClient, timeoutMs: number): Promise<
     );
   const pingAll = async (): Promise<string> => {
     if (!isCluster(redis)) return pingOne(redis);
-    if (redis.status !== 'ready') return `unreachable: cluster ${redis.status}`;
+    // Routed through the cluster first: queued until the slot map is known (bounded by the timeout).
+    const routed = await pingOne(redis);
+    if (routed !== 'ok') return routed;
     const masters = redis.nodes('master');
     if (masters.length === 0) return 'unreachable: no cluster master known';
     const replies = await Promise.all(masters.map(async (node) => ({ node: `${node.options.host}:${node.options.port}`, reply: await pingOne(node) })));
