@@ -20,7 +20,7 @@ const usage = `usage: scope serve [--no-demos] | scope worker
        scope keys create --scopes <scope,...> [--tenant <t>] [--id <name>]
 
   serve        start the HTTP/SSE server (configuration from the environment, see README)
-  worker       execute Effects from the BullMQ queues (SCOPE_REDIS_URL; see docs/transport.md)
+  worker       execute Effects from the BullMQ queues (SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER; see docs/transport.md)
   keys create  make an API key (printed once) and its entry for SCOPE_API_KEYS_FILE
   --no-demos   do not register the demo deployments (same as SCOPE_DEMOS=off)
   --help       print this help`;
