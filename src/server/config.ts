@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
+import type { RedisTarget } from '../store/redis/connection.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
 import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
@@ -12,6 +13,9 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | variable                 | default            | meaning                                                   |
  * |--------------------------|--------------------|-----------------------------------------------------------|
  * | `SCOPE_REDIS_URL`        | (absent: embedded) | `redis://` or `rediss://` URL; absent = in-memory mode     |
+ * | `SCOPE_REDIS_CLUSTER`    | (none)             | Redis Cluster seed URLs, comma-separated (instead of `SCOPE_REDIS_URL`; same scheme and credentials on each) |
+ * | `SCOPE_REDIS_WAIT_REPLICAS` | 0 (off)         | after each commit, `WAIT` for this many replicas; fewer in time = 503 `committer_unavailable` |
+ * | `SCOPE_REDIS_WAIT_TIMEOUT_MS` | 1000          | how long that `WAIT` may take (1–4000, below the 5 s storage deadline) |
  * | `PORT`                   | 3000               | TCP port (0 = any free port)                              |
  * | `HOST`                   | 127.0.0.1          | listen address                                            |
  * | `SCOPE_LOG_LEVEL`        | info               | fatal, error, warn, info, debug, trace, silent            |
@@ -81,10 +85,20 @@ export interface PressureConfig {
   readonly maxRssBytes: number;
 }
 
+/** `SCOPE_REDIS_WAIT_REPLICAS`: how many replicas must acknowledge each commit, and how long to wait. */
+export interface RedisWaitConfig {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
+
 export interface ServerConfig {
-  /** `redis` when `SCOPE_REDIS_URL` is set, else `embedded` (memory committer + memory log). */
+  /** `redis` when `SCOPE_REDIS_URL` or `SCOPE_REDIS_CLUSTER` is set, else `embedded` (memory committer + memory log). */
   readonly mode: 'embedded' | 'redis';
   readonly redisUrl: string | undefined;
+  /** `SCOPE_REDIS_CLUSTER`: the seed URLs of a Redis Cluster (then `redisUrl` is absent). */
+  readonly redisCluster?: readonly string[];
+  /** `SCOPE_REDIS_WAIT_REPLICAS` > 0: commits wait for replica acknowledgements (absent: they do not). */
+  readonly redisWait?: RedisWaitConfig;
   readonly port: number;
   readonly host: string;
   readonly logLevel: LogLevel;
@@ -235,6 +249,12 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     }
     if (!valid) problems.push(`SCOPE_REDIS_URL=${JSON.stringify(redactUrl(redisUrl))}: expected a redis:// or rediss:// URL`);
   }
+  const redisCluster = parseClusterSeeds(read('SCOPE_REDIS_CLUSTER'), problems);
+  if (redisCluster !== undefined && redisUrl !== undefined) problems.push('SCOPE_REDIS_URL and SCOPE_REDIS_CLUSTER are both set: choose one Redis');
+  const redisMode = redisUrl !== undefined || redisCluster !== undefined;
+  const waitReplicas = integer('SCOPE_REDIS_WAIT_REPLICAS', 0, 0, 16);
+  const waitTimeoutMs = integer('SCOPE_REDIS_WAIT_TIMEOUT_MS', 1_000, 1, 4_000);
+  if (waitReplicas > 0 && !redisMode) problems.push('SCOPE_REDIS_WAIT_REPLICAS needs SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER');
 
   const port = integer('PORT', 3000, 0, 65_535);
   const host = read('HOST') ?? '127.0.0.1';
@@ -361,7 +381,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   let transport: 'inprocess' | 'bullmq' = 'inprocess';
   if (transportText === 'bullmq') {
     transport = 'bullmq';
-    if (redisUrl === undefined) problems.push('SCOPE_TRANSPORT=bullmq needs SCOPE_REDIS_URL (workers reach the API through Redis)');
+    if (!redisMode) problems.push('SCOPE_TRANSPORT=bullmq needs SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER (workers reach the API through Redis)');
   } else if (transportText !== 'inprocess') {
     problems.push(`SCOPE_TRANSPORT=${JSON.stringify(transportText)}: expected inprocess or bullmq`);
   }
@@ -389,8 +409,10 @@ export function loadConfig(env: Env = process.env): ServerConfig {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
-    mode: redisUrl === undefined ? 'embedded' : 'redis',
+    mode: redisMode ? 'redis' : 'embedded',
     redisUrl,
+    ...(redisCluster === undefined ? {} : { redisCluster }),
+    ...(waitReplicas === 0 ? {} : { redisWait: Object.freeze({ replicas: waitReplicas, timeoutMs: waitTimeoutMs }) }),
     port,
     host,
     logLevel,
@@ -523,6 +545,37 @@ export function parseByteSize(text: string): number | undefined {
   const factor = unit === 'b' ? 1 : unit.startsWith('k') ? 1024 : 1024 * 1024;
   const bytes = amount * factor;
   return Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+/** Where the configuration points Redis: one URL, a cluster's seeds, or nowhere (embedded). */
+export function redisTargetOf(config: Pick<ServerConfig, 'redisUrl' | 'redisCluster'>): RedisTarget | undefined {
+  return config.redisCluster === undefined ? config.redisUrl : { cluster: config.redisCluster };
+}
+
+/** `SCOPE_REDIS_CLUSTER`: comma-separated `redis://`/`rediss://` host:port URLs sharing scheme and credentials. */
+function parseClusterSeeds(text: string | undefined, problems: string[]): readonly string[] | undefined {
+  if (text === undefined) return undefined;
+  const seeds = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  const parsed: URL[] = [];
+  for (const seed of seeds) {
+    let url: URL | undefined;
+    try {
+      url = new URL(seed);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.hostname === '') {
+      problems.push(`SCOPE_REDIS_CLUSTER: ${JSON.stringify(redactUrl(seed))} is not a redis:// or rediss:// URL`);
+    } else if (url.pathname !== '' && url.pathname !== '/' && url.pathname !== '/0') {
+      problems.push(`SCOPE_REDIS_CLUSTER: ${JSON.stringify(redactUrl(seed))} names a database; a cluster has only database 0`);
+    } else parsed.push(url);
+  }
+  if (seeds.length === 0) problems.push('SCOPE_REDIS_CLUSTER: expected at least one redis:// URL');
+  const [first] = parsed;
+  if (first !== undefined && parsed.some((url) => url.protocol !== first.protocol || url.username !== first.username || url.password !== first.password)) {
+    problems.push('SCOPE_REDIS_CLUSTER: every seed URL must use the same scheme and credentials (one set serves every node)');
+  }
+  return Object.freeze(seeds);
 }
 
 /** A URL with its password hidden, for error messages and logs. */

@@ -55,7 +55,7 @@ import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
-export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
+export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
   Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node'>>;
 
 export interface EngineHostOptions {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { nodeEpochKey, nodeLeaseKey, nodeRegistryKey, nodeTreesKey, ownerKey } from './keys.js';
 import { runScript } from './scripts.js';
 
@@ -20,10 +20,10 @@ export interface StoredNodeLease {
  * each tree's hash tag is what routing believes, and the head is what safety believes.
  */
 export class RedisNodeRegistry {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
-  constructor(options: { readonly redis: Redis; readonly keyPrefix: string }) {
+  constructor(options: { readonly redis: RedisClient; readonly keyPrefix: string }) {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix;
   }
@@ -53,15 +53,12 @@ export class RedisNodeRegistry {
   async leases(nodeIds: readonly string[]): Promise<Map<string, StoredNodeLease>> {
     const leases = new Map<string, StoredNodeLease>();
     if (nodeIds.length === 0) return leases;
-    const pipeline = this.#redis.pipeline();
-    for (const id of nodeIds) {
-      pipeline.hgetall(nodeLeaseKey(this.#prefix, id));
-      pipeline.pttl(nodeLeaseKey(this.#prefix, id));
-    }
-    const replies = (await pipeline.exec()) ?? [];
+    // One pipeline per node: each node's keys are their own cluster slot.
+    const replies = await Promise.all(
+      nodeIds.map(async (id) => (await this.#redis.pipeline().hgetall(nodeLeaseKey(this.#prefix, id)).pttl(nodeLeaseKey(this.#prefix, id)).exec()) ?? []),
+    );
     nodeIds.forEach((nodeId, index) => {
-      const [hashError, hash] = replies[index * 2] ?? [];
-      const [, ttl] = replies[index * 2 + 1] ?? [];
+      const [[hashError, hash] = [], [, ttl] = []] = replies[index] ?? [];
       if (hashError !== null && hashError !== undefined) throw hashError;
       const fields = hash as Record<string, string> | undefined;
       if (fields?.epoch === undefined || typeof ttl !== 'number' || ttl <= 0) return;
