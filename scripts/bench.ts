@@ -14,6 +14,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchRedis } = await import('./bench/redis.js');
     await benchRedis();
   },
+  'redis-wait': async () => {
+    const { benchRedisWait } = await import('./bench/redis-wait.js');
+    await benchRedisWait();
+  },
   http: async () => {
     const { benchHttp } = await import('./bench/http.js');
     await benchHttp();
@@ -40,6 +44,10 @@ const suites: Record<string, () => Promise<void>> = {
       if (part === undefined) throw new Error(`unknown scale part ${JSON.stringify(name)}; known: ${Object.keys(parts).join(', ')}`);
       await part();
     }
+  },
+  inbox: async () => {
+    const { benchInbox } = await import('./bench/inbox.js');
+    await benchInbox();
   },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');

@@ -9,6 +9,9 @@ import { CommitterBase, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
+import type { IndexedCommit, WaitIndexPlan, WaitIndexWriter } from './wait-index-writer.js';
+import { type CommitOwnership, encodeOwner } from './ownership/owner-record.js';
+import { ownerRecordSuffix } from '../store/redis/keys.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -17,6 +20,8 @@ export interface RedisHostCommitterOptions {
   readonly metrics?: HostMetrics;
   /** The BullMQ transport's dispatch permits, carried by effect boundaries and activations. */
   readonly permits?: DispatchPermits;
+  /** The open-wait index's writer: entries before the commits that open waits, removals after those that close them. */
+  readonly waits?: WaitIndexWriter;
 }
 
 /**
@@ -32,6 +37,8 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #idempotency: RedisIdempotencyStore;
   readonly #roots: RootIndex;
   readonly #permits: DispatchPermits | undefined;
+  readonly #waits: WaitIndexWriter | undefined;
+  #ownership: CommitOwnership | undefined;
 
   constructor(options: RedisHostCommitterOptions) {
     super(options.metrics);
@@ -39,6 +46,17 @@ export class RedisHostCommitter extends CommitterBase {
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
     this.#permits = options.permits;
+    this.#waits = options.waits;
+  }
+
+  /**
+   * Multi-node mode: start and activation commits then write the tree's owner record (this node's
+   * stamp, the new incarnation), an activation of a takeover is guarded by the record it replaces,
+   * and no commit runs while the node's lease is not valid.
+   */
+  setOwnership(ownership: CommitOwnership): void {
+    this.#ownership = ownership;
+    this.setGate(() => ownership.assertCommittable());
   }
 
   get store(): RedisTreeCommitter {
@@ -61,6 +79,7 @@ export class RedisHostCommitter extends CommitterBase {
     }
     // The tenant record has no TTL (it lives as long as the tree); a purged tree takes it along.
     if (outcome === 'purged') await this.#store.deleteRecord(rootId, tenantRecordSuffix).catch(() => undefined);
+    this.#waits?.forget(rootId.toString());
     return outcome;
   }
 
@@ -80,8 +99,12 @@ export class RedisHostCommitter extends CommitterBase {
       // The tenant lands with the head or not at all: a tree is never readable without its owner.
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
+      const owner = this.#ownerRecord(checkpoint.snapshot);
+      if (owner !== undefined) records.push(owner);
     }
+    const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    await this.#indexed(plan);
     if (intent !== undefined) {
       // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
       // finds the record through the `committing` pointer finishes this step itself.
@@ -90,11 +113,50 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
+    const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...this.#permits?.writesFor(boundary) });
+    await this.#indexed(plan);
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
-    await this.#store.activateTree(activation, { events: context?.events ?? [], ...this.#permits?.writesFor(activation) });
+    const plan = await this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context?.events ?? [] });
+    const writes = this.#permits?.writesFor(activation);
+    const owner = this.#ownerRecord(activation.snapshot);
+    if (owner === undefined) {
+      await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes });
+    } else {
+      const records = [...(writes?.records ?? []), owner];
+      const expected = this.#ownership?.expected(activation.rootId.toString());
+      const full = { events: context?.events ?? [], ...writes, records };
+      // Ownership moves with the new incarnation; a takeover installs only over the owner it names.
+      if (expected === undefined) await this.#store.activateTree(activation, full);
+      else await this.#store.takeOverTree(activation, expected, full);
+    }
+    await this.#indexed(plan);
+  }
+
+  /** The owner record a start or activation writes (none before the node joined). */
+  #ownerRecord(snapshot: TreeSnapshot): { suffix: string; value: string } | undefined {
+    const stamp = this.#ownership?.stamp();
+    if (stamp === undefined) return undefined;
+    return { suffix: ownerRecordSuffix, value: encodeOwner({ ...stamp, incarnation: snapshot.incarnationId.toString() }) };
+  }
+
+  /**
+   * The wait index entries a commit needs, written before it is sent: a commit that opens a wait is
+   * never acknowledged without its entry (the inbox stays complete). Failing that, nothing is committed.
+   */
+  async #indexWaits(commit: IndexedCommit): Promise<WaitIndexPlan | undefined> {
+    if (this.#waits === undefined) return undefined;
+    try {
+      return await this.#waits.prepare(commit);
+    } catch (error) {
+      throw unavailable('wait index write', error);
+    }
+  }
+
+  async #indexed(plan: WaitIndexPlan | undefined): Promise<void> {
+    if (plan !== undefined) await this.#waits?.acknowledged(plan);
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import type { ProcessId } from '../../kernel/index.js';
 import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { committerUnavailable, StorageDeadlines } from './errors.js';
@@ -96,7 +96,7 @@ function entriesOf(raw: unknown): EventLogEntry[] {
 }
 
 export interface EventLogOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Default `scope`. */
   readonly keyPrefix?: string;
   /** Deadline of each non-blocking read; default 5000 ms. */
@@ -118,7 +118,7 @@ export interface TailOptions {
 
 /** The per-tree event logs: committed entries written by the commits, best-effort ones appended here. */
 export class RedisEventLog implements EventLog {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #deadlines: StorageDeadlines;
   readonly #shutdown: AbortSignal | undefined;

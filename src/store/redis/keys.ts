@@ -18,6 +18,7 @@ import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
  * |-------------------------------------|--------|--------------------------------------------------------|
  * | `<prefix>:roots`                    | zset   | the root index, `<start ms>:<root>` members (lex order) |
  * | `<prefix>:roots:deployment:<name>`  | zset   | the same, for one deployment name                      |
+ * | `<prefix>:waits:<shard>`            | hash   | open-wait index shard: `<root> <process> <wait>` → entry JSON (shard = hash of root mod N) |
  * | `<prefix>:idempotency:<sha256>`     | string | an Idempotency-Key pointer (reserved/committing/root)  |
  * | `<prefix>:streams:key:<keyId>`      | zset   | an API key's open SSE streams → lease expiry (ms)       |
  * | `<prefix>:ratelimit:<keyId or ip>`  | string | @fastify/rate-limit's counter for one caller (TTL)     |
@@ -98,6 +99,15 @@ export function rootIndexKey(prefix: string): string {
 export function deploymentRootIndexKey(prefix: string, deployment: string): string {
   if (!/^[a-z][a-z0-9._-]{0,127}$/.test(deployment)) throw new TypeError(`a deployment name is a qualified name, got ${JSON.stringify(deployment)}`);
   return `${prefix}:roots:deployment:${deployment}`;
+}
+
+/**
+ * One shard of the open-wait index (`GET /v1/waits`): a hash whose fields point at waits of many
+ * trees, so it lives outside every hash tag; each shard is its own key (its own cluster slot).
+ */
+export function waitIndexShardKey(prefix: string, shard: number): string {
+  if (!Number.isInteger(shard) || shard < 0 || shard > 1023) throw new TypeError(`a wait index shard is an integer in 0..1023, got ${String(shard)}`);
+  return `${prefix}:waits:${shard}`;
 }
 
 /** The pointer of an Idempotency-Key digest (outside any tree's hash tag: it only names a root). */
@@ -189,4 +199,52 @@ export function workerRegistryKey(prefix: string): string {
 /** Pub/sub channels of the transport: `settled` (owner wake-ups) and `cancel` (worker aborts). Not keys. */
 export function transportChannel(prefix: string, kind: 'settled' | 'cancel'): string {
   return `${prefix}:transport:${kind}`;
+}
+
+/*
+ * Nodes and ownership (src/server/ownership/, docs/redis.md "Nodes"). A node's keys share the hash
+ * tag `{node:<id>}`; a tree's owner record is under the tree's own tag, beside its head.
+ *
+ * | key                                  | type   | holds                                                      |
+ * |--------------------------------------|--------|------------------------------------------------------------|
+ * | `<prefix>:nodes`                     | set    | every node id that registered (a directory)                |
+ * | `<prefix>:{node:<id>}:lease`         | hash   | epoch, url, refs; PX = the lease (expires on the server)   |
+ * | `<prefix>:{node:<id>}:epoch`         | string | the node id's registration counter (never deleted)         |
+ * | `<prefix>:{node:<id>}:trees`         | set    | roots the node owned (a directory, checked against owner records) |
+ * | `<prefix>:{<root>}:record:owner`     | string | `{node, epoch, incarnation}`: written only by start and activation commits |
+ */
+
+const nodeIdKeyPattern = /^[A-Za-z0-9._-]{1,64}$/;
+
+function checkNodeId(nodeId: string): string {
+  if (!nodeIdKeyPattern.test(nodeId)) throw new TypeError(`a node id is 1-64 of [A-Za-z0-9._-], got ${JSON.stringify(nodeId)}`);
+  return nodeId;
+}
+
+/** The directory of registered node ids. */
+export function nodeRegistryKey(prefix: string): string {
+  return `${prefix}:nodes`;
+}
+
+/** A node's lease hash (its TTL is the lease). */
+export function nodeLeaseKey(prefix: string, nodeId: string): string {
+  return `${prefix}:{node:${checkNodeId(nodeId)}}:lease`;
+}
+
+/** A node id's registration counter: each registration is a new epoch. */
+export function nodeEpochKey(prefix: string, nodeId: string): string {
+  return `${prefix}:{node:${checkNodeId(nodeId)}}:epoch`;
+}
+
+/** The roots a node owned (best effort, verified against each tree's owner record). */
+export function nodeTreesKey(prefix: string, nodeId: string): string {
+  return `${prefix}:{node:${checkNodeId(nodeId)}}:trees`;
+}
+
+/** The record suffix of a tree's owner record (a host record: start and activation commits write it). */
+export const ownerRecordSuffix = 'owner';
+
+/** A tree's owner record. */
+export function ownerKey(prefix: string, rootId: ProcessId | string): string {
+  return recordKey(prefix, rootId, ownerRecordSuffix);
 }

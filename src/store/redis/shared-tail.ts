@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { comparePositions } from '../event-log.js';
+import { duplicateRedis, isCluster, type RedisClient } from './connection.js';
 
 /**
  * One blocking reader per group of streams, shared by every tail of a node: a single connection
@@ -19,17 +19,19 @@ import { comparePositions } from '../event-log.js';
  *   with the error `overflow` makes (it resumes from its last entry), and never slows the others.
  * - Failures: a read that fails ends every subscriber of that group with the error the caller's
  *   `failure` makes of it (they resume from their last entry); the next subscribers read again.
- * - Redis Cluster: a multi-key XREAD may only name keys of one hash slot, so the cluster wiring
- *   passes a `group(key)` (the key's slot, or its hash tag) and a `connect(group)`; each group then has
- *   its own reader and connection.
+ * - Redis Cluster: a multi-key XREAD may only name keys of one hash slot, so on a cluster client the
+ *   default `group(key)` is the key's hash tag (a tree) and each group reads on a duplicate cluster
+ *   client of its own (which routes the read to the slot's master). `CLIENT UNBLOCK` would have to
+ *   reach that master's connection, so on a cluster a change waits for the bounded BLOCK instead
+ *   (default 1000 ms there); a group that wants more trees per connection passes `group` and `connect`.
  */
 
 export interface SharedTailOptions<Entry extends { readonly id: string }> {
-  /** The normal connection: sends `CLIENT UNBLOCK`. */
-  readonly redis: Redis;
+  /** The normal connection: sends `CLIENT UNBLOCK` (one server), or is duplicated per group (cluster). */
+  readonly redis: RedisClient;
   /** The blocking connection of a group (default: a duplicate of `redis` named `<its name>-tail`). */
-  readonly connect?: (group: string) => Redis;
-  /** Which reader serves a key (default: one for every key). */
+  readonly connect?: (group: string) => RedisClient;
+  /** Which reader serves a key (default: one for every key; on a cluster, one per hash tag). */
   readonly group?: (key: string) => string;
   /** One stream's entries from an XREAD reply. */
   readonly parse: (raw: unknown) => Entry[];
@@ -39,14 +41,21 @@ export interface SharedTailOptions<Entry extends { readonly id: string }> {
   readonly overflow: (label: string, maxBuffered: number) => Error;
   /** Entries per stream per read (default 100). */
   readonly count?: number;
-  /** Longest BLOCK of one read (default 5000 ms); changes release a read before it. */
+  /** Longest BLOCK of one read (default 5000 ms, on a cluster 1000 ms); changes release a read before it. */
   readonly blockMs?: number;
   /** Entries a subscriber may leave unread before it is ended (default 10 000, at least `count`). */
   readonly maxBuffered?: number;
 }
 
-/** The default group of every key. */
+/** The default group of every key on one server. */
 const everything = (): string => '';
+
+/** The default group of a key on a cluster: its hash tag (every key of a tree), else the key. */
+function hashTagOf(key: string): string {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
 
 export class SharedTail<Entry extends { readonly id: string }> {
   readonly #options: SharedTailOptions<Entry>;
@@ -94,10 +103,10 @@ export class SharedTail<Entry extends { readonly id: string }> {
   }
 
   #readerOf(key: string): GroupReader<Entry> {
-    const group = (this.#options.group ?? everything)(key);
+    const group = (this.#options.group ?? (isCluster(this.#options.redis) ? hashTagOf : everything))(key);
     let reader = this.#readers.get(group);
     if (reader === undefined) {
-      const connect = this.#options.connect ?? ((): Redis => duplicateForTail(this.#options.redis));
+      const connect = this.#options.connect ?? ((): RedisClient => duplicateForTail(this.#options.redis));
       const created = new GroupReader(this.#options, connect(group), () => {
         if (this.#readers.get(group) === created) this.#readers.delete(group);
       });
@@ -109,9 +118,9 @@ export class SharedTail<Entry extends { readonly id: string }> {
 }
 
 /** A duplicate of `redis` for blocking reads, named after it so `CLIENT LIST` tells what it is. */
-function duplicateForTail(redis: Redis): Redis {
-  const name = redis.options.connectionName;
-  return redis.duplicate({ lazyConnect: false, connectionName: `${name === undefined || name === '' ? 'scope' : name}-tail` });
+function duplicateForTail(redis: RedisClient): RedisClient {
+  const name = isCluster(redis) ? redis.options.redisOptions?.connectionName : redis.options.connectionName;
+  return duplicateRedis(redis, { lazyConnect: false, connectionName: `${name === undefined || name === '' ? 'scope' : name}-tail` });
 }
 
 /** The read position of one stream, and the subscribers that follow it. */
@@ -123,7 +132,10 @@ interface StreamState<Entry extends { readonly id: string }> {
 /** The one reader (and blocking connection) of a group. */
 class GroupReader<Entry extends { readonly id: string }> {
   readonly #options: SharedTailOptions<Entry>;
-  readonly #connection: Redis;
+  readonly #connection: RedisClient;
+  /** `CLIENT UNBLOCK` reaches the blocked connection only on one server (see the class comment). */
+  readonly #releasable: boolean;
+  readonly #blockMs: number;
   readonly #streams = new Map<string, StreamState<Entry>>();
   /** Bumped by every change the blocked read must be released for. */
   #generation = 0;
@@ -137,11 +149,13 @@ class GroupReader<Entry extends { readonly id: string }> {
 
   constructor(
     options: SharedTailOptions<Entry>,
-    connection: Redis,
+    connection: RedisClient,
     private readonly onRetired: () => void,
   ) {
     this.#options = options;
     this.#connection = connection;
+    this.#releasable = !isCluster(connection) && !isCluster(options.redis);
+    this.#blockMs = options.blockMs ?? (this.#releasable ? 5_000 : 1_000);
     // A reconnected socket is another client: its id is asked again.
     connection.on('close', () => {
       this.#clientId = undefined;
@@ -206,7 +220,7 @@ class GroupReader<Entry extends { readonly id: string }> {
 
   /** `CLIENT UNBLOCK` until the in-flight read (built before the change) returns. */
   async #release(): Promise<void> {
-    if (this.#releasing) return;
+    if (this.#releasing || !this.#releasable) return;
     this.#releasing = true;
     try {
       for (let pauseMs = 1; !this.#closed && this.#inFlight !== undefined && this.#inFlight.generation < this.#generation; pauseMs = Math.min(pauseMs * 2, 50)) {
@@ -239,7 +253,7 @@ class GroupReader<Entry extends { readonly id: string }> {
         const ids = keys.map((key) => (this.#streams.get(key) as StreamState<Entry>).lastId);
         const flight = { generation: this.#generation };
         this.#inFlight = flight;
-        if (this.#clientId === undefined) {
+        if (this.#clientId === undefined && this.#releasable) {
           // Asked before the read on the same connection, so it answers before the read blocks.
           const id = this.#connection.client('ID') as Promise<number>;
           id.catch(() => undefined); // a connection closed meanwhile: the release just finds no id
@@ -247,7 +261,7 @@ class GroupReader<Entry extends { readonly id: string }> {
         }
         let raw: unknown;
         try {
-          raw = await this.#connection.xread('COUNT', this.#options.count ?? 100, 'BLOCK', this.#options.blockMs ?? 5_000, 'STREAMS', ...keys, ...ids);
+          raw = await this.#connection.xread('COUNT', this.#options.count ?? 100, 'BLOCK', this.#blockMs, 'STREAMS', ...keys, ...ids);
         } catch (error) {
           this.#inFlight = undefined;
           if (this.#closed) return;
