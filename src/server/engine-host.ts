@@ -327,10 +327,15 @@ export class EngineHost implements Host {
     if (current.done || waitMs === 0) return current;
     const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal];
     if (signal !== undefined) signals.push(signal);
-    if (located.kind === 'stored') return this.#awaitStoredResult(processId, located.root, AbortSignal.any(signals));
+    const stop = AbortSignal.any(signals);
+    return located.kind === 'stored' ? this.#awaitStoredResult(processId, located.root, stop) : this.#awaitLocalResult(processId, located, stop);
+  }
+
+  /** A long poll on a tree this node runs: its runtime answers. */
+  async #awaitLocalResult(processId: string, located: Located & { kind: 'local' }, signal: AbortSignal): Promise<ResultPoll> {
     if (located.entry.runtimeError !== undefined) throw located.entry.runtimeError;
     try {
-      return { done: true, result: resultView(await located.handle.await({ signal: AbortSignal.any(signals) })) };
+      return { done: true, result: resultView(await located.handle.await({ signal })) };
     } catch (error) {
       if (error instanceof RuntimeError) throw error;
       return this.#poll(await this.#residency.locateOrThrow(processId));
@@ -346,7 +351,9 @@ export class EngineHost implements Host {
     const from = await storeCall('event log read', () => this.#backend.log.lastPosition(root));
     const located = await this.#residency.locateOrThrow(processId);
     const current = this.#poll(located);
-    if (current.done || located.kind === 'local') return current;
+    if (current.done) return current;
+    // Restored here meanwhile (a takeover, a command that restored it): its runtime answers.
+    if (located.kind === 'local') return this.#awaitLocalResult(processId, located, signal);
     await watchForFinish(this.#backend.log, root, processId, from, signal);
     return this.#poll(await this.#residency.locateOrThrow(processId));
   }
