@@ -10,6 +10,7 @@ import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
 import { RedisTreeCommitter } from '../store/redis/redis-committer.js';
 import { readHeadVersions } from '../store/redis/head-versions.js';
+import { RedisProcessDirectory } from '../store/redis/process-directory.js';
 import { RedisRootIndex } from '../store/redis/root-index.js';
 import { RedisWaitIndex } from '../store/redis/wait-index.js';
 import { MemoryRootIndex, type RootIndex } from '../store/root-index.js';
@@ -37,6 +38,8 @@ export interface Backend {
   readonly inbox?: IndexedInbox;
   /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
   readonly headDigests?: (roots: readonly string[]) => Promise<(string | undefined)[]>;
+  /** Redis mode: the root a non-root process belongs to, from the process directory (a child of a tree never held here). */
+  readonly rootOf?: (processId: string) => Promise<string | undefined>;
   /** Redis mode: the client the stores use (the BullMQ transport shares it). */
   readonly redis?: RedisClient;
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
@@ -110,7 +113,8 @@ function redisBackend(options: BackendOptions): Backend {
     loadHead: (root) => store.loadHead(ProcessId.parse(root)),
     describe,
   });
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits });
+  const processes = new RedisProcessDirectory({ redis, keyPrefix: config.keyPrefix });
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes });
   return {
     mode: 'redis',
     redis,
@@ -119,6 +123,7 @@ function redisBackend(options: BackendOptions): Backend {
     idempotency,
     roots,
     inbox,
+    rootOf: (processId) => processes.rootOf(processId),
     headDigests: async (rootIds) => (await readHeadVersions(redis, config.keyPrefix, rootIds)).map((version) => version?.digest),
     checks: async () => ({ redis: await pingRedis(redis, 1_000) }),
     close: async (graceMs) => {

@@ -178,6 +178,7 @@ export class EngineHost implements Host {
       catalog: this.#catalog,
       logger: options.logger,
       finishedTreeRetention: options.finishedTreeRetention,
+      rootLookup: backend.rootOf,
     });
     this.#residency = residency;
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);

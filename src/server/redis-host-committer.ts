@@ -12,6 +12,7 @@ import type { HostMetrics } from './metrics.js';
 import type { IndexedCommit, WaitIndexPlan, WaitIndexWriter } from './wait-index-writer.js';
 import { type CommitOwnership, encodeOwner } from './ownership/owner-record.js';
 import { ownerRecordSuffix } from '../store/redis/keys.js';
+import type { RedisProcessDirectory } from '../store/redis/process-directory.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -22,6 +23,8 @@ export interface RedisHostCommitterOptions {
   readonly permits?: DispatchPermits;
   /** The open-wait index's writer: entries before the commits that open waits, removals after those that close them. */
   readonly waits?: WaitIndexWriter;
+  /** Where every node finds a child's tree: written before the commit that adds the child. */
+  readonly processes?: RedisProcessDirectory;
 }
 
 /**
@@ -38,6 +41,9 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #roots: RootIndex;
   readonly #permits: DispatchPermits | undefined;
   readonly #waits: WaitIndexWriter | undefined;
+  readonly #processes: RedisProcessDirectory | undefined;
+  /** Per unfinished root: the non-root members whose directory entry this node wrote. */
+  readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
 
   constructor(options: RedisHostCommitterOptions) {
@@ -47,6 +53,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#roots = options.roots;
     this.#permits = options.permits;
     this.#waits = options.waits;
+    this.#processes = options.processes;
   }
 
   /**
@@ -80,6 +87,11 @@ export class RedisHostCommitter extends CommitterBase {
     // The tenant record has no TTL (it lives as long as the tree); a purged tree takes it along.
     if (outcome === 'purged') await this.#store.deleteRecord(rootId, tenantRecordSuffix).catch(() => undefined);
     this.#waits?.forget(rootId.toString());
+    this.#mapped.delete(rootId.toString());
+    if (outcome === 'purged' && head !== undefined && this.#processes !== undefined) {
+      const members = head.processSnapshots().filter((process) => !process.processId.equals(rootId));
+      await this.#processes.forget(members.map((process) => process.processId.toString())).catch(() => undefined);
+    }
     return outcome;
   }
 
@@ -102,6 +114,7 @@ export class RedisHostCommitter extends CommitterBase {
       const owner = this.#ownerRecord(checkpoint.snapshot);
       if (owner !== undefined) records.push(owner);
     }
+    await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
     await this.#indexed(plan);
@@ -113,12 +126,14 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
+    await this.#mapMembers(boundary.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...this.#permits?.writesFor(boundary) });
     await this.#indexed(plan);
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    await this.#mapMembers(activation.snapshot, true);
     const plan = await this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context?.events ?? [] });
     const writes = this.#permits?.writesFor(activation);
     const owner = this.#ownerRecord(activation.snapshot);
@@ -133,6 +148,36 @@ export class RedisHostCommitter extends CommitterBase {
       else await this.#store.takeOverTree(activation, expected, full);
     }
     await this.#indexed(plan);
+  }
+
+  /**
+   * The directory entries of the members this commit adds (all of them on an activation: this node
+   * has not written any), before it is sent: a tree never holds a child another node cannot find.
+   * Failing that, nothing is committed. A finished tree adds none: its bookkeeping is dropped.
+   */
+  async #mapMembers(snapshot: TreeSnapshot, activation: boolean): Promise<void> {
+    if (this.#processes === undefined) return;
+    const root = snapshot.rootId.toString();
+    if (snapshot.root.isTerminal) {
+      this.#mapped.delete(root);
+      return;
+    }
+    if (snapshot.size === 1) return;
+    let mapped = activation ? undefined : this.#mapped.get(root);
+    if (mapped !== undefined && mapped.size === snapshot.size - 1) return;
+    mapped ??= new Set();
+    const fresh = snapshot
+      .processSnapshots()
+      .map((process) => process.processId.toString())
+      .filter((processId) => processId !== root && !mapped.has(processId));
+    if (fresh.length === 0) return;
+    try {
+      await this.#processes.record(fresh.map((processId) => ({ processId, rootId: root })));
+    } catch (error) {
+      throw unavailable('process directory write', error);
+    }
+    for (const processId of fresh) mapped.add(processId);
+    this.#mapped.set(root, mapped);
   }
 
   /** The owner record a start or activation writes (none before the node joined). */

@@ -30,6 +30,8 @@ export interface ResidencyOptions {
   readonly committer: HostCommitter;
   readonly catalog: DeploymentCatalog;
   readonly logger?: Logger;
+  /** The root of a process this server has not seen (Redis mode: the process directory). */
+  readonly rootLookup?: (processId: string) => Promise<string | undefined>;
   /** Finished trees kept in memory before older ones are released (default 1000). */
   readonly finishedTreeRetention?: number;
 }
@@ -65,6 +67,7 @@ export class TreeResidency {
   readonly #catalog: DeploymentCatalog;
   readonly #logger: Logger | undefined;
   readonly #retention: number;
+  readonly #rootLookup: ((processId: string) => Promise<string | undefined>) | undefined;
   /** Roots of the trees this Engine owns (a cache of what the Engine says). */
   readonly #localRoots = new Set<string>();
   /** Non-root process id → its root (children of stored trees are found through it). */
@@ -85,6 +88,7 @@ export class TreeResidency {
     this.#catalog = options.catalog;
     this.#logger = options.logger;
     this.#retention = options.finishedTreeRetention ?? 1_000;
+    this.#rootLookup = options.rootLookup;
     if (!Number.isSafeInteger(this.#retention) || this.#retention < 0) throw new TypeError('finishedTreeRetention must be a non-negative integer');
   }
 
@@ -159,9 +163,20 @@ export class TreeResidency {
       const entry = inspection?.processes.find((process) => process.snapshot.processId.equals(id));
       if (inspection !== undefined && entry !== undefined) return { kind: 'local', root, handle, inspection, entry };
     }
-    const root = this.rootOf(processId);
-    const head = await this.loadHead(root);
-    const snapshot = head?.process(id);
+    let root = this.rootOf(processId);
+    let head = await this.loadHead(root);
+    let snapshot = head?.process(id);
+    if (snapshot === undefined && root === processId && this.#rootLookup !== undefined) {
+      // Not a root: a child of a tree this server never held. The head stays the authority on
+      // membership (a directory entry whose commit never landed finds nothing).
+      const found = await storeCall('process directory read', () => this.#rootLookup!(processId));
+      if (found !== undefined && found !== processId) {
+        root = found;
+        head = await this.loadHead(root);
+        snapshot = head?.process(id);
+        if (snapshot !== undefined) this.#processRoots.set(processId, root);
+      }
+    }
     if (head === undefined || snapshot === undefined) return undefined;
     return { kind: 'stored', root, head, snapshot };
   }

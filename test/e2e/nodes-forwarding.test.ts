@@ -79,3 +79,26 @@ test('a forwarded command that meets a node without the tree answers tree_owned_
   assert.equal(response.headers.get('scope-owner-node'), 'a');
   assert.equal(response.headers.get('scope-owner-url'), a.url);
 });
+
+test('a child is found on every node: read on a node that never held its tree, and its commands routed to the owner', async () => {
+  const id = await startProcess(a, 'demo.fanout', { values: ['one', 'two', 'three'] });
+  const result = await json(await fetch(processUrl(a, id, '/result?waitMs=10000')));
+  assert.equal(result.status, 'completed');
+  const children = (await json(await fetch(processUrl(a, id, '/children')))).items as { processId: string }[];
+  assert.equal(children.length, 3);
+  for (const child of children) {
+    // B never held the tree: the process directory names the child's root, the head confirms it.
+    const read = await fetch(processUrl(b, child.processId));
+    assert.equal(read.status, 200, await read.clone().text());
+    const view = await json(read);
+    assert.equal(view.rootId, id);
+    assert.equal(view.status, 'completed');
+    // A command on the child reaches its tree (finished here), not "no such process".
+    const cancel = await post(processUrl(b, child.processId, '/cancel'));
+    assert.equal(cancel.status, 409, await cancel.clone().text());
+    assert.equal((await json(cancel)).code, 'process_finished');
+  }
+  // An id no tree holds is still unknown everywhere.
+  const unknown = await fetch(processUrl(b, 'process:00000000000000000000000000000000'));
+  assert.equal(unknown.status, 404);
+});

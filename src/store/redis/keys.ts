@@ -19,6 +19,7 @@ import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
  * | `<prefix>:roots`                    | zset   | the root index, `<start ms>:<root>` members (lex order) |
  * | `<prefix>:roots:deployment:<name>`  | zset   | the same, for one deployment name                      |
  * | `<prefix>:waits:<shard>`            | hash   | open-wait index shard: `<root> <process> <wait>` → entry JSON (shard = hash of root mod N) |
+ * | `<prefix>:process-root:<process>`   | string | the root of a non-root process (a directory: any node finds a child's tree) |
  * | `<prefix>:idempotency:<sha256>`     | string | an Idempotency-Key pointer (reserved/committing/root)  |
  * | `<prefix>:streams:key:<keyId>`      | zset   | an API key's open SSE streams → lease expiry (ms)       |
  * | `<prefix>:ratelimit:<keyId or ip>`  | string | @fastify/rate-limit's counter for one caller (TTL)     |
@@ -247,4 +248,9 @@ export const ownerRecordSuffix = 'owner';
 /** A tree's owner record. */
 export function ownerKey(prefix: string, rootId: ProcessId | string): string {
   return recordKey(prefix, rootId, ownerRecordSuffix);
+}
+
+/** The directory entry naming the root of a non-root process (one key per process: its own slot). */
+export function processRootKey(prefix: string, processId: ProcessId | string): string {
+  return `${prefix}:process-root:${root(processId)}`;
 }
