@@ -112,7 +112,10 @@ export class RedisHostCommitter extends CommitterBase {
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
       const owner = this.#ownerRecord(checkpoint.snapshot);
-      if (owner !== undefined) records.push(owner);
+      if (owner !== undefined) {
+        await this.#owning(root);
+        records.push(owner);
+      }
     }
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
@@ -140,6 +143,7 @@ export class RedisHostCommitter extends CommitterBase {
     if (owner === undefined) {
       await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes });
     } else {
+      await this.#owning(activation.rootId.toString());
       const records = [...(writes?.records ?? []), owner];
       const expected = this.#ownership?.expected(activation.rootId.toString());
       const full = { events: context?.events ?? [], ...writes, records };
@@ -178,6 +182,15 @@ export class RedisHostCommitter extends CommitterBase {
     }
     for (const processId of fresh) mapped.add(processId);
     this.#mapped.set(root, mapped);
+  }
+
+  /** The node directory entry of a tree this commit makes this node's (before it: a superset). */
+  async #owning(root: string): Promise<void> {
+    try {
+      await this.#ownership?.owning(root);
+    } catch (error) {
+      throw unavailable('node directory write', error);
+    }
   }
 
   /** The owner record a start or activation writes (none before the node joined). */

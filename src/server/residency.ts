@@ -188,20 +188,21 @@ export class TreeResidency {
   }
 
   /**
-   * A stored process may not be changed here: a finished one released only to bound memory answers
-   * like an owned finished process (`process_finished`); any other answers `tree_not_active`.
+   * A stored process may not be changed here. A finished one answers like an owned finished process
+   * (`process_finished`, or its receipts for a retried signal): the stored head is final for it, so no
+   * node needs to restore (and re-open) a finished tree to say so. Any other answers `tree_not_active`.
    */
   refuseStored(located: Located & { kind: 'stored' }): KernelError {
-    return this.#evictedFinished(located) ? processFinished(located.snapshot.processId.toString()) : treeNotActive(located.root);
+    return this.#finishedStored(located) ? processFinished(located.snapshot.processId.toString()) : treeNotActive(located.root);
   }
 
   /** Whether a stored process answers signals as a finished process (see {@link refuseStored}). */
   answersAsFinished(located: Located): boolean {
-    return located.kind === 'stored' && this.#evictedFinished(located);
+    return located.kind === 'stored' && this.#finishedStored(located);
   }
 
-  #evictedFinished(located: Located & { kind: 'stored' }): boolean {
-    return located.snapshot.isTerminal && this.#evicted.has(located.root);
+  #finishedStored(located: Located & { kind: 'stored' }): boolean {
+    return located.snapshot.isTerminal;
   }
 
   /** Whether a capture of the tree is in progress. */

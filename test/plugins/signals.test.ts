@@ -134,11 +134,13 @@ describe('errors', () => {
     expectProblem(await deliver(processId, [{ id: 'signal:engine:forged', payload: { note: 'x' } }]), 400, 'invalid_request');
   });
 
-  test('a stored tree no runtime here owns answers 409 tree_not_active', async () => {
+  test('a finished tree no runtime here holds answers from its stored head: 409 process_finished, never a restore', async () => {
     const { processId } = await start(server, 'demo.echo', { value: 'gone' });
     await resultOf(server, processId);
     const release = await server.client.DELETE('/v1/trees/{rootId}', { params: { path: { rootId: processId } } });
     assert.equal(release.response.status, 204);
-    expectProblem(await deliver(processId, [{ id: 'late', payload: {} }]), 409, 'tree_not_active');
+    expectProblem(await deliver(processId, [{ id: 'late', payload: {} }]), 409, 'process_finished');
+    const tree = await server.client.GET('/v1/trees/{rootId}', { params: { path: { rootId: processId } } });
+    assert.equal(tree.data?.active, false, 'the signal did not bring the finished tree back');
   });
 });

@@ -256,13 +256,15 @@ test('trees: inspect, snapshot digest, capture, release, restore from the stored
     await host.control(pid, 'cancel');
     await result(host, pid);
     await host.releaseTree(pid, false);
-    // Released: served from the stored head, inactive; commands need a restore.
+    // Released: served from the stored head, inactive; commands on its finished process answer from
+    // the head (finished is final), a capture needs a restore.
     const stored = await host.inspectProcess(pid);
     assert.equal(stored.work, 'inactive');
     assert.equal(stored.status, 'canceled');
     assert.equal((await host.inspectTree(pid)).active, false);
-    await rejectsWith(host.control(pid, 'kill'), 'tree_not_active');
-    await rejectsWith(host.deliverSignals(pid, [{ id: 'x', payload: {} }]), 'tree_not_active');
+    await rejectsWith(host.control(pid, 'kill'), 'process_finished');
+    await rejectsWith(host.deliverSignals(pid, [{ id: 'x', payload: {} }]), 'process_finished');
+    assert.equal((await host.inspectTree(pid)).active, false);
     await rejectsWith(host.captureTree(pid), 'tree_not_active');
     assert.equal((await host.awaitResult(pid, 0)).done, true);
     const restored = await host.restoreTree(pid);

@@ -41,4 +41,9 @@ export interface CommitOwnership {
   expected(root: string): string | undefined;
   /** Throws `node_lease_lost` while this node may not commit. */
   assertCommittable(): void;
+  /**
+   * Notes `root` in this node's directory of owned trees, before the commit that makes this node its
+   * owner: a node that dies right after that commit must leave its tree findable for a takeover.
+   */
+  owning(root: string): Promise<void>;
 }

@@ -128,6 +128,10 @@ export class Ownership implements CommitOwnership {
     if (this.gating) this.lease.assertValid();
   }
 
+  async owning(root: string): Promise<void> {
+    if (this.joined) await this.#registry.addTree(this.nodeId, root);
+  }
+
   /** Where a command for `root` runs now (reads the owner record and, when it names another node, that node's lease). */
   async route(root: string): Promise<Route> {
     const raw = (await this.#registry.owner(root)) ?? '';
