@@ -124,6 +124,14 @@ export function checkFinal(states: readonly FinalState[]): string[] {
   return violations;
 }
 
+/** An acknowledged cancel (202: the intent is in the head) ends its process, whatever crashed since. */
+export function checkCancels(ledger: Ledger, states: readonly FinalState[]): string[] {
+  const byRoot = new Map(states.map((state) => [state.rootId, state]));
+  return ledger.controls
+    .filter((control) => byRoot.get(control.rootId)?.settled !== 'terminal')
+    .map((control) => `${control.rootId}: an acknowledged cancel, yet the process ended ${byRoot.get(control.rootId)?.status ?? 'unread'}, not terminal`);
+}
+
 /** An SSE reader got every committed event once, in the log's order, and no message twice. */
 export function checkReader(reader: ReaderLog, tree: StoredTree | undefined): string[] {
   const violations: string[] = [];

@@ -5,7 +5,7 @@
  * conditions with deadlines; nothing sleeps a fixed time to let things settle.
  */
 import { Redis } from 'ioredis';
-import { checkAcknowledged, checkChain, checkExecutions, checkFinal, checkReader, type FinalState } from './checks.js';
+import { checkAcknowledged, checkCancels, checkChain, checkExecutions, checkFinal, checkReader, type FinalState } from './checks.js';
 import { Client } from './client.js';
 import { Cluster, type MemberKind } from './cluster.js';
 import { Faults } from './faults.js';
@@ -127,9 +127,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const member of cluster.members) if (!member.up) await cluster.restart(member);
     say(`chaos: workload done (${trials} trials, ${faults.kills.length} kills); draining`);
 
-    // Drain: every tree restored where its owner died, every reader at the end of its tree's log.
+    // Drain: every reader at the end of its tree's log. (Trees are not restored here: a restore
+    // commits new entries after a finished tree's stream ended; the parked ones are restored below.)
     const roots = [...new Set(ledger.starts.map((start) => start.rootId))];
-    if (options.recovery === 'operator-restore') await Promise.all(owners.orphans(roots).map((rootId) => workload.recover(rootId)));
     sweeping = false;
     await sweep;
     const trees = new Map<string, StoredTree>();
@@ -150,13 +150,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const states: FinalState[] = [];
     const outcomes: Record<string, number> = {};
     for (const rootId of roots) {
-      const state = await finalState(client, rootId);
+      const state = await finalState(client, options.recovery, rootId);
       states.push(state);
       outcomes[state.status] = (outcomes[state.status] ?? 0) + 1;
     }
     violations.push(...checkAcknowledged(ledger, trees), ...checkExecutions(ledger, trees));
     for (const tree of trees.values()) violations.push(...checkChain(tree));
-    violations.push(...checkFinal(states));
+    violations.push(...checkFinal(states), ...checkCancels(ledger, states));
     for (const follower of workload.followers) {
       const ids = follower.messages.flatMap((message) => (message.id === undefined || message.id === '' ? [] : [message.id]));
       violations.push(...checkReader({ rootId: follower.rootId, ids, committedIds: follower.committedIds() }, trees.get(follower.rootId)));
@@ -195,7 +195,7 @@ interface TreeProcess {
 }
 
 /** Terminal; or parked — then restored (200) and its head loaded again — or still busy. */
-async function finalState(client: Client, rootId: string): Promise<FinalState> {
+async function finalState(client: Client, recovery: RecoveryMode, rootId: string): Promise<FinalState> {
   const encoded = encodeURIComponent(rootId);
   const tree = await client.request('GET', `/v1/trees/${encoded}`);
   const processes = (tree.body?.processes ?? []) as TreeProcess[];
@@ -206,10 +206,12 @@ async function finalState(client: Client, rootId: string): Promise<FinalState> {
     if (terminal.has(entry.status) || entry.status === 'waiting' || entry.status === 'paused') continue;
     const view = await client.request('GET', `/v1/processes/${encodeURIComponent(entry.processId)}`);
     // A running process blocked on an Unknown effect waits for a person: parked.
-    if (!(view.body?.unknownEffectIds?.length > 0 && view.body?.work === 'idle')) parked = false;
+    if (!(view.body?.unknownEffectIds?.length > 0 && ['idle', 'inactive'].includes(view.body?.work))) parked = false;
   }
   if (!parked) return { rootId, status, settled: 'busy', restorable: undefined };
-  const restored = await client.request('POST', `/v1/trees/${encoded}/restore`, { body: {} });
-  const head = restored.status === 200 ? await client.request('GET', `/v1/trees/${encoded}/snapshot`) : undefined;
+  // The operator proves a parked tree restorable by restoring it; with automatic takeover a restore
+  // would take a tree from a healthy owner, so the head is only loaded.
+  const restored = recovery === 'operator-restore' ? await client.request('POST', `/v1/trees/${encoded}/restore`, { body: {} }) : undefined;
+  const head = restored === undefined || restored.status === 200 ? await client.request('GET', `/v1/trees/${encoded}/snapshot`) : undefined;
   return { rootId, status, settled: 'parked', restorable: head?.status === 200 };
 }

@@ -196,7 +196,9 @@ export class Workload {
       const tree = await this.#client.request('GET', `/v1/trees/${path(rootId)}`, { deadlineMs: Math.max(1_000, deadline - Date.now()) });
       const processes = (tree.body?.processes ?? []) as Array<{ processId: string }>;
       for (const entry of processes) {
-        const view = await this.#inspect(entry.processId, deadline);
+        // A child the owner's view lists may not be in the stored head another node reads yet.
+        const view = await this.#inspect(entry.processId, deadline).catch(() => undefined);
+        if (view === undefined) continue;
         for (const effectId of view.unknownEffectIds) {
           settled += 1;
           if (settled > 20) return `kept finding Unknown effects (${view.processId} ${effectId})`;

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkAcknowledged, checkChain, checkExecutions, checkFinal, checkReader, compareStreamIds } from '../../scripts/chaos/checks.js';
+import { checkAcknowledged, checkCancels, checkChain, checkExecutions, checkFinal, checkReader, compareStreamIds } from '../../scripts/chaos/checks.js';
 import { Ledger } from '../../scripts/chaos/ledger.js';
 import type { StoredEntry, StoredTree } from '../../scripts/chaos/stored.js';
 
@@ -93,6 +93,13 @@ test('a reader that missed, repeated or reordered a committed event is a violati
 test('a tree still busy, or parked and not restorable, is a violation', () => {
   assert.match(checkFinal([{ rootId: root, status: 'running', settled: 'busy', restorable: undefined }]).join('\n'), /still running/);
   assert.match(checkFinal([{ rootId: root, status: 'waiting', settled: 'parked', restorable: false }]).join('\n'), /restore failed/);
+});
+
+test('an acknowledged cancel whose process did not end is a violation', () => {
+  const ledger = ledgerOf([]);
+  ledger.controls.push({ rootId: root, processId: root, action: 'cancel', status: 202 });
+  assert.deepEqual(checkCancels(ledger, [{ rootId: root, status: 'canceled', settled: 'terminal', restorable: undefined }]), []);
+  assert.match(checkCancels(ledger, [{ rootId: root, status: 'running', settled: 'parked', restorable: true }]).join('\n'), /acknowledged cancel, yet the process ended running/);
 });
 
 test('stream ids compare numerically', () => {
