@@ -22,6 +22,8 @@ export interface ReaderLog {
   readonly ids: readonly string[];
   /** The ids of committed events received, in order. */
   readonly committedIds: readonly string[];
+  /** The stream said `scope.stream.end`. */
+  readonly ended?: boolean;
 }
 
 const committed = (entry: StoredEntry) => entry.phase === 'committed';
@@ -149,14 +151,16 @@ export function checkReader(reader: ReaderLog, tree: StoredTree | undefined): st
     seen.add(id);
     last = id;
   }
-  const stored = (tree?.entries ?? []).filter(committed).map((entry) => entry.id);
+  const entries = (tree?.entries ?? []).filter(committed);
+  const stored = entries.map((entry) => entry.id);
   const got = reader.committedIds;
   const length = Math.max(stored.length, got.length);
   for (let index = 0; index < length; index += 1) {
     if (stored[index] !== got[index]) {
+      const missed = entries.slice(index, index + 8).map((entry) => `${entry.id} ${entry.name}`).join(', ');
       violations.push(
         `${reader.rootId}: committed event #${index + 1} is ${stored[index] ?? 'absent'} in the log but ${got[index] ?? 'absent'} on the SSE reader ` +
-          `(${stored.length} committed in the log, ${got.length} received)`,
+          `(${stored.length} committed in the log, ${got.length} received${reader.ended ? ', the stream had ended' : ''}; the log from there: ${missed || 'nothing'})`,
       );
       break;
     }

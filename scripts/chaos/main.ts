@@ -76,7 +76,13 @@ function parse(argv: readonly string[]): ChaosOptions | 'help' {
   return options;
 }
 
-const options = parse(process.argv.slice(2));
+let options: ChaosOptions | 'help';
+try {
+  options = parse(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`${(error as Error).message}`);
+  process.exit(2);
+}
 if (options === 'help') {
   process.stdout.write(help);
   process.exit(0);

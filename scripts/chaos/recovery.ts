@@ -15,6 +15,9 @@ export type RecoveryMode = 'operator-restore' | 'automatic';
  * winner may have died too. Resolves false when the tree is finished or unknown (nothing to restore).
  */
 export async function operatorRestore(client: Client, owners: Owners, rootId: string): Promise<boolean> {
+  // An operator leaves a finished tree alone (its restore would only append restored events).
+  const view = await client.request('GET', `/v1/processes/${encodeURIComponent(rootId)}`, { deadlineMs: 30_000 });
+  if (view.status !== 200 || view.body?.result !== null) return false;
   const answer = await client.request('POST', `/v1/trees/${encodeURIComponent(rootId)}/restore`, {
     body: {},
     deadlineMs: 30_000,

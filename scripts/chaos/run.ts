@@ -138,9 +138,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
     await readAll();
     const lastCommitted = (rootId: string) => trees.get(rootId)?.entries.filter((entry) => entry.phase === 'committed').at(-1)?.id;
+    const behind = () => workload.followers.filter((follower) => !follower.ended && follower.committedIds().at(-1) !== lastCommitted(follower.rootId));
     const caughtUp = await until('readers caught up', 30_000, async () => {
-      await readAll();
-      return workload.followers.every((follower) => follower.ended || follower.committedIds().at(-1) === lastCommitted(follower.rootId));
+      for (const follower of behind()) trees.set(follower.rootId, await readStoredTree(redis, prefix, follower.rootId));
+      return behind().length === 0;
     });
     if (!caughtUp) violations.push('the SSE readers did not catch up with the stored logs within 30 s of the drain');
     await Promise.all(workload.followers.map((follower) => follower.stop()));
@@ -159,7 +160,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     violations.push(...checkFinal(states), ...checkCancels(ledger, states));
     for (const follower of workload.followers) {
       const ids = follower.messages.flatMap((message) => (message.id === undefined || message.id === '' ? [] : [message.id]));
-      violations.push(...checkReader({ rootId: follower.rootId, ids, committedIds: follower.committedIds() }, trees.get(follower.rootId)));
+      violations.push(...checkReader({ rootId: follower.rootId, ids, committedIds: follower.committedIds(), ended: follower.ended }, trees.get(follower.rootId)));
     }
 
     const killsByMember: Record<string, number> = {};

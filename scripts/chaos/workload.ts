@@ -119,10 +119,12 @@ export class Workload {
    * `tree_not_active`), to the node that does, restoring the tree first when that one died.
    */
   async #command(rootId: string, route: string, body: unknown, deadline: number): Promise<Answer> {
+    let previous: Answer | undefined;
     for (let round = 0; ; round += 1) {
       let node: Answer['node'] | undefined;
       if (round > 0 && this.#options.recovery === 'operator-restore') {
-        if (this.#owners.live(rootId) === undefined) await this.recover(rootId);
+        // Not restored: the tree is finished (the caller reads the 409 against the stored result).
+        if (this.#owners.live(rootId) === undefined && !(await this.recover(rootId))) return previous as Answer;
         node = this.#owners.live(rootId);
       }
       const answer = await this.#client.request('POST', route, {
@@ -132,10 +134,23 @@ export class Workload {
         // 503 is the tree's answer (its writer stopped, or this node may not write): routed again below.
         retryOn: (status) => status >= 500 && status !== 503,
       });
+      previous = answer;
       const notHere = answer.status === 409 && answer.body?.code === 'tree_not_active';
       if ((!notHere && answer.status !== 503) || Date.now() > deadline) return answer;
       await pause(Math.min(500, 25 * 2 ** Math.min(round, 5)));
     }
+  }
+
+  /**
+   * A refusal because the process is finished: 409 `process_finished`, or — from a node that does not
+   * hold a finished tree whose node died (nothing to restore) — 409 `tree_not_active`. Not an
+   * acknowledgement; nothing is owed.
+   */
+  async #finishedAnswer(rootId: string, answer: Answer, deadline: number): Promise<boolean> {
+    if (answer.status !== 409) return false;
+    if (answer.body?.code === 'process_finished') return true;
+    if (answer.body?.code !== 'tree_not_active') return false;
+    return terminal.has((await this.#inspect(rootId, deadline)).status);
   }
 
   async #inspect(processId: string, deadline: number): Promise<ProcessView> {
@@ -167,7 +182,7 @@ export class Workload {
       const answer = await this.#command(rootId, `/v1/processes/${path(rootId)}/signals`, { signals: [signal] }, deadline);
       if (answer.status >= 200 && answer.status < 300) {
         this.#ledger.signals.push({ rootId, processId: rootId, signalId: signal.id, status: answer.status, accepted: answer.body?.accepted === true });
-      } else if (!(answer.status === 409 && answer.body?.code === 'process_finished')) {
+      } else if (!(await this.#finishedAnswer(rootId, answer, deadline))) {
         this.#ledger.problems.push(`signal ${signal.id} to ${rootId} answered ${answer.status} ${JSON.stringify(answer.body)}`);
         return;
       }
@@ -178,7 +193,7 @@ export class Workload {
     await pause(delayMs);
     const answer = await this.#command(rootId, `/v1/processes/${path(rootId)}/cancel`, { reason: 'chaos' }, Date.now() + 30_000);
     if (answer.status === 202) this.#ledger.controls.push({ rootId, processId: rootId, action: 'cancel', status: answer.status });
-    else if (!(answer.status === 409 && ['process_finished', 'invalid_process_control'].includes(answer.body?.code))) {
+    else if (!(answer.status === 409 && answer.body?.code === 'invalid_process_control') && !(await this.#finishedAnswer(rootId, answer, Date.now() + 30_000))) {
       this.#ledger.problems.push(`cancel of ${rootId} answered ${answer.status} ${JSON.stringify(answer.body)}`);
     }
   }
