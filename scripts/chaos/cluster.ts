@@ -11,6 +11,12 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
 
 const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
 
+// A safety net for a run that ends abruptly (a test timeout, ^C): never leave a node or worker behind.
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 export type MemberKind = 'node' | 'worker';
 
 /** One API node or worker: a name that survives restarts, and the process behind it now. */
@@ -149,6 +155,7 @@ export class Cluster {
     const child = spawn(process.execPath, [launcher, slot.kind === 'node' ? 'serve' : 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     slot.child = child;
     slot.generation += 1;
+    running.add(child);
     const keep = (chunk: Buffer): void => {
       for (const line of chunk.toString('utf8').split('\n')) {
         if (line.trim() === '') continue;
@@ -159,6 +166,7 @@ export class Cluster {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     child.once('exit', () => {
+      running.delete(child);
       if (slot.child === child) slot.up = false;
     });
     await this.#ready(slot, child);
