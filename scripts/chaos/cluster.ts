@@ -150,7 +150,7 @@ export class Cluster {
     if (slot.kind === 'node') {
       env.PORT = String(slot.port);
       env.HOST = '127.0.0.1';
-      if (slot.url !== undefined) env.SCOPE_ADVERTISED_URL = slot.url;
+      if (slot.url !== undefined) env.SCOPE_ADVERTISE_URL = slot.url;
     }
     const child = spawn(process.execPath, [launcher, slot.kind === 'node' ? 'serve' : 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     slot.child = child;

@@ -69,6 +69,9 @@ function environment(kind: MemberKind): Record<string, string> {
     SCOPE_SHUTDOWN_MS: '1000',
     SCOPE_EVENT_LOG_MAXLEN: '1000000',
     SCOPE_RATE_LIMIT: 'off',
+    // Node leases (read once nodes own trees; ignored before): a dead node's trees are free within ~2 s.
+    SCOPE_NODE_LEASE_MS: '1500',
+    SCOPE_NODE_RENEW_MS: '400',
   };
 }
 
