@@ -91,9 +91,11 @@ export class Workload {
     }
     const deadline = Date.now() + this.#options.trialDeadlineMs;
     try {
-      if (kind === 'approval') await this.#answer(rootId, index, rng, deadline);
+      // One approval in ten is never answered: it ends parked, and the end checks restore it.
+      const parked = kind === 'approval' && rng.chance(0.1);
+      if (kind === 'approval') await this.#answer(rootId, index, rng, deadline, !parked);
       if (kind === 'sleep' && rng.chance(0.5)) await this.#cancelLater(rootId, rng.int(0, 1_500));
-      const outcome = await this.#settle(rootId, deadline);
+      const outcome = parked ? undefined : await this.#settle(rootId, deadline);
       if (outcome !== undefined) this.#ledger.problems.push(`trial ${index} (${kind}, ${rootId}): ${outcome}`);
     } catch (error) {
       this.#ledger.problems.push(`trial ${index} (${kind}, ${rootId}): ${(error as Error).message}`);
@@ -159,8 +161,8 @@ export class Workload {
     return answer.body as ProcessView;
   }
 
-  /** demo.approval: 0–2 notes, then the answer; each sent until acknowledged, some sent once more. */
-  async #answer(rootId: string, index: number, rng: Prng, deadline: number): Promise<void> {
+  /** demo.approval: 0–2 notes, then (unless told not to) the answer; each sent until acknowledged, some sent once more. */
+  async #answer(rootId: string, index: number, rng: Prng, deadline: number, answer: boolean): Promise<void> {
     let waitId: string | null = null;
     while (waitId === null) {
       if (Date.now() > deadline) throw new Error('the approval never opened its wait');
@@ -173,7 +175,7 @@ export class Workload {
     for (let note = 0; note < notes; note += 1) {
       await this.#signal(rootId, { id: `t${index}-note-${note}`, payload: { note: `note ${note} of trial ${index}` } }, rng, deadline);
     }
-    await this.#signal(rootId, { id: `t${index}-answer`, waitId, payload: { approved: rng.chance(0.7) } }, rng, deadline);
+    if (answer) await this.#signal(rootId, { id: `t${index}-answer`, waitId, payload: { approved: rng.chance(0.7) } }, rng, deadline);
   }
 
   async #signal(rootId: string, signal: { id: string; waitId?: string; payload: unknown }, rng: Prng, deadline: number): Promise<void> {
