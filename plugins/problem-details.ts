@@ -10,7 +10,7 @@
  * defect of this server can produce, is a bare 500 `internal_error`: its cause is logged, never sent.
  */
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -560,6 +560,39 @@ export interface ClientErrorHandlerOptions {
 }
 
 /**
+ * Sockets answered by {@link clientErrorHandler}, each with the one request still served on it (the
+ * complete request whose response the early answer waits for, if any): nothing else is.
+ */
+const answeredEarly = new WeakMap<Socket, IncomingMessage | undefined>();
+
+/** How long a socket answered early is still read before it is destroyed. */
+const lingerMs = 2_000;
+
+/**
+ * Half-closed, not destroyed: a socket closed with unread input makes the kernel answer the client's
+ * next bytes with a reset, and a reset can reach a busy client before it has read the answer (it then
+ * sees a bare close; RFC 9112 §9.6). What the client still sends is read and dropped until it closes
+ * its side, or until `lingerMs`.
+ */
+function linger(socket: Socket): void {
+  const timer = setTimeout(() => socket.destroy(), lingerMs);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
+/**
+ * A request whose connection was already answered (408 while its body was arriving, or whose head
+ * completed only after the answer) is never served: the client was told it failed. Run before any
+ * handler (the app's first `preHandler`); it ends the lifecycle without a second answer.
+ */
+export function refuseAnsweredEarly(request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+  const socket = request.raw.socket;
+  if (!answeredEarly.has(socket) || answeredEarly.get(socket) === request.raw) return undefined;
+  reply.hijack();
+  return reply;
+}
+
+/**
  * Fastify's `clientErrorHandler`: what Node's HTTP parser refuses (a bare CR or LF in a header, a
  * request line or header block over the limit, a bad method, contradictory framing) or times out
  * never reaches a route. It is answered with a complete problem+json HTTP/1.1 response and the
@@ -567,11 +600,9 @@ export interface ClientErrorHandlerOptions {
  * request on the connection (keep-alive) is finished first, so the two never interleave.
  */
 export function clientErrorHandler(options: ClientErrorHandlerOptions = {}): (this: FastifyInstance, error: ClientError, socket: Socket) => void {
-  const handled = new WeakSet<Socket>();
   return function onClientError(this: FastifyInstance, error, socket) {
     // A reset connection has nobody to answer; llhttp may report the same error again on later data.
-    if (error.code === 'ECONNRESET' || socket.destroyed || handled.has(socket)) return;
-    handled.add(socket);
+    if (error.code === 'ECONNRESET' || socket.destroyed || answeredEarly.has(socket)) return;
     const { code, detail } = classifyClientError(error);
     const { status, title } = problemRegistry[code];
     const requestId = randomUUID();
@@ -583,14 +614,15 @@ export function clientErrorHandler(options: ClientErrorHandlerOptions = {}): (th
       }
       const problem: ProblemBody = { type: problemTypeUri(code), title, status, detail, code, requestId, instance: `urn:scope:request:${requestId}` };
       options.answered?.(status);
-      // Closed once written: the rest of what the client sends is not read.
-      socket.end(rawProblemResponse(problem), () => socket.destroy());
+      socket.end(rawProblemResponse(problem));
+      linger(socket);
     };
     // Node keeps the response in flight on the socket (an internal field, the one its own default
     // handler consults for the same reason). If its request is the one whose body broke, the error is
     // that request's answer (unless the route already started answering: then only closing is left).
     // If its request was complete, the error is in the next one: the first answer is finished first.
     const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    answeredEarly.set(socket, inFlight?.req.complete === true ? inFlight.req : undefined);
     if (inFlight === undefined || inFlight === null || inFlight.writableFinished) {
       answer();
       return;

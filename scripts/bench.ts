@@ -26,6 +26,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchTree } = await import('./bench/tree.js');
     await benchTree();
   },
+  inbox: async () => {
+    const { benchInbox } = await import('./bench/inbox.js');
+    await benchInbox();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

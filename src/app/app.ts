@@ -24,6 +24,7 @@ import type { Host } from '../server/host.js';
 import { HttpMetrics } from './http-metrics.js';
 import problemDetails, {
   clientErrorHandler,
+  refuseAnsweredEarly,
   documentProblems,
   frameworkErrorHandler,
   withAuthProblems,
@@ -314,6 +315,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     }
   });
   app.decorate('host', options.host);
+  // First of every hook list: a request on a connection already answered early never reaches a handler.
+  app.addHook('onRequest', async (request, reply) => refuseAnsweredEarly(request, reply));
+  app.addHook('preHandler', async (request, reply) => refuseAnsweredEarly(request, reply));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

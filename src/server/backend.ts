@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { ProcessId } from '../kernel/index.js';
 import type { EventLog } from '../store/event-log.js';
 import type { IdempotencyStore } from '../store/idempotency.js';
 import { MemoryTreeCommitter } from '../store/memory-committer.js';
@@ -8,13 +9,17 @@ import { closeRedis, connectRedis, pingRedis, type RedisClient } from '../store/
 import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
 import { RedisTreeCommitter } from '../store/redis/redis-committer.js';
+import { readHeadVersions } from '../store/redis/head-versions.js';
 import { RedisRootIndex } from '../store/redis/root-index.js';
+import { RedisWaitIndex } from '../store/redis/wait-index.js';
 import { MemoryRootIndex, type RootIndex } from '../store/root-index.js';
 import type { ServerConfig } from './config.js';
 import { EmbeddedCommitter } from './embedded-committer.js';
 import type { HostCommitter } from './host-committer.js';
 import type { HostMetrics } from './metrics.js';
+import { IndexedInbox } from './indexed-inbox.js';
 import { RedisHostCommitter } from './redis-host-committer.js';
+import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
@@ -28,6 +33,10 @@ export interface Backend {
   readonly log: EventLog;
   readonly idempotency: IdempotencyStore;
   readonly roots: RootIndex;
+  /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
+  readonly inbox?: IndexedInbox;
+  /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
+  readonly headDigests?: (roots: readonly string[]) => Promise<(string | undefined)[]>;
   /** Redis mode: the client the stores use (the BullMQ transport shares it). */
   readonly redis?: RedisClient;
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
@@ -52,6 +61,8 @@ export interface BackendOptions {
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
   /** Redis mode with the BullMQ transport: the dispatch permits the commits carry. */
   readonly permits?: DispatchPermits;
+  /** Redis mode: describes a process's current wait (the catalog's descriptor), for the wait index. */
+  readonly describeWait?: DescribeWait;
 }
 
 export function createBackend(options: BackendOptions): Backend {
@@ -89,7 +100,16 @@ function redisBackend(options: BackendOptions): Backend {
   });
   const roots = new RedisRootIndex({ redis, keyPrefix: config.keyPrefix });
   const idempotency = new RedisIdempotencyStore({ redis, keyPrefix: config.keyPrefix, committer: store, ttlMs: config.idempotencyTtlMs, ...options.idempotency });
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits });
+  const waitIndex = new RedisWaitIndex({ redis, keyPrefix: config.keyPrefix });
+  const describe = options.describeWait ?? (() => undefined);
+  const waits = new WaitIndexWriter({ index: waitIndex, log: store.events, describe });
+  const inbox = new IndexedInbox({
+    index: waitIndex,
+    headVersions: (rootIds) => readHeadVersions(redis, config.keyPrefix, rootIds),
+    loadHead: (root) => store.loadHead(ProcessId.parse(root)),
+    describe,
+  });
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits });
   return {
     mode: 'redis',
     redis,
@@ -97,6 +117,8 @@ function redisBackend(options: BackendOptions): Backend {
     log: store.events,
     idempotency,
     roots,
+    inbox,
+    headDigests: async (rootIds) => (await readHeadVersions(redis, config.keyPrefix, rootIds)).map((version) => version?.digest),
     checks: async () => ({ redis: await pingRedis(redis, 1_000) }),
     close: async (graceMs) => {
       await store.close().catch(() => undefined);

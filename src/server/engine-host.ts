@@ -133,7 +133,14 @@ export class EngineHost implements Host {
       defaultMetrics: options.defaultMetrics,
     });
     const permits = config.transport === 'bullmq' ? new DispatchPermits() : undefined;
-    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, permits });
+    const describeWait = (process: ProcessSnapshot) => {
+      try {
+        return process.currentWait(this.#catalog.resolve(process.deploymentRef).descriptor);
+      } catch {
+        return undefined;
+      }
+    };
+    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, permits, describeWait });
     this.#backend = backend;
     // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
     // by the queue transport (same ref), so nothing can fall back to running in this process.
@@ -162,7 +169,7 @@ export class EngineHost implements Host {
     });
     this.#residency = residency;
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
-    this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root));
+    this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,
       catalog: this.#catalog,
@@ -204,7 +211,7 @@ export class EngineHost implements Host {
 
   #onEvent(event: Event): void {
     this.#residency.observe(event);
-    this.#inbox.observe(event);
+    if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
     // Committed events reached the log with their commit (host committer); the rest go best-effort.
     if (!event.committed) {
@@ -485,7 +492,10 @@ export class EngineHost implements Host {
     const head = await this.#residency.restore(root);
     if (head !== undefined) {
       this.#list.forget(root);
-      await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
+      // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay.
+      if (this.#backend.inbox === undefined) {
+        await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
+      }
     }
     return this.inspectTree(root);
   }
@@ -508,7 +518,10 @@ export class EngineHost implements Host {
   // Waits and the log
 
   async waits(query: WaitQuery = {}): Promise<readonly WaitView[]> {
-    const waits = this.#inbox.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+    const scope = query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) };
+    // Redis mode lists from the open-wait index (every node's trees, verified against their heads).
+    const inbox = this.#backend.inbox;
+    const waits = inbox === undefined ? this.#inbox.list(scope) : await storeCall('wait index read', () => inbox.list(scope));
     const { tenant } = query;
     if (tenant === undefined) return waits;
     const owned = await Promise.all(waits.map(async (wait) => (await this.#treeTenant(wait.rootId)) === tenant));

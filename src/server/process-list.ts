@@ -8,7 +8,7 @@ import { summaryOf } from './views.js';
 
 /**
  * `GET /v1/processes`: root processes newest first, from the root index (whole, or one deployment's
- * list), each summarised from this runtime or its stored head. A status filter is applied while
+ * list), each summarised from its stored head (or, embedded, this runtime). A status filter is applied while
  * scanning, within a bounded number of index batches: a page may come back short (even empty) with a
  * cursor to continue. `nextCursor` is null exactly when the index holds nothing further.
  */
@@ -19,17 +19,30 @@ const scanBatches = 20;
 /** Summaries of terminal stored roots cached (they never change). */
 const cachedSummaries = 10_000;
 
+/** Reads the versions (digests) of stored heads in one round trip (Redis mode). */
+export type HeadDigests = (roots: readonly string[]) => Promise<(string | undefined)[]>;
+
 export class ProcessList {
   readonly #roots: RootIndex;
   readonly #residency: TreeResidency;
   readonly #summaries = new Map<string, ProcessSummary>();
+  /** Redis mode: summaries by the head digest they were read from. */
+  readonly #byDigest = new Map<string, { digest: string; summary: ProcessSummary }>();
+  readonly #headDigests: HeadDigests | undefined;
 
   readonly #tenantOf: (root: string) => Promise<string>;
 
-  constructor(roots: RootIndex, residency: TreeResidency, tenantOf: (root: string) => Promise<string>) {
+  /**
+   * With `headDigests` (Redis mode, where other nodes commit too) every root is summarised from its
+   * stored head, never from this node's copy (which another node may have fenced and moved on), and a
+   * head is parsed again only when its digest changed. Without it (one embedded node, whose copy is
+   * the truth) a resident tree is summarised from memory.
+   */
+  constructor(roots: RootIndex, residency: TreeResidency, tenantOf: (root: string) => Promise<string>, headDigests?: HeadDigests) {
     this.#roots = roots;
     this.#residency = residency;
     this.#tenantOf = tenantOf;
+    this.#headDigests = headDigests;
   }
 
   async page(query: ProcessListQuery): Promise<Page<ProcessSummary>> {
@@ -48,9 +61,10 @@ export class ProcessList {
     const batch = filtered ? Math.min(100, limit * 2) : limit + 1;
     for (let scanned = 0; scanned < scanBatches; scanned += 1) {
       const members = await storeCall('process list', () => this.#roots.page(before, batch, query.deployment));
-      for (const member of members) {
+      const summaries = await this.#summariesOf(members.map(rootOfMember));
+      for (const [index, member] of members.entries()) {
         const root = rootOfMember(member);
-        const summary = await this.#summary(root);
+        const summary = summaries[index];
         const owned = query.tenant === undefined || summary === undefined || (await this.#tenantOf(root)) === query.tenant;
         if (summary !== undefined && owned && (status === undefined || summary.status === status)) {
           if (items.length === limit) return { items, nextCursor: encodeCursor(before as string) };
@@ -66,6 +80,32 @@ export class ProcessList {
   /** Forgets a cached summary (the tree was restored or purged). */
   forget(root: string): void {
     this.#summaries.delete(root);
+    this.#byDigest.delete(root);
+  }
+
+  async #summariesOf(roots: readonly string[]): Promise<(ProcessSummary | undefined)[]> {
+    const headDigests = this.#headDigests;
+    if (headDigests === undefined) {
+      const summaries: (ProcessSummary | undefined)[] = [];
+      for (const root of roots) summaries.push(await this.#summary(root));
+      return summaries;
+    }
+    const digests = await storeCall('process list', () => headDigests(roots));
+    return Promise.all(
+      roots.map(async (root, index) => {
+        const digest = digests[index];
+        if (digest === undefined) return undefined;
+        const cached = this.#byDigest.get(root);
+        if (cached !== undefined && cached.digest === digest) return cached.summary;
+        const head = await this.#residency.loadHead(root);
+        if (head === undefined) return undefined;
+        const summary = summaryOf(head.root);
+        this.#byDigest.delete(root);
+        this.#byDigest.set(root, { digest: head.digest.toString(), summary });
+        if (this.#byDigest.size > cachedSummaries) this.#byDigest.delete(this.#byDigest.keys().next().value as string);
+        return summary;
+      }),
+    );
   }
 
   async #summary(root: string): Promise<ProcessSummary | undefined> {

@@ -9,6 +9,7 @@ import { CommitterBase, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
+import type { IndexedCommit, WaitIndexPlan, WaitIndexWriter } from './wait-index-writer.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -17,6 +18,8 @@ export interface RedisHostCommitterOptions {
   readonly metrics?: HostMetrics;
   /** The BullMQ transport's dispatch permits, carried by effect boundaries and activations. */
   readonly permits?: DispatchPermits;
+  /** The open-wait index's writer: entries before the commits that open waits, removals after those that close them. */
+  readonly waits?: WaitIndexWriter;
 }
 
 /**
@@ -32,6 +35,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #idempotency: RedisIdempotencyStore;
   readonly #roots: RootIndex;
   readonly #permits: DispatchPermits | undefined;
+  readonly #waits: WaitIndexWriter | undefined;
 
   constructor(options: RedisHostCommitterOptions) {
     super(options.metrics);
@@ -39,6 +43,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
     this.#permits = options.permits;
+    this.#waits = options.waits;
   }
 
   get store(): RedisTreeCommitter {
@@ -61,6 +66,7 @@ export class RedisHostCommitter extends CommitterBase {
     }
     // The tenant record has no TTL (it lives as long as the tree); a purged tree takes it along.
     if (outcome === 'purged') await this.#store.deleteRecord(rootId, tenantRecordSuffix).catch(() => undefined);
+    this.#waits?.forget(rootId.toString());
     return outcome;
   }
 
@@ -81,7 +87,9 @@ export class RedisHostCommitter extends CommitterBase {
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
     }
+    const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    await this.#indexed(plan);
     if (intent !== undefined) {
       // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
       // finds the record through the `committing` pointer finishes this step itself.
@@ -90,11 +98,32 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
+    const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...this.#permits?.writesFor(boundary) });
+    await this.#indexed(plan);
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    const plan = await this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context?.events ?? [] });
     await this.#store.activateTree(activation, { events: context?.events ?? [], ...this.#permits?.writesFor(activation) });
+    await this.#indexed(plan);
+  }
+
+  /**
+   * The wait index entries a commit needs, written before it is sent: a commit that opens a wait is
+   * never acknowledged without its entry (the inbox stays complete). Failing that, nothing is committed.
+   */
+  async #indexWaits(commit: IndexedCommit): Promise<WaitIndexPlan | undefined> {
+    if (this.#waits === undefined) return undefined;
+    try {
+      return await this.#waits.prepare(commit);
+    } catch (error) {
+      throw unavailable('wait index write', error);
+    }
+  }
+
+  async #indexed(plan: WaitIndexPlan | undefined): Promise<void> {
+    if (plan !== undefined) await this.#waits?.acknowledged(plan);
   }
 
   /**

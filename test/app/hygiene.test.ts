@@ -128,6 +128,72 @@ describe('request timeout', () => {
   });
 });
 
+describe('closing after an early answer', () => {
+  /**
+   * A socket closed with unread input answers the client's next bytes with a reset, and a reset can
+   * reach a busy client before it has read the answer (it then sees a bare close: the fuzzer met it on
+   * a loaded machine). The server half-closes instead and reads on until the client closes.
+   */
+  test('a 408 is followed by a half-close: the client may still send, and sees no reset before it closes', async () => {
+    const node = await startNode({ auth: { mode: 'off' }, requestTimeoutMs: 300 });
+    try {
+      // Half-open allowed, so that the client can still write after the server's FIN (as a slow one does).
+      const socket = connect({ port: node.port, host: '127.0.0.1', allowHalfOpen: true });
+      socket.setEncoding('utf8');
+      let received = '';
+      const errors: string[] = [];
+      socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+      socket.on('data', (chunk: string) => {
+        received += chunk;
+      });
+      const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+      const closed = new Promise<boolean>((resolve) => socket.once('close', (hadError) => resolve(hadError)));
+      socket.write('POST /v1/processes HTTP/1.1\r\nHost: scope\r\nx-slow: ');
+      await ended;
+      assert.match(received, /^HTTP\/1\.1 408 /);
+      // A server that destroyed its socket resets the connection at the first of these bytes.
+      for (let index = 0; index < 3; index += 1) {
+        await new Promise<void>((resolve) => socket.write('z', () => resolve()));
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      socket.end();
+      assert.equal(await closed, false, `the connection was reset: ${errors.join(', ')}`);
+      assert.deepEqual(errors, []);
+    } finally {
+      await node.close();
+    }
+  });
+
+  test('a request that completes after its 408 is never served', async () => {
+    const node = await startNode({ auth: { mode: 'off' }, requestTimeoutMs: 300 });
+    try {
+      const before = await request(node.url).get('/v1/processes');
+      const socket = connect({ port: node.port, host: '127.0.0.1', allowHalfOpen: true });
+      socket.setEncoding('utf8');
+      let received = '';
+      socket.on('error', () => undefined);
+      socket.on('data', (chunk: string) => {
+        received += chunk;
+      });
+      const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      const body = JSON.stringify({ deployment: 'demo.echo', input: { value: 'late' } });
+      socket.write(`POST /v1/processes HTTP/1.1\r\nHost: scope\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+      await ended;
+      assert.match(received, /^HTTP\/1\.1 408 /);
+      // The rest of the body arrives after the answer: the start must not happen.
+      await new Promise<void>((resolve) => socket.write(body.slice(5), () => resolve()));
+      socket.end();
+      await closed;
+      assert.equal(received.match(/HTTP\/1\.1 /g)?.length, 1, received);
+      const after = await request(node.url).get('/v1/processes');
+      assert.equal(after.body.items.length, before.body.items.length);
+    } finally {
+      await node.close();
+    }
+  });
+});
+
 describe('Redis AUTH', () => {
   test('a password in SCOPE_REDIS_URL authenticates every connection and never reaches a log line; a wrong one is not ready', async () => {
     const password = 'correct-horse-battery-staple';

@@ -18,6 +18,7 @@ import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
  * |-------------------------------------|--------|--------------------------------------------------------|
  * | `<prefix>:roots`                    | zset   | the root index, `<start ms>:<root>` members (lex order) |
  * | `<prefix>:roots:deployment:<name>`  | zset   | the same, for one deployment name                      |
+ * | `<prefix>:waits:<shard>`            | hash   | open-wait index shard: `<root> <process> <wait>` → entry JSON (shard = hash of root mod N) |
  * | `<prefix>:idempotency:<sha256>`     | string | an Idempotency-Key pointer (reserved/committing/root)  |
  * | `<prefix>:streams:key:<keyId>`      | zset   | an API key's open SSE streams → lease expiry (ms)       |
  * | `<prefix>:ratelimit:<keyId or ip>`  | string | @fastify/rate-limit's counter for one caller (TTL)     |
@@ -98,6 +99,15 @@ export function rootIndexKey(prefix: string): string {
 export function deploymentRootIndexKey(prefix: string, deployment: string): string {
   if (!/^[a-z][a-z0-9._-]{0,127}$/.test(deployment)) throw new TypeError(`a deployment name is a qualified name, got ${JSON.stringify(deployment)}`);
   return `${prefix}:roots:deployment:${deployment}`;
+}
+
+/**
+ * One shard of the open-wait index (`GET /v1/waits`): a hash whose fields point at waits of many
+ * trees, so it lives outside every hash tag; each shard is its own key (its own cluster slot).
+ */
+export function waitIndexShardKey(prefix: string, shard: number): string {
+  if (!Number.isInteger(shard) || shard < 0 || shard > 1023) throw new TypeError(`a wait index shard is an integer in 0..1023, got ${String(shard)}`);
+  return `${prefix}:waits:${shard}`;
 }
 
 /** The pointer of an Idempotency-Key digest (outside any tree's hash tag: it only names a root). */

@@ -108,6 +108,7 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     'idempotencyReplace-1.lua',
     'purgeTree-4.lua',
     'reconcileCommit-2.lua',
+    'waitIndexRemove-1.lua',
   ]);
   for (const file of files) {
     const source = readFileSync(new URL(file, luaDirectory), 'utf8');

@@ -7,6 +7,7 @@ import { RedisIdempotencyStore } from '../../../src/store/redis/idempotency-stor
 import { eventsKey, factsKey, headKey, idempotencyPointerKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { luaScripts } from '../../../src/store/redis/scripts.js';
+import { RedisWaitIndex } from '../../../src/store/redis/wait-index.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { clusterSlot, crc16, hashTagOf, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
@@ -73,7 +74,7 @@ function declaredKeys(args: readonly string[]): string[] {
 
 /** Keys a script's inner command touches (the commands our scripts use). */
 /** The idempotency scripts: their keys are directory keys (a pointer; the start fence takes the tree's own). */
-const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace'];
+const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace', 'waitIndexRemove'];
 
 /**
  * The script an EVAL/EVALSHA line runs: EVALSHA names the sha; an EVAL carries the source (MONITOR
@@ -189,6 +190,10 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
     // A pointer to a root without its record is free: the claim replaces it.
     await redis.set(idempotencyPointerKey(prefix, digest(3)), ProcessId.newRoot().toString());
     assert.equal((await idempotency.claim(digest(3))).kind, 'reserved');
+    // The wait index's compare-and-delete takes one shard key.
+    const root4 = ProcessId.newRoot().toString();
+    const waitEntry = { rootId: root4, processId: root4, waitId: 'wait:x', incarnation: 'i', sequence: '1', since: 's', answerSchema: null, description: null, value: 'v' };
+    await new RedisWaitIndex({ redis, keyPrefix: prefix }).remove([waitEntry]);
     const sawPing = new Promise<void>((resolve) => {
       monitor.on('monitor', (_time: string, args: string[]) => {
         if (args[0]?.toUpperCase() === 'PING') resolve();
@@ -207,6 +212,9 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
     if (name === 'fenceStart') {
       assert.equal(keys.length, 2);
       assert.equal(new Set(keys.map(clusterSlot)).size, 1, `fenceStart keys in one slot: ${keys.join(', ')}`);
+    } else if (name === 'waitIndexRemove') {
+      assert.equal(keys.length, 1, 'waitIndexRemove takes one shard');
+      assert.match(keys[0] as string, new RegExp(`^${prefix}:waits:\\d+$`));
     } else {
       assert.equal(keys.length, 1, `${name} takes the pointer alone`);
       assert.match(keys[0] as string, new RegExp(`^${prefix}:idempotency:[0-9a-f]{64}$`));
