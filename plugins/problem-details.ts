@@ -58,6 +58,7 @@ export const problemRegistry = {
   process_not_found: { status: 404, title: 'Process not found' },
   tree_not_found: { status: 404, title: 'Tree not found' },
   effect_not_found: { status: 404, title: 'Effect not found' },
+  node_not_found: { status: 404, title: 'Node not found' },
   // 406–431: the exchange cannot happen in this form.
   not_acceptable: { status: 406, title: 'Not acceptable' },
   request_timeout: { status: 408, title: 'Request timeout' },
@@ -78,6 +79,7 @@ export const problemRegistry = {
   commit_conflict: { status: 409, title: 'Commit conflict' },
   tree_incarnation_conflict: { status: 409, title: 'Tree incarnation conflict' },
   tree_not_active: { status: 409, title: 'Tree not active' },
+  tree_owned_elsewhere: { status: 409, title: 'Tree owned elsewhere' },
   cursor_ahead: { status: 409, title: 'Cursor ahead of the log' },
   tree_live: { status: 409, title: 'Tree still live' },
   process_already_exists: { status: 409, title: 'Process already exists' },
@@ -100,6 +102,8 @@ export const problemRegistry = {
   runtime_stopped: { status: 503, title: 'Runtime stopped' },
   committer_unavailable: { status: 503, title: 'Storage unavailable' },
   shutting_down: { status: 503, title: 'Shutting down' },
+  node_lease_lost: { status: 503, title: 'Node lease lost' },
+  owner_unreachable: { status: 503, title: 'Owner unreachable' },
   stream_capacity: { status: 503, title: 'Stream capacity reached' },
   overloaded: { status: 503, title: 'Overloaded' },
   engine_closed: { status: 503, title: 'Engine closed' },
@@ -259,7 +263,9 @@ export function serverProblemResponses(): Record<string, unknown> {
   return {
     default: marker(
       'Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, ' +
-        '`committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load).',
+        '`committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), ' +
+        '`node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree\'s owner node did not answer a forwarded command); ' +
+        '`tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree.',
       ['internal_error'],
     ),
   };
@@ -686,6 +692,11 @@ export function frameworkErrorHandler(options: FrameworkErrorHandlerOptions): (e
 export interface ProblemDetailsOptions {
   /** The body limit in bytes, named in 413 details. */
   readonly bodyLimit: number;
+  /**
+   * Runs first with each route error: `true` when it answered the request itself (a command
+   * forwarded to the tree's owner, src/app/forwarding.ts), else the error to answer with.
+   */
+  readonly intercept?: (error: unknown, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
 /**
@@ -693,7 +704,9 @@ export interface ProblemDetailsOptions {
  * registered below it): register it at the root, before the resource plugins.
  */
 async function installProblemDetails(app: FastifyInstance, options: ProblemDetailsOptions): Promise<void> {
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler(async (thrown, request, reply) => {
+    const error = options.intercept === undefined ? thrown : await options.intercept(thrown, request, reply);
+    if (error === true) return reply;
     const classified = classify(error, options.bodyLimit);
     const log = { err: error, code: classified.code };
     if (classified.level === 'error') request.log.error(log, 'request failed with an unexpected error');

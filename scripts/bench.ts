@@ -14,6 +14,10 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchRedis } = await import('./bench/redis.js');
     await benchRedis();
   },
+  'redis-wait': async () => {
+    const { benchRedisWait } = await import('./bench/redis-wait.js');
+    await benchRedisWait();
+  },
   http: async () => {
     const { benchHttp } = await import('./bench/http.js');
     await benchHttp();

@@ -30,6 +30,14 @@ export const HostErrorCode = {
   cursorAhead: 'cursor_ahead',
   /** 410: the log no longer holds entries after the cursor (retention trimmed them). */
   historyTrimmed: 'history_trimmed',
+  /** 409: a live other node owns the tree (a forwarded command met a node that lost it); the detail names the owner. */
+  treeOwnedElsewhere: 'tree_owned_elsewhere',
+  /** 404: no registered node with this id. */
+  nodeNotFound: 'node_not_found',
+  /** 503: this node's lease is gone or past its margin: it starts nothing and changes no tree until it holds one again. */
+  nodeLeaseLost: 'node_lease_lost',
+  /** 503: the tree's owner holds a live lease but did not answer a forwarded command (Retry-After: its lease). */
+  ownerUnreachable: 'owner_unreachable',
   /** 503: the server is shutting down and admits no new work. */
   shuttingDown: 'shutting_down',
   /** 500: a stored uint64 counter does not fit a JSON-safe number (never expected in practice). */

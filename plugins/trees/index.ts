@@ -7,7 +7,7 @@ import type { FastifyReply } from 'fastify';
 import type { SnapshotView } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
 import { NoQuery, ref, TreeParams, wire } from '../shared.js';
-import { ReleaseQuery, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
+import { ReleaseQuery, RestoreQuery, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
 
 export { treeComponents } from './schemas.js';
 
@@ -94,16 +94,17 @@ const trees: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'restoreTree',
         tags: ['trees'],
         summary: 'Take the tree over from its stored head',
-        description: 'A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is.',
+        description:
+          'A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner\'s lease is gone is taken over here.',
         params: TreeParams,
-        querystring: NoQuery,
+        querystring: RestoreQuery,
         response: {
           200: { description: 'The restored tree.', ...ref(Tree) },
-          ...problemResponses('tree_not_found'),
+          ...problemResponses('tree_not_found', 'tree_owned_elsewhere', 'node_lease_lost', 'owner_unreachable'),
         },
       },
     },
-    async (request) => wire(await app.host.restoreTree(request.params.rootId)),
+    async (request) => wire(await app.host.restoreTree(request.params.rootId, { force: request.query.force ?? false })),
   );
 
   app.delete(
@@ -118,7 +119,7 @@ const trees: FastifyPluginAsyncTypebox = async (app) => {
         querystring: ReleaseQuery,
         response: {
           204: { description: 'Released (and purged when asked).', type: 'null' },
-          ...problemResponses('tree_not_found', 'tree_live'),
+          ...problemResponses('tree_not_found', 'tree_live', 'tree_owned_elsewhere'),
         },
       },
     },

@@ -32,6 +32,15 @@ export const ReleaseQuery = closedObject({
   ),
 });
 
+export const RestoreQuery = closedObject({
+  force: Type.Optional(
+    Type.Boolean({
+      description: 'Take the tree even from a live owner node (an operator override; the fenced owner drops it and forwards from then on). Without it, a tree a live other node owns is forwarded there.',
+      example: false,
+    }),
+  ),
+});
+
 export const SnapshotHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'A previous ETag: 304 when the head has not changed.' })),
 });

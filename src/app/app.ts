@@ -22,6 +22,7 @@ import Fastify, {
 } from 'fastify';
 import type { Host } from '../server/host.js';
 import { HttpMetrics } from './http-metrics.js';
+import { forwarder, rememberRawBody } from './forwarding.js';
 import problemDetails, {
   clientErrorHandler,
   refuseAnsweredEarly,
@@ -40,6 +41,7 @@ import control, { bodyOptionalOperations, controlComponents } from '../../plugin
 import effects, { effectComponents } from '../../plugins/effects/index.js';
 import trees, { treeComponents } from '../../plugins/trees/index.js';
 import waits, { waitComponents } from '../../plugins/waits/index.js';
+import nodes, { nodeComponents } from '../../plugins/nodes/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
 import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
@@ -136,6 +138,7 @@ export function resourcePlugins(config: AppConfig = {}): readonly ResourcePlugin
     { plugin: effects, components: effectComponents },
     { plugin: trees, components: treeComponents },
     { plugin: waits, components: waitComponents },
+    { plugin: nodes, components: nodeComponents },
     { plugin: eventsPlugin, components: eventsComponents },
     { plugin: streamPlugin, options: streamOptions, components: streamComponents },
     { plugin: health, components: healthComponents },
@@ -151,6 +154,7 @@ export const openapiTags = [
   { name: 'effects', description: "A process's effects; replay and resolution of Unknown outcomes." },
   { name: 'trees', description: 'Process trees: inspection, snapshots, capture, restore and release.' },
   { name: 'waits', description: 'The inbox of unanswered waits.' },
+  { name: 'nodes', description: 'The nodes on one Redis: leases, and eviction of a sick node.' },
   { name: 'events', description: "A tree's committed events and deltas as pages." },
   { name: 'stream', description: "A tree's events and deltas as a resumable server-sent event stream." },
   { name: 'health', description: 'Liveness, readiness and metrics.' },
@@ -307,9 +311,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Every body is JSON: a text/plain body is 415, not a string that fails the schema.
   app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      const parsed = parseJsonBody(body as string);
+      rememberRawBody(request, body as string);
+      done(null, parsed);
     } catch (error) {
       done(error as Error, undefined);
     }
@@ -346,7 +352,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     });
   }
 
-  await app.register(problemDetails, { bodyLimit });
+  await app.register(problemDetails, { bodyLimit, intercept: forwarder({ nodeId: () => options.host.nodeId }) });
   // Security headers on every response. The strict policy is for the API's own pages (the JSON the API
   // sends executes nothing); /docs sets Swagger UI's own.
   await app.register(fastifyHelmet, {

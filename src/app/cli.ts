@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import { createLogger } from './logger.js';
-import { ConfigError, loadConfig, redactUrl, type ServerConfig } from '../server/config.js';
+import { ConfigError, loadConfig, redactUrl, redisTargetOf, type ServerConfig } from '../server/config.js';
 import { EngineHost } from '../server/engine-host.js';
 import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
@@ -20,7 +20,7 @@ const usage = `usage: scope serve [--no-demos] | scope worker
        scope keys create --scopes <scope,...> [--tenant <t>] [--id <name>]
 
   serve        start the HTTP/SSE server (configuration from the environment, see README)
-  worker       execute Effects from the BullMQ queues (SCOPE_REDIS_URL; see docs/transport.md)
+  worker       execute Effects from the BullMQ queues (SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER; see docs/transport.md)
   keys create  make an API key (printed once) and its entry for SCOPE_API_KEYS_FILE
   --no-demos   do not register the demo deployments (same as SCOPE_DEMOS=off)
   --help       print this help`;
@@ -55,11 +55,11 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
   const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
-  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }) });
+  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }), joinsCluster: config.mode === 'redis' });
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
-      ? connectRedis(config.redisUrl, { onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
+      ? connectRedis(redisTargetOf(config), { onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
       : undefined;
   const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }) });
   if (guardsRedis !== undefined) app.addHook('onClose', async () => closeRedis(guardsRedis, 1_000));
@@ -71,8 +71,16 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
     throw error;
   }
+  try {
+    // Redis mode: join the nodes on this Redis (lease, routing by owner record, takeovers).
+    await host.startNode(url);
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
+    throw error;
+  }
   logger.info(
-    { url, mode: config.mode, redis: config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl), demos: config.demos, auth: config.auth.mode },
+    { url, mode: config.mode, node: host.nodeId, redis: config.redisCluster?.map(redactUrl).join(',') ?? (config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl)), demos: config.demos, auth: config.auth.mode },
     `scope listening on ${url} (${config.mode} mode)`,
   );
   if (config.auth.mode === 'off') {
@@ -140,8 +148,8 @@ export async function main(argv: readonly string[] = process.argv.slice(2), env:
 
 /** `scope worker` until SIGTERM/SIGINT: stop taking jobs, abort running attempts after `SCOPE_SHUTDOWN_MS`, exit. */
 async function runWorker(config: ServerConfig, logger: Logger): Promise<void> {
-  if (config.redisUrl === undefined) {
-    process.stderr.write('scope: scope worker needs SCOPE_REDIS_URL\n');
+  if (config.mode !== 'redis') {
+    process.stderr.write('scope: scope worker needs SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER\n');
     process.exitCode = 2;
     return;
   }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { ServerConfig } from '../server/config.js';
+import { redisTargetOf, type ServerConfig } from '../server/config.js';
 import { demoDeployments } from '../server/demos.js';
-import { closeRedis, connectRedis, type RedisClient } from '../store/redis/connection.js';
+import { closeRedis, connectRedis, duplicateRedis, type RedisClient } from '../store/redis/connection.js';
 import { EffectWorker } from '../transport/bullmq/effect-worker.js';
 import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
 import { loadDeploymentsModule } from './deployments-module.js';
@@ -20,8 +20,8 @@ export interface RunningWorker {
 export async function startWorker(options: { config: ServerConfig; logger: Logger }): Promise<RunningWorker> {
   const { config, logger } = options;
   const onError = (error: Error): void => logger.warn({ err: error }, 'redis connection error');
-  const redis: RedisClient = connectRedis(config.redisUrl, { onError });
-  const bullConnection: RedisClient = redis.duplicate({ maxRetriesPerRequest: null });
+  const redis: RedisClient = connectRedis(redisTargetOf(config), { onError });
+  const bullConnection: RedisClient = duplicateRedis(redis, { maxRetriesPerRequest: null });
   bullConnection.on('error', onError);
   const closeAll = async (): Promise<void> => {
     await Promise.all([closeRedis(redis, 500), closeRedis(bullConnection, 500)]);

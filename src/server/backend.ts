@@ -13,7 +13,7 @@ import { readHeadVersions } from '../store/redis/head-versions.js';
 import { RedisRootIndex } from '../store/redis/root-index.js';
 import { RedisWaitIndex } from '../store/redis/wait-index.js';
 import { MemoryRootIndex, type RootIndex } from '../store/root-index.js';
-import type { ServerConfig } from './config.js';
+import { redisTargetOf, type ServerConfig } from './config.js';
 import { EmbeddedCommitter } from './embedded-committer.js';
 import type { HostCommitter } from './host-committer.js';
 import type { HostMetrics } from './metrics.js';
@@ -23,7 +23,7 @@ import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
- * in-process indexes) or Redis mode (everything in one Redis). The rest of the Host sees only the
+ * in-process indexes) or Redis mode (everything in one Redis or one Redis Cluster). The rest of the Host sees only the
  * interfaces below, never which backend it has.
  */
 export interface Backend {
@@ -46,7 +46,7 @@ export interface Backend {
 }
 
 /** Which parts of the configuration the backend reads. */
-export type BackendConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'eventLogMaxLen' | 'idempotencyTtlMs'>;
+export type BackendConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'eventLogMaxLen' | 'idempotencyTtlMs'>;
 
 export interface BackendOptions {
   readonly config: BackendConfig;
@@ -87,12 +87,13 @@ function embeddedBackend(options: BackendOptions): Backend {
 
 function redisBackend(options: BackendOptions): Backend {
   const { config, logger, metrics } = options;
-  const redis = options.redis ?? connectRedis(config.redisUrl, { onError: (error) => logger?.warn({ err: error }, 'redis connection error') });
+  const redis = options.redis ?? connectRedis(redisTargetOf(config), { onError: (error) => logger?.warn({ err: error }, 'redis connection error') });
   const ownsRedis = options.redis === undefined;
   const store = new RedisTreeCommitter({
     redis,
     keyPrefix: config.keyPrefix,
     eventLogMaxLen: config.eventLogMaxLen,
+    ...(config.redisWait === undefined ? {} : { waitReplicas: config.redisWait }),
     onLogAppendError: (error, lost) => {
       metrics.logAppendFailures.inc(lost);
       logger?.warn({ err: error }, 'best-effort event log append failed');

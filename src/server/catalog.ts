@@ -43,6 +43,16 @@ export class DeploymentCatalog implements DeploymentResolver {
     return deployment;
   }
 
+  /** Whether exactly `ref` is registered (what a takeover needs of every process of a tree). */
+  holds(ref: DeploymentRef): boolean {
+    return this.#byRef.get(ref.digest.toString())?.ref.equals(ref) === true;
+  }
+
+  /** Every registered ref, as text (`<name>+sha256:<hex>`): what a node advertises it can restore. */
+  refs(): string[] {
+    return [...this.#byRef.values()].map((deployment) => deployment.ref.toString());
+  }
+
   /** The deployments new starts use, in registration order of their names. */
   current(): Deployment[] {
     return [...this.#byName.values()];

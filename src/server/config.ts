@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
+import type { RedisTarget } from '../store/redis/connection.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
 import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
@@ -11,6 +13,9 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | variable                 | default            | meaning                                                   |
  * |--------------------------|--------------------|-----------------------------------------------------------|
  * | `SCOPE_REDIS_URL`        | (absent: embedded) | `redis://` or `rediss://` URL; absent = in-memory mode     |
+ * | `SCOPE_REDIS_CLUSTER`    | (none)             | Redis Cluster seed URLs, comma-separated (instead of `SCOPE_REDIS_URL`; same scheme and credentials on each) |
+ * | `SCOPE_REDIS_WAIT_REPLICAS` | 0 (off)         | after each commit, `WAIT` for this many replicas; fewer in time = 503 `committer_unavailable` |
+ * | `SCOPE_REDIS_WAIT_TIMEOUT_MS` | 1000          | how long that `WAIT` may take (1–4000, below the 5 s storage deadline) |
  * | `PORT`                   | 3000               | TCP port (0 = any free port)                              |
  * | `HOST`                   | 127.0.0.1          | listen address                                            |
  * | `SCOPE_LOG_LEVEL`        | info               | fatal, error, warn, info, debug, trace, silent            |
@@ -28,6 +33,10 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
+ * | `SCOPE_NODE_ID`          | (random)           | Redis mode: this node's id (1–64 of `[A-Za-z0-9._-]`)     |
+ * | `SCOPE_ADVERTISE_URL`    | (the listen URL)   | Redis mode: where other nodes forward commands for this node's trees |
+ * | `SCOPE_NODE_LEASE_MS`    | 10000              | Redis mode: the node lease's TTL (a node silent this long is dead) |
+ * | `SCOPE_NODE_RENEW_MS`    | 2000               | Redis mode: lease renewal period (at most a third of the lease) |
  * | `SCOPE_IDEMPOTENCY_TTL_MS` | 86400000         | how long an Idempotency-Key is remembered                  |
  * | `SCOPE_AUTH`             | off (on when a keys or JWKS file is set) | `off`, `keys` or `jwt` (either turns bearer authentication on) |
  * | `SCOPE_API_KEYS_FILE`    | (none)             | JSON `{keys: [{id, sha256, tenant, scopes}]}`, reread when it changes |
@@ -76,10 +85,20 @@ export interface PressureConfig {
   readonly maxRssBytes: number;
 }
 
+/** `SCOPE_REDIS_WAIT_REPLICAS`: how many replicas must acknowledge each commit, and how long to wait. */
+export interface RedisWaitConfig {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
+
 export interface ServerConfig {
-  /** `redis` when `SCOPE_REDIS_URL` is set, else `embedded` (memory committer + memory log). */
+  /** `redis` when `SCOPE_REDIS_URL` or `SCOPE_REDIS_CLUSTER` is set, else `embedded` (memory committer + memory log). */
   readonly mode: 'embedded' | 'redis';
   readonly redisUrl: string | undefined;
+  /** `SCOPE_REDIS_CLUSTER`: the seed URLs of a Redis Cluster (then `redisUrl` is absent). */
+  readonly redisCluster?: readonly string[];
+  /** `SCOPE_REDIS_WAIT_REPLICAS` > 0: commits wait for replica acknowledgements (absent: they do not). */
+  readonly redisWait?: RedisWaitConfig;
   readonly port: number;
   readonly host: string;
   readonly logLevel: LogLevel;
@@ -117,6 +136,18 @@ export interface ServerConfig {
   /** Bound on receiving one request, headers and body (ms); 0 = none. */
   readonly requestTimeoutMs: number;
   readonly pressure: PressureConfig;
+  /** Redis mode: this node's identity and lease (src/server/ownership/). */
+  readonly node: NodeConfig;
+}
+
+/** A node's identity and lease timing (Redis mode; embedded mode is one implicit node). */
+export interface NodeConfig {
+  /** `SCOPE_NODE_ID`, or a random id per process. */
+  readonly id: string;
+  /** `SCOPE_ADVERTISE_URL`; undefined = the URL the server listens on. */
+  readonly advertiseUrl: string | undefined;
+  readonly leaseMs: number;
+  readonly renewMs: number;
 }
 
 /**
@@ -218,6 +249,12 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     }
     if (!valid) problems.push(`SCOPE_REDIS_URL=${JSON.stringify(redactUrl(redisUrl))}: expected a redis:// or rediss:// URL`);
   }
+  const redisCluster = parseClusterSeeds(read('SCOPE_REDIS_CLUSTER'), problems);
+  if (redisCluster !== undefined && redisUrl !== undefined) problems.push('SCOPE_REDIS_URL and SCOPE_REDIS_CLUSTER are both set: choose one Redis');
+  const redisMode = redisUrl !== undefined || redisCluster !== undefined;
+  const waitReplicas = integer('SCOPE_REDIS_WAIT_REPLICAS', 0, 0, 16);
+  const waitTimeoutMs = integer('SCOPE_REDIS_WAIT_TIMEOUT_MS', 1_000, 1, 4_000);
+  if (waitReplicas > 0 && !redisMode) problems.push('SCOPE_REDIS_WAIT_REPLICAS needs SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER');
 
   const port = integer('PORT', 3000, 0, 65_535);
   const host = read('HOST') ?? '127.0.0.1';
@@ -280,6 +317,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
   const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
+  const node = readNodeConfig(read, integer, problems);
 
   let grants = defaultGrants();
   const grantText = read('SCOPE_GRANTS');
@@ -343,7 +381,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   let transport: 'inprocess' | 'bullmq' = 'inprocess';
   if (transportText === 'bullmq') {
     transport = 'bullmq';
-    if (redisUrl === undefined) problems.push('SCOPE_TRANSPORT=bullmq needs SCOPE_REDIS_URL (workers reach the API through Redis)');
+    if (!redisMode) problems.push('SCOPE_TRANSPORT=bullmq needs SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER (workers reach the API through Redis)');
   } else if (transportText !== 'inprocess') {
     problems.push(`SCOPE_TRANSPORT=${JSON.stringify(transportText)}: expected inprocess or bullmq`);
   }
@@ -371,8 +409,10 @@ export function loadConfig(env: Env = process.env): ServerConfig {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
-    mode: redisUrl === undefined ? 'embedded' : 'redis',
+    mode: redisMode ? 'redis' : 'embedded',
     redisUrl,
+    ...(redisCluster === undefined ? {} : { redisCluster }),
+    ...(waitReplicas === 0 ? {} : { redisWait: Object.freeze({ replicas: waitReplicas, timeoutMs: waitTimeoutMs }) }),
     port,
     host,
     logLevel,
@@ -394,8 +434,38 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     transport,
     transportTiming,
     workerConcurrency,
+    node,
   });
 }
+
+/** `SCOPE_NODE_*` and `SCOPE_ADVERTISE_URL` (problems are added to `problems`). */
+function readNodeConfig(
+  read: (name: string) => string | undefined,
+  integer: (name: string, fallback: number, min: number, max: number) => number,
+  problems: string[],
+): NodeConfig {
+  const id = read('SCOPE_NODE_ID') ?? `node-${randomBytes(6).toString('hex')}`;
+  if (!nodeIdPattern.test(id)) problems.push(`SCOPE_NODE_ID=${JSON.stringify(id)}: expected 1-64 of [A-Za-z0-9._-]`);
+  const advertiseUrl = read('SCOPE_ADVERTISE_URL');
+  if (advertiseUrl !== undefined) {
+    let valid = false;
+    try {
+      const url = new URL(advertiseUrl);
+      valid = url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      valid = false;
+    }
+    if (!valid) problems.push(`SCOPE_ADVERTISE_URL=${JSON.stringify(advertiseUrl)}: expected an http:// or https:// URL`);
+  }
+  const leaseMs = integer('SCOPE_NODE_LEASE_MS', 10_000, 300, 600_000);
+  const renewMs = integer('SCOPE_NODE_RENEW_MS', 2_000, 50, 200_000);
+  // Three renewals per lease: one lost reply, or one slow round trip, never costs the lease.
+  if (renewMs * 3 > leaseMs) problems.push(`SCOPE_NODE_RENEW_MS=${renewMs}: at most a third of SCOPE_NODE_LEASE_MS (${leaseMs})`);
+  return Object.freeze({ id, advertiseUrl: advertiseUrl?.replace(/\/+$/, ''), leaseMs, renewMs });
+}
+
+/** A node id: safe in a Redis key and an HTTP header. */
+export const nodeIdPattern = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** `SCOPE_GRANTS`: `{budget?, treeLimits?, capabilities?}`, members in the API's view shapes. */
 export function parseGrants(text: string): Grant {
@@ -475,6 +545,37 @@ export function parseByteSize(text: string): number | undefined {
   const factor = unit === 'b' ? 1 : unit.startsWith('k') ? 1024 : 1024 * 1024;
   const bytes = amount * factor;
   return Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+/** Where the configuration points Redis: one URL, a cluster's seeds, or nowhere (embedded). */
+export function redisTargetOf(config: Pick<ServerConfig, 'redisUrl' | 'redisCluster'>): RedisTarget | undefined {
+  return config.redisCluster === undefined ? config.redisUrl : { cluster: config.redisCluster };
+}
+
+/** `SCOPE_REDIS_CLUSTER`: comma-separated `redis://`/`rediss://` host:port URLs sharing scheme and credentials. */
+function parseClusterSeeds(text: string | undefined, problems: string[]): readonly string[] | undefined {
+  if (text === undefined) return undefined;
+  const seeds = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  const parsed: URL[] = [];
+  for (const seed of seeds) {
+    let url: URL | undefined;
+    try {
+      url = new URL(seed);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.hostname === '') {
+      problems.push(`SCOPE_REDIS_CLUSTER: ${JSON.stringify(redactUrl(seed))} is not a redis:// or rediss:// URL`);
+    } else if (url.pathname !== '' && url.pathname !== '/' && url.pathname !== '/0') {
+      problems.push(`SCOPE_REDIS_CLUSTER: ${JSON.stringify(redactUrl(seed))} names a database; a cluster has only database 0`);
+    } else parsed.push(url);
+  }
+  if (seeds.length === 0) problems.push('SCOPE_REDIS_CLUSTER: expected at least one redis:// URL');
+  const [first] = parsed;
+  if (first !== undefined && parsed.some((url) => url.protocol !== first.protocol || url.username !== first.username || url.password !== first.password)) {
+    problems.push('SCOPE_REDIS_CLUSTER: every seed URL must use the same scheme and credentials (one set serves every node)');
+  }
+  return Object.freeze(seeds);
 }
 
 /** A URL with its password hidden, for error messages and logs. */

@@ -1,6 +1,6 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
+import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
@@ -22,6 +22,7 @@ import type {
   Json,
   LogPage,
   LogQuery,
+  NodeView,
   Page,
   ProcessListQuery,
   ProcessSummary,
@@ -49,10 +50,13 @@ import { defaultTenant } from './tenancy.js';
 import { storeCall } from './store-call.js';
 import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
+import { RedisNodeRegistry } from '../store/redis/node-registry.js';
+import { Ownership } from './ownership/ownership.js';
+import type { RedisHostCommitter } from './redis-host-committer.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
-export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants'>>;
+export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -73,6 +77,11 @@ export interface EngineHostOptions {
    * readable from the store, and answer signals and control as finished processes do.
    */
   readonly finishedTreeRetention?: number;
+  /**
+   * Redis mode: this Host will join the nodes on its Redis ({@link EngineHost.startNode}); until it
+   * has, it changes no tree. `scope serve` sets it; a Host that never joins runs alone.
+   */
+  readonly joinsCluster?: boolean;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -118,6 +127,8 @@ export class EngineHost implements Host {
   #closing = false;
   #closed: Promise<void> | undefined;
   #transport: BullmqTransport | undefined;
+  /** Redis mode: this node's lease and the trees' owner records (active once {@link startNode} joined). */
+  readonly #ownership: Ownership | undefined;
 
   constructor(options: EngineHostOptions) {
     const config = options.config;
@@ -181,6 +192,24 @@ export class EngineHost implements Host {
       shutdown: this.#shutdown.signal,
       logger: options.logger,
     });
+    if (backend.redis !== undefined) {
+      const ownership = new Ownership({
+        registry: new RedisNodeRegistry({ redis: backend.redis, keyPrefix: config.keyPrefix }),
+        node: config.node ?? { id: `node-${process.pid}`, advertiseUrl: undefined, leaseMs: 10_000, renewMs: 2_000 },
+        logger: options.logger?.child({ component: 'ownership' }),
+        refs: () => this.#catalog.refs(),
+        holds: (ref) => this.#catalog.holds(ref),
+        loadHead: (root) => residency.loadHead(root),
+        isLocal: (root) => residency.inspectLocal(root) !== undefined,
+        takeOver: async (root, expected) => {
+          this.#admit();
+          await this.#restoreHere(root, expected);
+        },
+      });
+      (backend.committer as RedisHostCommitter).setOwnership(ownership);
+      if (options.joinsCluster === true) ownership.expectJoin();
+      this.#ownership = ownership;
+    }
     this.#reader = new LogReader({
       log: backend.log,
       rootFinished: (root) => residency.rootFinished(root),
@@ -211,6 +240,7 @@ export class EngineHost implements Host {
 
   #onEvent(event: Event): void {
     this.#residency.observe(event);
+    if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
     // Committed events reached the log with their commit (host committer); the rest go best-effort.
@@ -226,6 +256,8 @@ export class EngineHost implements Host {
 
   #admit(): void {
     if (this.#closing) throw codedError(HostErrorCode.shuttingDown, 'the server is shutting down and admits no new work');
+    // A node without a valid lease starts nothing (its commits would be refused anyway).
+    if (this.#ownership?.gating === true) this.#ownership.lease.assertValid();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -245,6 +277,7 @@ export class EngineHost implements Host {
     const root = started.process.id.toString();
     if (request.tenant !== undefined) this.#tenants.set(root, request.tenant);
     this.#residency.adopt(root);
+    this.#ownership?.adopted(root);
     return { created: true, process: this.#view(await this.#residency.locateOrThrow(root)) };
   }
 
@@ -313,7 +346,7 @@ export class EngineHost implements Host {
 
   async deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
     const requests = signalRequests(signals);
-    const located = await this.#residency.locateOrThrow(processId);
+    const located = await this.#commandable(processId);
     if (located.kind === 'stored') {
       if (this.#residency.answersAsFinished(located)) return signalsToFinished(located.snapshot, requests);
       throw this.#residency.refuseStored(located);
@@ -322,6 +355,7 @@ export class EngineHost implements Host {
     try {
       return { accepted: await located.handle.deliverSignals(...requests) };
     } catch (error) {
+      await this.#fencedOut(located.root, error);
       // The process may have finished between the check and the delivery.
       if (error instanceof KernelError && error.code === ErrorCode.signalRejected) {
         const now = snapshotOf(await this.#residency.locateOrThrow(processId));
@@ -338,13 +372,14 @@ export class EngineHost implements Host {
    */
   async control(processId: string, action: ControlAction, reason?: string): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
-    const located = await this.#residency.locateOrThrow(processId);
+    const located = await this.#commandable(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
     // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
     const stoppedBefore = located.inspection.stopped;
     try {
       await this.#command(located.handle, action, reason);
     } catch (error) {
+      await this.#fencedOut(located.root, error);
       if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
         throw new KernelError(ErrorCode.committerUnavailable, `the ${action} of ${processId} was not acknowledged: storage could not take its commit`, { cause: error });
       }
@@ -401,10 +436,10 @@ export class EngineHost implements Host {
 
   async replayEffect(processId: string, effectId: string): Promise<EffectView> {
     const id = parseEffectId(effectId);
-    const located = await this.#residency.locateOrThrow(processId);
+    const located = await this.#commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.replayUnknownEffect(id);
+    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#rethrow(located.root, error));
     return this.#effectView(processId, id);
   }
 
@@ -418,10 +453,10 @@ export class EngineHost implements Host {
     } catch (error) {
       throw invalidRequest(`payload is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, error);
     }
-    const located = await this.#residency.locateOrThrow(processId);
+    const located = await this.#commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload));
+    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#rethrow(located.root, error));
     const view = await this.#effectView(processId, id);
     // Once the process consumed it the snapshot no longer holds the settlement; this one is what the
     // host just established, acknowledged by the commit.
@@ -483,13 +518,33 @@ export class EngineHost implements Host {
   }
 
   async captureTree(rootId: string): Promise<SnapshotView> {
-    return snapshotView(await this.#residency.capture(parseRoot(rootId)));
+    const root = parseRoot(rootId);
+    if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#commandable(root);
+    return snapshotView(await this.#residency.capture(root));
   }
 
-  async restoreTree(rootId: string): Promise<TreeView> {
+  async restoreTree(rootId: string, options: { readonly force?: boolean } = {}): Promise<TreeView> {
     const root = parseRoot(rootId);
     this.#admit();
-    const head = await this.#residency.restore(root);
+    const ownership = this.#ownership;
+    if (ownership?.gating === true) {
+      ownership.lease.assertValid();
+      const local = this.#residency.inspectLocal(root);
+      if (local === undefined || local.stopped) {
+        if ((await this.#residency.loadHead(root)) === undefined) throw treeNotFound(root);
+        await this.#takeOrForward(root, options.force === true);
+      }
+    } else {
+      await this.#restoreHere(root, undefined);
+    }
+    return this.inspectTree(root);
+  }
+
+  /** Restores `root` here (a takeover guarded by the owner record `expected` replaces, when joined). */
+  async #restoreHere(root: string, expected: string | undefined): Promise<void> {
+    const ownership = this.#ownership;
+    const restore = (): Promise<TreeSnapshot | undefined> => this.#residency.restore(root);
+    const head = ownership?.joined === true && expected !== undefined ? await ownership.guarded(root, expected, restore) : await restore();
     if (head !== undefined) {
       this.#list.forget(root);
       // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay.
@@ -497,12 +552,119 @@ export class EngineHost implements Host {
         await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
       }
     }
-    return this.inspectTree(root);
+    ownership?.adopted(root);
+  }
+
+  /**
+   * Where a command on `processId` runs (docs/host.md "Nodes and ownership"). A Host that has not
+   * joined (embedded mode, in-process use) has only its own trees: the located process as before.
+   * Joined: a live local tree runs here; any other is routed by its owner record: owned by a live
+   * other node → {@link OwnedElsewhereError} (the HTTP edge forwards the command there); this node's,
+   * or ownerless (its owner's lease is gone) → restored here first, then run here.
+   */
+  async #commandable(processId: string): Promise<Located> {
+    const located = await this.#residency.locateOrThrow(processId);
+    const ownership = this.#ownership;
+    if (ownership?.gating !== true || this.#residency.answersAsFinished(located)) return located;
+    // Also refuses before the join: only a joined node with a valid lease routes or takes over.
+    ownership.lease.assertValid();
+    if (located.kind === 'local' && !located.inspection.stopped) return located;
+    this.#admit();
+    await this.#takeOrForward(located.root, false);
+    return this.#residency.locateOrThrow(processId);
+  }
+
+  /**
+   * Takes `root` over here, or throws where it lives. A takeover names the owner record it replaces;
+   * losing the race to another node (`tree_incarnation_conflict`) reads the record again, so the
+   * command follows the winner. `force` (an operator's restore) takes a tree from a live owner too:
+   * the fenced owner's next commit fails, and it drops the tree and forwards from then on.
+   */
+  async #takeOrForward(root: string, force: boolean): Promise<void> {
+    const ownership = this.#ownership as Ownership;
+    for (let attempt = 0; ; attempt += 1) {
+      const route = await storeCall('owner record read', () => ownership.route(root));
+      if (route.kind === 'elsewhere' && !force) {
+        // A writer the live owner fenced: drop it from memory; its commands go there from now on.
+        const local = this.#residency.inspectLocal(root);
+        if (local !== undefined && local.stopped) await this.#residency.release(root).catch(() => undefined);
+        throw route.error;
+      }
+      try {
+        await this.#restoreHere(root, route.expected);
+        return;
+      } catch (error) {
+        if (attempt < 2 && error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict) continue;
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * After a local command failed: when its tree was fenced by a takeover elsewhere (the commit met
+   * another incarnation), the tree leaves this node's memory and the command goes to the owner
+   * (nothing of it was committed here): throws where it lives. Otherwise returns: the failure is
+   * the command's own.
+   */
+  async #fencedOut(root: string, error: unknown): Promise<void> {
+    const ownership = this.#ownership;
+    const fenced = error instanceof KernelError && (error.code === ErrorCode.treeIncarnationConflict || (error.cause instanceof KernelError && error.cause.code === ErrorCode.treeIncarnationConflict));
+    if (ownership?.joined === true && fenced) {
+      const route = await storeCall('owner record read', () => ownership.route(root));
+      if (route.kind === 'elsewhere') {
+        await this.#residency.release(root).catch(() => undefined);
+        throw route.error;
+      }
+    }
+  }
+
+  /** {@link #fencedOut}, then the command's own failure. */
+  async #rethrow(root: string, error: unknown): Promise<never> {
+    await this.#fencedOut(root, error);
+    throw error;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Nodes
+
+  /**
+   * Joins the cluster of nodes on this Redis as a node advertising `url` (Redis mode; `scope serve`
+   * calls it once listening). From then on commands are routed by owner record and the trees of
+   * nodes whose lease lapsed are taken over. Embedded mode: nothing to join.
+   */
+  async startNode(url: string): Promise<void> {
+    await this.#ownership?.join(url);
+  }
+
+  /** This node's id (embedded mode: the one implicit node). */
+  get nodeId(): string {
+    return this.#ownership?.nodeId ?? 'embedded';
+  }
+
+  async nodes(): Promise<readonly NodeView[]> {
+    const ownership = this.#ownership;
+    if (ownership?.joined !== true) {
+      return [{ nodeId: this.nodeId, url: null, epoch: null, lease: 'live', leaseTtlMs: null, trees: this.#residency.localRoots().length, self: true }];
+    }
+    return storeCall('node registry read', () => ownership.nodes());
+  }
+
+  async evictNode(nodeId: string): Promise<void> {
+    const ownership = this.#ownership;
+    if (ownership?.joined !== true) throw codedError(HostErrorCode.nodeNotFound, `no node ${nodeId}: this server runs alone`);
+    await storeCall('node eviction', () => ownership.evict(nodeId));
   }
 
   async releaseTree(rootId: string, purge: boolean): Promise<void> {
     const root = parseRoot(rootId);
+    const ownership = this.#ownership;
+    if (ownership?.joined === true && this.#residency.inspectLocal(root) === undefined) {
+      // Released (and purged) where it is in memory: a live owner elsewhere does it.
+      const route = await storeCall('owner record read', () => ownership.route(root));
+      if (route.kind === 'elsewhere') throw route.error;
+    }
     const wasLocal = await this.#residency.release(root);
+    if (wasLocal) this.#ownership?.dropped(root);
     if (!purge) {
       if (!wasLocal && (await this.#residency.loadHead(root)) === undefined) throw treeNotFound(root);
       return;
@@ -553,6 +715,8 @@ export class EngineHost implements Host {
 
   async readiness(): Promise<Readiness> {
     const checks: Record<string, string> = { engine: this.#closing ? 'shutting down' : 'ok', dispatch: 'ok', ...(await this.#backend.checks()) };
+    // A node without a valid lease changes no tree: a load balancer should send it nothing.
+    if (this.#ownership?.gating === true) checks.node = this.#ownership.lease.valid() ? 'ok' : `lease ${this.#ownership.lease.state()}`;
     if (this.#transport !== undefined) Object.assign(checks, await this.#workerChecks(this.#transport));
     return { ready: Object.values(checks).every((value) => value === 'ok'), checks };
   }
@@ -610,10 +774,28 @@ export class EngineHost implements Host {
     this.#dispatchStop.abort(stopping);
     if (!(await within(committer.drained(), left()))) this.#logger?.warn('shutdown deadline passed with commits in flight');
     await within(this.#engine.flushDeltas(), left());
+    await this.#handOver();
     this.#shutdown.abort(stopping);
     await this.#transport?.close().catch(() => undefined);
     await this.#backend.close(left());
     await this.#engine.close().catch(() => undefined);
+  }
+
+  /**
+   * The drain's last step (joined nodes): nothing commits here any more, so the lease goes at once
+   * rather than lapsing, and the live nodes take over the unfinished trees now (a handover is a
+   * restore: in-flight `never` effects become Unknown there). Parked trees simply become ownerless;
+   * the next command restores each where it lands.
+   */
+  async #handOver(): Promise<void> {
+    const ownership = this.#ownership;
+    if (ownership?.joined !== true) {
+      ownership?.stop();
+      return;
+    }
+    const unfinished = this.#residency.localRoots().filter((root) => this.#residency.inspectLocal(root)?.processes.some((entry) => !entry.snapshot.isTerminal) === true);
+    await ownership.leave();
+    this.#logger?.info({ nodeId: ownership.nodeId, handedOver: unfinished }, `drained: ${unfinished.length} unfinished tree(s) handed over to the live nodes`);
   }
 
   #view(located: Located): ProcessView {

@@ -64,6 +64,7 @@ export abstract class CommitterBase implements HostCommitter {
   #total = 0;
   #drainWaiters: Array<() => void> = [];
   #sealed = false;
+  #gate: (() => void) | undefined;
 
   constructor(metrics: HostMetrics | undefined) {
     this.#metrics = metrics;
@@ -96,6 +97,11 @@ export abstract class CommitterBase implements HostCommitter {
     this.#sealed = true;
   }
 
+  /** A check every commit passes first (a node past its lease commits nothing: `node_lease_lost`). */
+  setGate(gate: () => void): void {
+    this.#gate = gate;
+  }
+
   get sealed(): boolean {
     return this.#sealed;
   }
@@ -109,6 +115,7 @@ export abstract class CommitterBase implements HostCommitter {
     if (this.#sealed) {
       throw new KernelError(ErrorCode.committerUnavailable, 'the server is shutting down and accepts no further commits; the tree head is unchanged');
     }
+    this.#gate?.();
     const root = rootId.toString();
     this.#inflight.set(root, (this.#inflight.get(root) ?? 0) + 1);
     this.#total += 1;

@@ -361,7 +361,11 @@ export interface Host {
   inspectTree(rootId: string): Promise<TreeView>;
   snapshot(rootId: string): Promise<SnapshotView>;
   captureTree(rootId: string): Promise<SnapshotView>;
-  restoreTree(rootId: string): Promise<TreeView>;
+  /**
+   * Takes the tree over here from its stored head. Joined to other nodes: a tree a live other node
+   * owns is forwarded there (`tree_owned_elsewhere`) unless `force`, which takes it from that owner.
+   */
+  restoreTree(rootId: string, options?: { readonly force?: boolean }): Promise<TreeView>;
   releaseTree(rootId: string, purge: boolean): Promise<void>;
 
   waits(query?: WaitQuery): Promise<readonly WaitView[]>;
@@ -387,4 +391,24 @@ export interface Host {
 
   /** Stops admission, lets in-flight commits finish, flushes deltas, ends streams; bounded by `deadlineMs`. */
   close(deadlineMs?: number): Promise<void>;
+
+  /** This node's id (`embedded` when it runs alone). */
+  readonly nodeId: string;
+  /** The nodes on this Redis with their lease state (this node alone when it has not joined). */
+  nodes(): Promise<readonly NodeView[]>;
+  /** Deletes a node's lease so the live nodes take its trees over (`node_not_found`). */
+  evictNode(nodeId: string): Promise<void>;
+}
+
+/** A node as `GET /v1/nodes` lists it. */
+export interface NodeView {
+  readonly nodeId: string;
+  readonly url: string | null;
+  readonly epoch: number | null;
+  /** `live`: its lease is held on the server; `lapsed`: registered, lease gone (its trees are being taken over). */
+  readonly lease: 'live' | 'lapsed';
+  readonly leaseTtlMs: number | null;
+  /** Roots in the node's directory (a hint: owner records decide). */
+  readonly trees: number;
+  readonly self: boolean;
 }

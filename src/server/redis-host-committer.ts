@@ -10,6 +10,8 @@ import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
 import type { IndexedCommit, WaitIndexPlan, WaitIndexWriter } from './wait-index-writer.js';
+import { type CommitOwnership, encodeOwner } from './ownership/owner-record.js';
+import { ownerRecordSuffix } from '../store/redis/keys.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -36,6 +38,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #roots: RootIndex;
   readonly #permits: DispatchPermits | undefined;
   readonly #waits: WaitIndexWriter | undefined;
+  #ownership: CommitOwnership | undefined;
 
   constructor(options: RedisHostCommitterOptions) {
     super(options.metrics);
@@ -44,6 +47,16 @@ export class RedisHostCommitter extends CommitterBase {
     this.#roots = options.roots;
     this.#permits = options.permits;
     this.#waits = options.waits;
+  }
+
+  /**
+   * Multi-node mode: start and activation commits then write the tree's owner record (this node's
+   * stamp, the new incarnation), an activation of a takeover is guarded by the record it replaces,
+   * and no commit runs while the node's lease is not valid.
+   */
+  setOwnership(ownership: CommitOwnership): void {
+    this.#ownership = ownership;
+    this.setGate(() => ownership.assertCommittable());
   }
 
   get store(): RedisTreeCommitter {
@@ -86,6 +99,8 @@ export class RedisHostCommitter extends CommitterBase {
       // The tenant lands with the head or not at all: a tree is never readable without its owner.
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
+      const owner = this.#ownerRecord(checkpoint.snapshot);
+      if (owner !== undefined) records.push(owner);
     }
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
@@ -105,8 +120,26 @@ export class RedisHostCommitter extends CommitterBase {
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
     const plan = await this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context?.events ?? [] });
-    await this.#store.activateTree(activation, { events: context?.events ?? [], ...this.#permits?.writesFor(activation) });
+    const writes = this.#permits?.writesFor(activation);
+    const owner = this.#ownerRecord(activation.snapshot);
+    if (owner === undefined) {
+      await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes });
+    } else {
+      const records = [...(writes?.records ?? []), owner];
+      const expected = this.#ownership?.expected(activation.rootId.toString());
+      const full = { events: context?.events ?? [], ...writes, records };
+      // Ownership moves with the new incarnation; a takeover installs only over the owner it names.
+      if (expected === undefined) await this.#store.activateTree(activation, full);
+      else await this.#store.takeOverTree(activation, expected, full);
+    }
     await this.#indexed(plan);
+  }
+
+  /** The owner record a start or activation writes (none before the node joined). */
+  #ownerRecord(snapshot: TreeSnapshot): { suffix: string; value: string } | undefined {
+    const stamp = this.#ownership?.stamp();
+    if (stamp === undefined) return undefined;
+    return { suffix: ownerRecordSuffix, value: encodeOwner({ ...stamp, incarnation: snapshot.incarnationId.toString() }) };
   }
 
   /**

@@ -8,7 +8,8 @@ import { openSse, streamPath } from '../plugins/sse-harness.js';
 /**
  * A process tree survives a SIGKILLed writer in the middle of its fan-out: `scope serve` in Redis
  * mode starts demo.fanout with 20 echo children, is SIGKILLed once some (not all) children were
- * published, and a new server over the same Redis restores the tree and lets it finish. The
+ * published, and a new server over the same Redis takes the tree over (once the dead server's lease
+ * lapsed) and lets it finish. The
  * committed log then shows every child published exactly once (one `agent.process.started`, which
  * rides in the child's `child_start` checkpoint) and finished exactly once (one
  * `agent.process.finished`, in its terminal checkpoint): a child admission cut short by the crash
@@ -34,6 +35,9 @@ async function serve(prefix: string): Promise<{ child: ChildProcess; url: string
     SCOPE_KEY_PREFIX: prefix,
     // All 20 children may be live at once (the default grant allows 16 active children).
     SCOPE_GRANTS: JSON.stringify({ treeLimits: { maxActiveChildren: 32 } }),
+    // A short node lease: the crashed server's tree is ownerless, and taken over, soon after the crash.
+    SCOPE_NODE_LEASE_MS: '1500',
+    SCOPE_NODE_RENEW_MS: '250',
   }, (child) => servers.push(child));
   return served;
 }
@@ -100,6 +104,13 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
   assert.ok(publishedBefore.size < fanout, `the crash cut the fan-out short (${publishedBefore.size} of ${fanout} children were published)`);
   assert.ok(!crashed.some((entry) => entry.type === 'agent.process.finished' && entry.processId === rootId), 'the root had not finished');
 
+  // The crashed server's lease lapses and the live one takes the tree over; an operator's restore is
+  // then the tree as it is (before that, it would be 503 owner_unreachable: the owner looked alive).
+  const deadline = performance.now() + 10_000;
+  while (((await (await fetch(`${second.url}/v1/trees/${encodeURIComponent(rootId)}`)).json()) as { active: boolean }).active !== true) {
+    assert.ok(performance.now() < deadline, 'the tree was taken over');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   const restored = await post(`${second.url}/v1/trees/${encodeURIComponent(rootId)}/restore`, {});
   assert.equal(restored.status, 200, await restored.clone().text());
   const result = (await (await fetch(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/result?waitMs=30000`)).json()) as {

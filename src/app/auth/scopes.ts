@@ -16,7 +16,7 @@ export const scopeDescriptions: Readonly<Record<Scope, string>> = {
   'processes:read': 'read deployments, processes, results, effects, signals, waits, trees, events and streams',
   'processes:write': 'start processes, deliver signals, pause, resume, cancel and kill',
   'effects:resolve': 'replay or resolve an effect whose outcome is unknown',
-  'trees:admin': 'capture, restore, release and purge trees',
+  'trees:admin': 'capture, restore, release and purge trees; list and evict nodes',
   'metrics:read': 'read the Prometheus metrics',
   'gates:answer': 'answer human gates',
 };
@@ -48,6 +48,8 @@ export const operationScopes: Readonly<Record<string, Scope | 'public'>> = {
   captureTree: 'trees:admin',
   restoreTree: 'trees:admin',
   releaseTree: 'trees:admin',
+  listNodes: 'trees:admin',
+  evictNode: 'trees:admin',
   listWaits: 'processes:read',
   listProcessEvents: 'processes:read',
   streamTree: 'processes:read',

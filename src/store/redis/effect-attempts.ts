@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import {
   attemptKey,
   attemptKeyPrefix,
@@ -66,7 +66,7 @@ export type PriorAttempt =
   | { readonly kind: 'none' };
 
 export interface EffectAttemptsOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keyPrefix?: string;
   /** How long attempt records and inbox entries are kept (default one day). */
   readonly retentionMs?: number;
@@ -83,7 +83,7 @@ const claimRefusals: Readonly<Record<string, ClaimRefusal>> = {
 };
 
 export class RedisEffectAttempts {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #retentionMs: string;
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from './connection.js';
 import type { ProcessId } from '../../kernel/index.js';
 import { deltaType, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { checkTimeoutMs, committerUnavailable, StorageDeadlines } from './errors.js';
@@ -108,7 +108,7 @@ function readEntriesOf(raw: unknown): EventLogEntry[] {
 }
 
 export interface EventLogOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Default `scope`. */
   readonly keyPrefix?: string;
   /** Deadline of each non-blocking read; default 5000 ms. */
@@ -132,13 +132,13 @@ export interface TailOptions {
 
 /** The per-tree event logs: committed entries written by the commits, best-effort ones appended here. */
 export class RedisEventLog implements EventLog {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #deadlines: StorageDeadlines;
   readonly #shutdown: AbortSignal | undefined;
   readonly #maxLen: string;
   readonly #onAppendError: ((error: unknown, lost: number) => void) | undefined;
-  readonly #tails = new Set<Redis>();
+  readonly #tails = new Set<RedisClient>();
   #failed = 0;
   #closed = false;
 
@@ -228,7 +228,7 @@ export class RedisEventLog implements EventLog {
     const signals = [options.signal, this.#shutdown].filter((signal): signal is AbortSignal => signal !== undefined);
     const stopped = (): boolean => this.#closed || signals.some((signal) => signal.aborted);
     if (stopped()) return;
-    const connection = this.#redis.duplicate({ lazyConnect: false });
+    const connection = duplicateRedis(this.#redis, { lazyConnect: false });
     this.#tails.add(connection);
     // Once only: a second disconnect() after the socket closed would leave ioredis's 2 s
     // force-destroy timer waiting for a 'close' that already happened.

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { codedError, HostErrorCode } from '../../errors.js';
@@ -40,7 +40,7 @@ export function parsePointer(value: string): PointerState {
 }
 
 export interface RedisIdempotencyOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keyPrefix: string;
   readonly committer: RedisTreeCommitter;
   /** How long the pointer and records live (`SCOPE_IDEMPOTENCY_TTL_MS`, default a day); also the fence tombstone's TTL. */
@@ -83,7 +83,7 @@ function inProgress(): Error {
  * root (if the commit landed after all, the pointer moves to the root instead).
  */
 export class RedisIdempotencyStore implements IdempotencyStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #committer: RedisTreeCommitter;
   readonly #ttlMs: number;

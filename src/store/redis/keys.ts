@@ -200,3 +200,51 @@ export function workerRegistryKey(prefix: string): string {
 export function transportChannel(prefix: string, kind: 'settled' | 'cancel'): string {
   return `${prefix}:transport:${kind}`;
 }
+
+/*
+ * Nodes and ownership (src/server/ownership/, docs/redis.md "Nodes"). A node's keys share the hash
+ * tag `{node:<id>}`; a tree's owner record is under the tree's own tag, beside its head.
+ *
+ * | key                                  | type   | holds                                                      |
+ * |--------------------------------------|--------|------------------------------------------------------------|
+ * | `<prefix>:nodes`                     | set    | every node id that registered (a directory)                |
+ * | `<prefix>:{node:<id>}:lease`         | hash   | epoch, url, refs; PX = the lease (expires on the server)   |
+ * | `<prefix>:{node:<id>}:epoch`         | string | the node id's registration counter (never deleted)         |
+ * | `<prefix>:{node:<id>}:trees`         | set    | roots the node owned (a directory, checked against owner records) |
+ * | `<prefix>:{<root>}:record:owner`     | string | `{node, epoch, incarnation}`: written only by start and activation commits |
+ */
+
+const nodeIdKeyPattern = /^[A-Za-z0-9._-]{1,64}$/;
+
+function checkNodeId(nodeId: string): string {
+  if (!nodeIdKeyPattern.test(nodeId)) throw new TypeError(`a node id is 1-64 of [A-Za-z0-9._-], got ${JSON.stringify(nodeId)}`);
+  return nodeId;
+}
+
+/** The directory of registered node ids. */
+export function nodeRegistryKey(prefix: string): string {
+  return `${prefix}:nodes`;
+}
+
+/** A node's lease hash (its TTL is the lease). */
+export function nodeLeaseKey(prefix: string, nodeId: string): string {
+  return `${prefix}:{node:${checkNodeId(nodeId)}}:lease`;
+}
+
+/** A node id's registration counter: each registration is a new epoch. */
+export function nodeEpochKey(prefix: string, nodeId: string): string {
+  return `${prefix}:{node:${checkNodeId(nodeId)}}:epoch`;
+}
+
+/** The roots a node owned (best effort, verified against each tree's owner record). */
+export function nodeTreesKey(prefix: string, nodeId: string): string {
+  return `${prefix}:{node:${checkNodeId(nodeId)}}:trees`;
+}
+
+/** The record suffix of a tree's owner record (a host record: start and activation commits write it). */
+export const ownerRecordSuffix = 'owner';
+
+/** A tree's owner record. */
+export function ownerKey(prefix: string, rootId: ProcessId | string): string {
+  return recordKey(prefix, rootId, ownerRecordSuffix);
+}

@@ -1,14 +1,14 @@
-import type { Redis } from 'ioredis';
+import { closeRedis, duplicateRedis, type RedisClient } from './connection.js';
 import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
-import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, purgedKey, recordKey } from './keys.js';
-import { runScript } from './scripts.js';
+import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey } from './keys.js';
+import { runScript, runScriptThenWait } from './scripts.js';
 
 export interface RedisTreeCommitterOptions {
   /** The client every storage call uses (not closed by the committer). Must not set ioredis `keyPrefix`. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** Prefix of every key (default `scope`); see keys.ts for the layout. */
   readonly keyPrefix?: string;
   /** Independent deadline of each storage call in ms (default 5000). */
@@ -21,6 +21,14 @@ export interface RedisTreeCommitterOptions {
   readonly purgeTombstoneTtlMs?: number;
   /** Called with each failed best-effort log append ({@link RedisEventLog.append}). */
   readonly onLogAppendError?: (error: unknown, lost: number) => void;
+  /**
+   * After each commit and purge script, `WAIT <replicas> <timeoutMs>`: the call is acknowledged only
+   * once that many replicas hold its writes; fewer in time rejects with `committer_unavailable` (the
+   * commit may have landed). Absent: no WAIT, and a failover may lose acknowledged commits (docs/redis.md).
+   * WAIT blocks its connection, so these commits run on a connection of their own (a duplicate of
+   * `redis`, opened on first use, closed by {@link RedisTreeCommitter.close}): reads never queue behind it.
+   */
+  readonly waitReplicas?: { readonly replicas: number; readonly timeoutMs: number };
 }
 
 /** What an acknowledged commit did. */
@@ -66,11 +74,14 @@ function receipt(result: ScriptResult): CommitReceipt {
  * still match) or calls {@link reconcile}; a lost reply is never read as "unchanged".
  */
 export class RedisTreeCommitter implements TreeStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #deadlines: StorageDeadlines;
   readonly #maxLen: number;
   readonly #tombstoneTtlMs: number;
+  readonly #wait: { readonly replicas: number; readonly timeoutMs: number } | undefined;
+  /** The connection WAITed commits run on (opened on first use). */
+  #waitClient: RedisClient | undefined;
   #closed = false;
   /** The event logs the commits append to (same client, prefix, deadline and MAXLEN). */
   readonly events: RedisEventLog;
@@ -88,6 +99,14 @@ export class RedisTreeCommitter implements TreeStore {
     const ttl = options.purgeTombstoneTtlMs ?? 0;
     if (!Number.isSafeInteger(ttl) || ttl < 0) throw new TypeError(`purgeTombstoneTtlMs must be a non-negative integer, got ${String(ttl)}`);
     this.#tombstoneTtlMs = ttl;
+    const wait = options.waitReplicas;
+    if (wait !== undefined) {
+      if (!Number.isSafeInteger(wait.replicas) || wait.replicas < 1) throw new TypeError(`waitReplicas.replicas must be a positive integer, got ${String(wait.replicas)}`);
+      if (!Number.isSafeInteger(wait.timeoutMs) || wait.timeoutMs < 1 || wait.timeoutMs >= this.#deadlines.timeoutMs) {
+        throw new TypeError(`waitReplicas.timeoutMs must be an integer in 1..${this.#deadlines.timeoutMs - 1} (below the call deadline), got ${String(wait.timeoutMs)}`);
+      }
+      this.#wait = Object.freeze({ replicas: wait.replicas, timeoutMs: wait.timeoutMs });
+    }
     this.events = new RedisEventLog({
       redis,
       keyPrefix: this.#prefix,
@@ -112,6 +131,31 @@ export class RedisTreeCommitter implements TreeStore {
 
   async activateTree(activation: TreeActivation, context?: RedisCommitContext): Promise<void> {
     await this.#activation(activation, context);
+  }
+
+  /**
+   * An activation guarded by the tree's owner record (lua/takeOverTree-4.lua): it installs only while
+   * the record still holds `expectedOwner` verbatim ('' = no record); otherwise, like a head that
+   * moved, `tree_incarnation_conflict`. The new owner record belongs in `context.records`.
+   */
+  async takeOverTree(activation: TreeActivation, expectedOwner: string, context?: RedisCommitContext): Promise<CommitReceipt> {
+    const root = activation.rootId;
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const { snapshot } = activation;
+    const prefix = this.#prefix;
+    const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ownerKey(prefix, root), ...host.keys];
+    const args = [
+      activation.identity(),
+      activation.contentDigest().toString(),
+      activation.previousIncarnationId.toString(),
+      activation.previousDigest.toString(),
+      snapshot.digest.toString(),
+      snapshot.incarnationId.toString(),
+      snapshot.json(),
+      expectedOwner,
+      ...host.args,
+    ];
+    return receipt(await this.#script('takeOverTree', 'takeOverTree', keys, args));
   }
 
   /**
@@ -158,15 +202,19 @@ export class RedisTreeCommitter implements TreeStore {
   async reconcile(commit: Commit): Promise<boolean> {
     const root = commit.rootId;
     const sequence = 'sequence' in commit ? commit.sequence.toString() : '0';
-    const reply = await this.#call('reconcile', () =>
-      runScript(this.#redis, 'reconcileCommit', [headKey(this.#prefix, root), factsKey(this.#prefix, root)], [
-        commit.identity(),
-        commit.contentDigest().toString(),
-        sequence,
-        commit.snapshot.digest.toString(),
-      ]),
+    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root)];
+    const args = [commit.identity(), commit.contentDigest().toString(), sequence, commit.snapshot.digest.toString()];
+    const wait = this.#wait;
+    const { reply, acknowledged } = await this.#call('reconcile', () =>
+      wait === undefined
+        ? runScript(this.#redis, 'reconcileCommit', keys, args).then((answer) => ({ reply: answer, acknowledged: 0 }))
+        : runScriptThenWait(this.#waitConnection(), 'reconcileCommit', keys, args, wait),
     );
     if (reply !== 1 && reply !== 0) throw committerUnavailable('reconcile', `unexpected reply ${String(reply)}`);
+    // With WAIT on, "installed" is only as good as its replicas: the same rule as the commit itself.
+    if (reply === 1 && wait !== undefined && acknowledged < wait.replicas) {
+      throw committerUnavailable('reconcile', `${acknowledged} of ${wait.replicas} replicas acknowledged within ${wait.timeoutMs} ms`);
+    }
     return reply === 1;
   }
 
@@ -215,6 +263,20 @@ export class RedisTreeCommitter implements TreeStore {
   async close(): Promise<void> {
     this.#closed = true;
     await this.events.close();
+    const waitClient = this.#waitClient;
+    this.#waitClient = undefined;
+    if (waitClient !== undefined) await closeRedis(waitClient, 500);
+  }
+
+  /** The connection of the WAITed commits: blocked while replicas answer, so not the shared one. */
+  #waitConnection(): RedisClient {
+    if (this.#closed) throw committerUnavailable('commit', 'the committer is closed');
+    if (this.#waitClient === undefined) {
+      const client = duplicateRedis(this.#redis);
+      client.on('error', () => undefined); // failures reach the commit that meets them
+      this.#waitClient = client;
+    }
+    return this.#waitClient;
   }
 
   async #checkpoint(checkpoint: TreeCheckpoint, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
@@ -279,6 +341,16 @@ export class RedisTreeCommitter implements TreeStore {
   }
 
   #script(what: string, name: string, keys: readonly string[], args: readonly string[]): Promise<ScriptResult> {
-    return this.#call(what, () => runScript(this.#redis, name, keys, args).then((reply) => mapScriptReply(what, reply)));
+    const wait = this.#wait;
+    if (wait === undefined) return this.#call(what, () => runScript(this.#redis, name, keys, args).then((reply) => mapScriptReply(what, reply)));
+    return this.#call(what, async () => {
+      const { reply, acknowledged } = await runScriptThenWait(this.#waitConnection(), name, keys, args, wait);
+      const result = mapScriptReply(what, reply);
+      // A refusal wrote nothing, so only a write (or the duplicate of one) needs its replicas.
+      if (result.outcome !== 'absent' && acknowledged < wait.replicas) {
+        throw committerUnavailable(what, `${acknowledged} of ${wait.replicas} replicas acknowledged within ${wait.timeoutMs} ms, so a failover could lose it; it may have landed`);
+      }
+      return result;
+    });
   }
 }

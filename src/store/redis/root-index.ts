@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { rootIndexMember, type RootIndex, type RootIndexEntry } from '../root-index.js';
 import { deploymentRootIndexKey, rootIndexKey } from './keys.js';
 
@@ -8,11 +8,11 @@ import { deploymentRootIndexKey, rootIndexKey } from './keys.js';
  * span trees, so they live outside any hash tag; they are directories, never facts (store/root-index.ts).
  */
 export class RedisRootIndex implements RootIndex {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #key: string;
 
-  constructor(options: { redis: Redis; keyPrefix: string }) {
+  constructor(options: { redis: RedisClient; keyPrefix: string }) {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix;
     this.#key = rootIndexKey(options.keyPrefix);

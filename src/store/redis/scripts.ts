@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 /**
  * The store's Lua scripts: every `lua/<name>-<numKeys>.lua` is one atomic command. Files are read
@@ -97,10 +97,10 @@ export function luaScript(name: string): LuaScript {
   return script;
 }
 
-const registered = new WeakSet<Redis>();
+const registered = new WeakSet<RedisClient>();
 
 /** Registers every script on `redis` (idempotent per client). */
-export function defineScripts(redis: Redis): void {
+export function defineScripts(redis: RedisClient): void {
   if (registered.has(redis)) return;
   for (const script of everyScript()) {
     // No fixed numberOfKeys: the caller passes the key count, so variadic scripts work too.
@@ -112,7 +112,7 @@ export function defineScripts(redis: Redis): void {
 type ScriptCall = (numKeys: number, ...args: (string | Buffer)[]) => Promise<unknown>;
 
 /** Runs script `name` with `keys` and `args` (EVALSHA, EVAL on NOSCRIPT). */
-export function runScript(redis: Redis, name: string, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<unknown> {
+export function runScript(redis: RedisClient, name: string, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<unknown> {
   const script = luaScript(name);
   if (keys.length < script.numKeys || (!script.variadicKeys && keys.length !== script.numKeys)) {
     throw new Error(`lua script ${name} takes ${script.numKeys}${script.variadicKeys ? ' or more' : ''} keys, got ${keys.length}`);
@@ -120,4 +120,51 @@ export function runScript(redis: Redis, name: string, keys: readonly string[], a
   defineScripts(redis);
   const call = (redis as unknown as Record<string, ScriptCall>)[script.commandName] as ScriptCall;
   return call.call(redis, keys.length, ...keys, ...args);
+}
+
+/** What {@link runScriptThenWait} answers: the script's reply and how many replicas acknowledged. */
+export interface WaitedReply {
+  readonly reply: unknown;
+  readonly acknowledged: number;
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * Runs script `name`, then `WAIT <replicas> <timeoutMs>`, as one pipeline: both on the same
+ * connection, in that order (on a cluster, on the master of the keys' slot), so WAIT counts the
+ * replicas that hold the script's writes. The pipeline uses EVALSHA and, when the server does not
+ * know the script, sends the pair again with EVAL: a NOSCRIPT answered to the first must not leave
+ * a WAIT that ran before the write. A WAIT that fails is an error (the script's outcome is unknown
+ * to the caller's guarantee).
+ */
+export async function runScriptThenWait(
+  redis: RedisClient,
+  name: string,
+  keys: readonly string[],
+  args: readonly (string | Buffer)[],
+  wait: { readonly replicas: number; readonly timeoutMs: number },
+): Promise<WaitedReply> {
+  const script = luaScript(name);
+  if (keys.length < script.numKeys || (!script.variadicKeys && keys.length !== script.numKeys)) {
+    throw new Error(`lua script ${name} takes ${script.numKeys}${script.variadicKeys ? ' or more' : ''} keys, got ${keys.length}`);
+  }
+  const send = async (command: 'evalsha' | 'eval'): Promise<[Error | null, unknown][]> => {
+    const pipeline = redis.pipeline();
+    if (command === 'evalsha') pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+    else pipeline.eval(script.lua, keys.length, ...keys, ...args);
+    pipeline.wait(wait.replicas, wait.timeoutMs);
+    return ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+  };
+  let results = await send('evalsha');
+  if (isNoScript(results[0]?.[0])) results = await send('eval');
+  const [scriptResult, waitResult] = results;
+  if (scriptResult === undefined || waitResult === undefined) throw new Error(`lua script ${name}: the pipeline answered ${results.length} replies, want 2`);
+  if (scriptResult[0] !== null) throw scriptResult[0];
+  if (waitResult[0] !== null) throw waitResult[0];
+  const acknowledged = waitResult[1];
+  if (typeof acknowledged !== 'number') throw new Error(`WAIT answered ${String(acknowledged)}`);
+  return { reply: scriptResult[1], acknowledged };
 }

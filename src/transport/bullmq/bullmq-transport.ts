@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
@@ -21,7 +21,7 @@ import { defaultTransportTiming, unclaimedCode, type TransportTiming } from './t
 
 export interface BullmqTransportOptions {
   /** The client for the transport's scripts and BullMQ's queues (not closed by the transport). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keyPrefix: string;
   readonly timing?: Partial<TransportTiming>;
   /** Re-inspect an attempt at least this often even without a notification (default 1000 ms). */
@@ -48,7 +48,7 @@ function settlementOf(json: string): Settlement {
 }
 
 export class BullmqTransport {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #timing: TransportTiming;
   readonly #pollMs: number;
@@ -60,7 +60,7 @@ export class BullmqTransport {
    * (between an inspection's reply and the next wait) is remembered, never lost to the poll interval.
    */
   readonly #followed = new Map<string, { notified: boolean; wake?: () => void }>();
-  #subscriber: Redis | undefined;
+  #subscriber: RedisClient | undefined;
   #subscribed: Promise<void> | undefined;
   #closed = false;
 
@@ -244,7 +244,7 @@ export class BullmqTransport {
 
   #subscribe(): Promise<void> {
     this.#subscribed ??= (async () => {
-      const subscriber = this.#redis.duplicate();
+      const subscriber = duplicateRedis(this.#redis);
       subscriber.on('error', () => undefined);
       subscriber.on('message', (_channel: string, message: string) => {
         const followed = this.#followed.get(message);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
 import { Delta, type Deployment, type Dispatcher, type EffectRequest, type Payload } from '../../kernel/index.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { RedisEventLog } from '../../store/redis/event-log.js';
@@ -21,9 +21,9 @@ import { defaultTransportTiming, type TransportTiming } from './transport-option
 
 export interface EffectWorkerOptions {
   /** A client for the claims, the inbox, the event log and the registry. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** A client for BullMQ (`maxRetriesPerRequest: null`); BullMQ duplicates it for blocking reads. */
-  readonly bullConnection: Redis;
+  readonly bullConnection: RedisClient;
   readonly keyPrefix: string;
   readonly deployments: readonly Deployment[];
   readonly concurrency?: number;
@@ -52,7 +52,7 @@ export class EffectWorker {
   readonly #running = new Map<string, AbortController>();
   readonly #refs: string[] = [];
   readonly #workerId: string;
-  #subscriber: Redis | undefined;
+  #subscriber: RedisClient | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #stopping: Promise<void> | undefined;
 
@@ -75,8 +75,8 @@ export class EffectWorker {
 
   /** Subscribes to cancellations, joins the registry and starts consuming. */
   async start(): Promise<void> {
-    const subscriber = this.#options.redis.duplicate();
-    subscriber.on('error', (error) => this.#options.onError?.(error, 'cancel subscriber'));
+    const subscriber = duplicateRedis(this.#options.redis);
+    subscriber.on('error', (error: Error) => this.#options.onError?.(error, 'cancel subscriber'));
     subscriber.on('message', (_channel: string, message: string) => this.#running.get(message)?.abort(new Error('canceled by the owner')));
     await subscriber.subscribe(this.#attempts.cancelChannel);
     this.#subscriber = subscriber;

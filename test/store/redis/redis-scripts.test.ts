@@ -108,6 +108,9 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     'idempotencyReplace-1.lua',
     'purgeTree-4.lua',
     'reconcileCommit-2.lua',
+    'registerNode-2.lua',
+    'renewNodeLease-1.lua',
+    'takeOverTree-4.lua',
     'waitIndexRemove-1.lua',
   ]);
   for (const file of files) {
@@ -121,7 +124,7 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     assert.doesNotMatch(header, new RegExp(`KEYS\\[${script.numKeys + 1}\\]`), `${file} documents no extra fixed key`);
     assert.match(header, /ARGV\[1\]/);
     assert.equal(script.lua.includes('@include'), false, `${file} includes are inlined`);
-    assert.equal(script.variadicKeys, ['commitCheckpoint', 'commitEffect', 'activateTree'].includes(name), `${file} variadic keys`);
+    assert.equal(script.variadicKeys, ['commitCheckpoint', 'commitEffect', 'activateTree', 'takeOverTree'].includes(name), `${file} variadic keys`);
   }
   assert.deepEqual([...luaScripts().keys()].sort(), files.map((file) => file.replace(/-\d+\.lua$/, '')).sort());
   const commandNames = new Set([...luaScripts().values()].map((script) => script.commandName));

@@ -4,10 +4,11 @@ import { Redis } from 'ioredis';
 import { EffectBoundary, TreeActivation, TreeCheckpoint } from '../../../src/kernel/commit.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import { RedisIdempotencyStore } from '../../../src/store/redis/idempotency-store.js';
-import { eventsKey, factsKey, headKey, idempotencyPointerKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
+import { eventsKey, factsKey, headKey, idempotencyPointerKey, nodeLeaseKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { luaScripts } from '../../../src/store/redis/scripts.js';
 import { RedisWaitIndex } from '../../../src/store/redis/wait-index.js';
+import { RedisNodeRegistry } from '../../../src/store/redis/node-registry.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { clusterSlot, crc16, hashTagOf, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
@@ -75,6 +76,8 @@ function declaredKeys(args: readonly string[]): string[] {
 /** Keys a script's inner command touches (the commands our scripts use). */
 /** The idempotency scripts: their keys are directory keys (a pointer; the start fence takes the tree's own). */
 const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace', 'waitIndexRemove'];
+/** The node registry's scripts: a node's keys, under its own tag `{node:<id>}` (tested below). */
+const nodeScripts = ['registerNode', 'renewNodeLease'];
 
 /**
  * The script an EVAL/EVALSHA line runs: EVALSHA names the sha; an EVAL carries the source (MONITOR
@@ -116,6 +119,12 @@ test('redis slots: every key each script receives, and every key it touches, is 
       snapshot: trees.completed().withIncarnation(TreeIncarnationId.random()),
     });
     await store.commit(activation, writes);
+    const takeover = TreeActivation.create({
+      previousIncarnationId: activation.snapshot.incarnationId,
+      previousDigest: activation.snapshot.digest,
+      snapshot: activation.snapshot.withIncarnation(TreeIncarnationId.random()),
+    });
+    await store.takeOverTree(takeover, '', writes);
     await store.reconcile(activation);
     await store.loadTree(trees.rootId);
     await store.events.entriesAfter(trees.rootId, '0');
@@ -137,7 +146,7 @@ test('redis slots: every key each script receives, and every key it touches, is 
 
   const scriptCalls = seen.filter((command) => /^eval(sha)?$/i.test(command.args[0] ?? ''));
   const called = new Set(scriptCalls.map((command) => scriptNameOf(command.args)));
-  const treeScripts = [...luaScripts().keys()].filter((name) => !directoryScripts.includes(name));
+  const treeScripts = [...luaScripts().keys()].filter((name) => !directoryScripts.includes(name) && !nodeScripts.includes(name));
   assert.deepEqual([...called].sort(), treeScripts.sort(), 'every tree script was exercised');
   const declared = new Set<string>();
   for (const call of scriptCalls) {
@@ -221,3 +230,31 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
     }
   }
 });
+
+test('redis slots: the node scripts take one node\'s keys, in one slot', async () => {
+  const redis = connect(plain);
+  const registry = new RedisNodeRegistry({ redis, keyPrefix: 'slots' });
+  const monitor = await connect(plain).monitor();
+  const seen: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+  try {
+    const epoch = await registry.register('node-1', 'http://127.0.0.1:1', [], 1_000);
+    await registry.renew('node-1', epoch, 1_000);
+    const sawPing = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toUpperCase() === 'PING') resolve();
+      });
+    });
+    await redis.ping();
+    await sawPing;
+  } finally {
+    monitor.disconnect();
+  }
+  const calls = seen.filter((args) => /^eval(sha)?$/i.test(args[0] ?? ''));
+  assert.deepEqual([...new Set(calls.map(scriptNameOf))].sort(), nodeScripts);
+  for (const call of calls) {
+    const keys = declaredKeys(call);
+    assert.deepEqual([...new Set(keys.map(clusterSlot))], [clusterSlot(nodeLeaseKey('slots', 'node-1'))]);
+  }
+});
+

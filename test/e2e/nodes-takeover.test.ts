@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { activeOn, Cluster, committedNames, eventually, exited, json, leaseMs, ownerOf, post, processUrl, startProcess, waitingWaitId, type Node } from './nodes-cluster.js';
+
+/**
+ * Liveness after a crash: when a node's lease lapses, the surviving nodes take its unfinished trees
+ * over (spread by rendezvous hashing), restored from the head, with no manual restore; a command to
+ * a tree whose owner is gone restores it where it lands.
+ */
+
+const cluster = new Cluster();
+let a: Node;
+let b: Node;
+let c: Node;
+
+before(async () => {
+  await cluster.start();
+  [a, b, c] = await Promise.all([cluster.node('a'), cluster.node('b'), cluster.node('c')]);
+});
+
+after(async () => {
+  await cluster.stop();
+});
+
+test('SIGKILL of the owner: the survivors take its trees over within the lease TTL + 5 s and the processes complete', async () => {
+  const sleeps = await Promise.all(Array.from({ length: 4 }, () => startProcess(a, 'demo.sleep', { ms: 60_000 })));
+  const approvals = await Promise.all(Array.from({ length: 4 }, (_, index) => startProcess(a, 'demo.approval', { subject: `crash-${index}` })));
+  const waits = await Promise.all(approvals.map((id) => waitingWaitId(a, id)));
+  await eventually(async () => ((await json(await fetch(processUrl(a, sleeps[0] as string, '/effects')))).items.length > 0 ? true : undefined), 'the sleep dispatched');
+
+  a.child.kill('SIGKILL');
+  await exited(a.child);
+  const killed = performance.now();
+  const survivors = [b, c];
+  const owners = await Promise.all(
+    [...sleeps, ...approvals].map((id) =>
+      eventually(
+        async () => {
+          const owner = await ownerOf(cluster, id);
+          if (owner === undefined || owner.node === 'a') return undefined;
+          const holders = await activeOn(survivors, id);
+          return holders.length === 1 ? owner.node : undefined;
+        },
+        `${id} taken over`,
+        leaseMs + 10_000,
+      ),
+    ),
+  );
+  const tookMs = performance.now() - killed;
+  process.stdout.write(`# takeover of 8 trees after SIGKILL: ${Math.round(tookMs)} ms (lease ${leaseMs} ms)\n`);
+  assert.ok(tookMs < leaseMs + 5_000, `took ${tookMs} ms`);
+  // Spread: with 8 trees both survivors get some (rendezvous hashing; fixed ids make it deterministic).
+  assert.deepEqual([...new Set(owners)].sort(), ['b', 'c']);
+
+  // The waiting ones answer wherever the signal lands; each tree was restored once.
+  await Promise.all(
+    approvals.map(async (id, index) => {
+      const answered = await post(processUrl(b, id, '/signals'), { signals: [{ id: 'answer', waitId: waits[index], payload: { approved: true } }] });
+      assert.equal(answered.status, 200, await answered.clone().text());
+      const result = await json(await fetch(processUrl(c, id, '/result?waitMs=10000')));
+      const owner = (await ownerOf(cluster, id))?.node === 'b' ? b : c;
+      const final = result.status === 'completed' ? result : await json(await fetch(processUrl(owner, id, '/result?waitMs=10000')));
+      assert.equal(final.status, 'completed');
+      assert.equal((await committedNames(owner, id)).filter((name) => name === 'agent.process.restored').length, 1);
+    }),
+  );
+  // The sleeps run again under their identity (same_identity) and complete.
+  for (const id of sleeps) {
+    const owner = (await ownerOf(cluster, id))?.node === 'b' ? b : c;
+    const cancel = await post(processUrl(owner, id, '/cancel'));
+    assert.equal(cancel.status, 202);
+    const result = await json(await fetch(processUrl(owner, id, '/result?waitMs=10000')));
+    assert.equal(result.status, 'canceled');
+  }
+});
+
+test('a command to a tree whose owner is gone restores it on the node that received it', async () => {
+  const d = await cluster.node('d', { SCOPE_NODE_LEASE_MS: '60000', SCOPE_NODE_RENEW_MS: '20000' });
+  const id = await startProcess(d, 'demo.approval', { subject: 'ownerless' });
+  const waitId = await waitingWaitId(d, id);
+  d.child.kill('SIGKILL');
+  await exited(d.child);
+  // The long lease is still live on the server: the command cannot reach the owner.
+  const early = await post(processUrl(b, id, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
+  assert.equal(early.status, 503);
+  assert.equal((await json(early)).code, 'owner_unreachable');
+  assert.equal(early.headers.get('retry-after'), '1');
+  // Its lease gone (as after its TTL), the tree is ownerless: the next command restores it here.
+  await cluster.redis.del(`${cluster.prefix}:{node:d}:lease`);
+  const answered = await post(processUrl(c, id, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
+  assert.equal(answered.status, 200, await answered.clone().text());
+  assert.notEqual((await ownerOf(cluster, id))?.node, 'd');
+  const owner = (await ownerOf(cluster, id))?.node === 'b' ? b : c;
+  const result = await json(await fetch(processUrl(owner, id, '/result?waitMs=10000')));
+  assert.equal(result.status, 'completed');
+});
