@@ -11,7 +11,7 @@ import type { Cluster } from './cluster.js';
 import type { Ledger, TrialKind } from './ledger.js';
 import type { Owners } from './owners.js';
 import type { Prng } from './prng.js';
-import { operatorRestore, type RecoveryMode } from './recovery.js';
+import { operatorRestore, type RecoveryMode, type RestoreOutcome } from './recovery.js';
 import { StreamFollower } from './stream-follower.js';
 
 export interface WorkloadOptions {
@@ -44,7 +44,8 @@ export class Workload {
   readonly #owners: Owners;
   readonly #ledger: Ledger;
   readonly #options: WorkloadOptions;
-  readonly #restoring = new Map<string, Promise<boolean>>();
+  readonly #restoring = new Map<string, Promise<RestoreOutcome>>();
+  readonly #refusedAt = new Map<string, number>();
   /** Operator restores the harness performed. */
   restores = 0;
 
@@ -105,12 +106,20 @@ export class Workload {
   }
 
   /** Restores, once at a time per tree, a tree whose owner died (operator mode only). */
-  recover(rootId: string): Promise<boolean> {
-    if (this.#options.recovery !== 'operator-restore') return Promise.resolve(false);
+  recover(rootId: string): Promise<RestoreOutcome> {
+    if (this.#options.recovery !== 'operator-restore') return Promise.resolve('refused');
     let pending = this.#restoring.get(rootId);
     if (pending === undefined) {
+      // A tree another node holds is not asked for again at once (the sweep runs five times a second).
+      if (Date.now() - (this.#refusedAt.get(rootId) ?? 0) < 1_000) return Promise.resolve('refused');
       this.restores += 1;
-      pending = operatorRestore(this.#client, this.#owners, rootId).finally(() => this.#restoring.delete(rootId));
+      pending = operatorRestore(this.#client, this.#owners, rootId)
+        .then((outcome) => {
+          if (outcome === 'refused') this.#refusedAt.set(rootId, Date.now());
+          else this.#refusedAt.delete(rootId);
+          return outcome;
+        })
+        .finally(() => this.#restoring.delete(rootId));
       this.#restoring.set(rootId, pending);
     }
     return pending;
@@ -125,8 +134,9 @@ export class Workload {
     for (let round = 0; ; round += 1) {
       let node: Answer['node'] | undefined;
       if (round > 0 && this.#options.recovery === 'operator-restore') {
-        // Not restored: the tree is finished (the caller reads the 409 against the stored result).
-        if (this.#owners.live(rootId) === undefined && !(await this.recover(rootId))) return previous as Answer;
+        // Finished: nothing to restore (the caller reads the 409 against the stored result).
+        // Refused: another node holds or takes the tree; the command goes to a random node again.
+        if (this.#owners.live(rootId) === undefined && (await this.recover(rootId)) === 'finished') return previous as Answer;
         node = this.#owners.live(rootId);
       }
       const answer = await this.#client.request('POST', route, {
