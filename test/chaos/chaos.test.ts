@@ -1,0 +1,32 @@
+/**
+ * The short CI version of `npm run chaos`: a fixed seed, about 20 kill events of API nodes and
+ * workers (real processes on loopback, Redis with AOF everysec), then every end check. Any
+ * violation fails the test with the report that names it. The long run (>= 200 kills) is a
+ * documented command: `npm run chaos -- --kills 200 --seed 1`.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { formatReport } from '../../scripts/chaos/report.js';
+import { runChaos } from '../../scripts/chaos/run.js';
+
+const seed = 20_261_201;
+const kills = 20;
+
+test(`chaos: ${kills} seeded kills of nodes and workers leave no violation (seed ${seed})`, { timeout: 6 * 60_000 }, async () => {
+  const report = await runChaos({
+    seed,
+    kills,
+    concurrency: 6,
+    maxTrials: 400,
+    minTrials: 20,
+    recovery: 'operator-restore',
+    gapMs: [300, 1_200],
+    downMs: [100, 1_000],
+  });
+  const text = formatReport(report);
+  console.log(text);
+  assert.equal(report.kills, kills, 'every scheduled kill happened');
+  assert.ok(report.acknowledgedStarts >= 20 && report.acknowledgedSignals > 0, 'the workload was acknowledged starts and signals');
+  assert.ok(report.readers > 0, 'SSE readers followed trees');
+  assert.deepEqual(report.violations, [], text);
+});
