@@ -26,8 +26,8 @@ options:
   --min-trials N         at least this many, even when the kills are done sooner (default 30)
   --gap-ms A-B           time between kills (default 400-2000)
   --down-ms A-B          time a killed member stays down (default 100-1500)
-  --operator-restore     the harness restores, on a live node, each tree whose node died (default)
-  --no-operator-restore  rely on the nodes' automatic takeover instead
+  --operator-restore     the harness also restores, on a live node, each tree whose node died
+  --no-operator-restore  rely on the nodes' automatic takeover alone (default)
   --help                 this text
 
 The long run (the acceptance figure, >= 200 kill events):
@@ -49,7 +49,7 @@ function parse(argv: readonly string[]): ChaosOptions | 'help' {
     concurrency: 6,
     maxTrials: 10_000,
     minTrials: 30,
-    recovery: 'operator-restore',
+    recovery: 'automatic',
     gapMs: [400, 2_000],
     downMs: [100, 1_500],
   };
