@@ -79,9 +79,9 @@ test('control of an unknown process is 404 process_not_found; a blank reason is 
   );
 });
 
-test('control of a stored tree no runtime here owns is 409 tree_not_active', async () => {
+test('control of a finished tree no runtime here holds answers from the stored head: 409 process_finished', async () => {
   const { processId } = await start(server, 'demo.echo', { value: 'released' });
   await resultOf(server, processId);
   await server.client.DELETE('/v1/trees/{rootId}', { params: { path: { rootId: processId } } });
-  expectProblem(await server.client.POST('/v1/processes/{id}/pause', { params: { path: { id: processId } } }), 409, 'tree_not_active');
+  expectProblem(await server.client.POST('/v1/processes/{id}/pause', { params: { path: { id: processId } } }), 409, 'process_finished');
 });

@@ -87,7 +87,7 @@ test('replay or resolution of an effect that is not Unknown is 409 effect_not_pe
   await server.client.POST('/v1/processes/{id}/kill', { params: { path: { id: processId } } });
 });
 
-test('replay or resolution on a finished process is 409 process_finished; on a released tree 409 tree_not_active', async () => {
+test('replay or resolution on a finished process is 409 process_finished, also once its tree is released (the stored head answers)', async () => {
   const { processId } = await start(server, 'demo.echo', { value: 'fin' });
   await resultOf(server, processId);
   const effectId = (await effectsOf(processId)).data!.items[0]!.effectId;
@@ -99,11 +99,11 @@ test('replay or resolution on a finished process is 409 process_finished; on a r
     'process_finished',
   );
   await server.client.DELETE('/v1/trees/{rootId}', { params: { path: { rootId: processId } } });
-  expectProblem(await server.client.POST('/v1/processes/{id}/effects/{effectId}/replay', { params: { path } }), 409, 'tree_not_active');
+  expectProblem(await server.client.POST('/v1/processes/{id}/effects/{effectId}/replay', { params: { path } }), 409, 'process_finished');
   expectProblem(
     await server.client.POST('/v1/processes/{id}/effects/{effectId}/resolution', { params: { path }, body: { status: 'succeeded', payload: {} } }),
     409,
-    'tree_not_active',
+    'process_finished',
   );
 });
 
