@@ -86,6 +86,8 @@ export class RedisHostCommitter extends CommitterBase {
     }
     // The tenant record has no TTL (it lives as long as the tree); a purged tree takes it along.
     if (outcome === 'purged') await this.#store.deleteRecord(rootId, tenantRecordSuffix).catch(() => undefined);
+    // So is its owner record (a purged tree has no owner; a leftover would only be swept again).
+    if (outcome === 'purged') await this.#store.deleteRecord(rootId, ownerRecordSuffix).catch(() => undefined);
     this.#waits?.forget(rootId.toString());
     this.#mapped.delete(rootId.toString());
     if (outcome === 'purged' && head !== undefined && this.#processes !== undefined) {

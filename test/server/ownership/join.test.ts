@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { KernelError } from '../../../src/kernel/errors.js';
+import { luaScripts } from '../../../src/store/redis/scripts.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { freshPrefix, redisHost, start } from '../harness.js';
 
@@ -54,6 +56,39 @@ test('a Host that never joins runs alone: no owner record, no lease, commands as
     assert.equal((await host.readiness()).checks.node, undefined);
     assert.deepEqual(await redis.keys(`${prefix}:{node:*`), []);
   } finally {
+    await host.close(1_000);
+    redis.disconnect();
+  }
+});
+
+test('the node directory names a tree before the start commit that makes it this node\'s, and a purge takes the owner record along', async () => {
+  const prefix = freshPrefix();
+  const { host, redis } = redisHost({ url: server.url, prefix, joinsCluster: true, env: { SCOPE_NODE_ID: 'ordered', SCOPE_NODE_LEASE_MS: '3000', SCOPE_NODE_RENEW_MS: '500' } });
+  const monitor = await new Redis(server.url, { lazyConnect: true }).monitor();
+  try {
+    await host.startNode('http://127.0.0.1:9');
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+    const view = await start(host, 'demo.echo', { value: 'ordered' });
+    // A barrier: the monitor sees this PING after everything the start sent.
+    const sawPing = new Promise<void>((resolve) => monitor.on('monitor', (_time: string, args: string[]) => args[0]?.toUpperCase() === 'PING' && resolve()));
+    await redis.ping();
+    await sawPing;
+    const startSha = luaScripts().get('commitCheckpoint')?.sha;
+    const directory = seen.findIndex((args) => args[0]?.toLowerCase() === 'sadd' && args[1] === `${prefix}:{node:ordered}:trees` && args[2] === view.processId);
+    // EVALSHA, or the EVAL that loads the script on its first use.
+    const isStartCommit = (args: string[]) =>
+      (args[0]?.toLowerCase() === 'evalsha' && args[1] === startSha) || (args[0]?.toLowerCase() === 'eval' && (args[1] ?? '').includes('commitCheckpoint:'));
+    const commit = seen.findIndex((args) => isStartCommit(args) && args.includes(`${prefix}:{${view.processId}}:head`));
+    assert.ok(directory >= 0 && commit >= 0, 'both writes were seen');
+    // A node killed right after its start commit must leave the tree findable for a takeover.
+    assert.ok(directory < commit, `the directory entry (#${directory}) precedes the start commit (#${commit})`);
+
+    await host.awaitResult(view.processId, 10_000);
+    await host.releaseTree(view.processId, true);
+    assert.equal(await redis.get(`${prefix}:{${view.processId}}:record:owner`), null);
+  } finally {
+    monitor.disconnect();
     await host.close(1_000);
     redis.disconnect();
   }
