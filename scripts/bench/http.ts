@@ -1,12 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { freePort } from '../../test/helpers/free-port.js';
 import { cpus } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { startBenchServer } from './scope-serve.js';
 import { createKey } from '../../src/app/auth/key-store.js';
 import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
 
@@ -27,7 +24,6 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * side by side with the same mode without, so the table shows what the guards cost on the hot path.
  */
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const seconds = Number(process.env.BENCH_HTTP_SECONDS ?? 3);
 const clientCounts = [1, 32] as const;
 /** Each row first runs this long at its own concurrency, unrecorded (JIT, pools, lazy compilation). */
@@ -42,43 +38,6 @@ interface Cell {
   readonly p99: number;
   readonly perSecond: number;
   readonly failures: number;
-}
-
-interface Server {
-  readonly base: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'bin', 'scope.js'), 'serve'], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SCOPE_LOG_LEVEL: 'error', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  const exited = once(child, 'exit');
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`scope serve exited with ${child.exitCode} before it was ready`);
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error('scope serve did not become ready within 30 s');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return {
-    base,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
 }
 
 /** One process start → result; the latency in ms, or undefined when it did not complete. */
@@ -130,7 +89,7 @@ async function measure(base: string, headers: Record<string, string>, mode: Cell
 }
 
 async function benchMode(mode: Cell['mode'], env: Record<string, string>, headers: Record<string, string> = {}): Promise<Cell[]> {
-  const server = await startServer(env);
+  const server = await startBenchServer(env);
   try {
     const cells: Cell[] = [];
     for (const clients of clientCounts) {

@@ -1,14 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { Agent, get, type IncomingMessage } from 'node:http';
-import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { deltaType } from '../../src/store/event-log.js';
 import { RedisEventLog } from '../../src/store/redis/event-log.js';
 import { eventsKey } from '../../src/store/redis/keys.js';
-import { freePort } from '../../test/helpers/free-port.js';
+import { startBenchServer, type BenchServer } from './scope-serve.js';
 import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
 
 /**
@@ -29,7 +25,6 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * with cores of its own would show. Goal: p99 ≤ 50 ms with 1 000 subscribers at 100 deltas/s.
  */
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const seconds = Number(process.env.BENCH_SCALE_SSE_SECONDS ?? 10);
 const subscribers = Number(process.env.BENCH_SCALE_SSE_SUBSCRIBERS ?? 1_000);
 const rate = Number(process.env.BENCH_SCALE_SSE_RATE ?? 100);
@@ -76,44 +71,12 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
 }
 
-async function startNode(redis: RedisServer): Promise<{ base: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [...(process.env.BENCH_NODE_PROF === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_NODE_PROF]), join(root, 'bin', 'scope.js'), 'serve'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      SCOPE_LOG_LEVEL: 'error',
-      SCOPE_REDIS_URL: redis.url,
-      SCOPE_KEY_PREFIX: prefix,
-      SCOPE_SSE_MAX_STREAMS: String(subscribers + 10),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  const exited = once(child, 'exit');
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`scope serve exited with ${child.exitCode} before it was ready`);
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error('scope serve did not become ready within 30 s');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return {
-    base,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+function startNode(redis: RedisServer): Promise<BenchServer> {
+  const profile = process.env.BENCH_NODE_PROF;
+  return startBenchServer(
+    { SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: prefix, SCOPE_SSE_MAX_STREAMS: String(subscribers + 10) },
+    profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile],
+  );
 }
 
 /** A demo.approval tree that waits (its stream stays open): its root id. */

@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../test/helpers/free-port.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface BenchServer {
+  readonly base: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real `scope serve` on a free loopback port with `env` over the bench's own environment, once its
+ * /readyz answers (30 s at most). `nodeFlags` go to node before the launcher (e.g. `--cpu-prof`).
+ */
+export async function startBenchServer(env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<BenchServer> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, join(root, 'bin', 'scope.js'), 'serve'], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SCOPE_LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const exited = once(child, 'exit');
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`scope serve exited with ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('scope serve did not become ready within 30 s');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    base,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
