@@ -141,20 +141,8 @@ export class RedisTreeCommitter implements TreeStore {
   async takeOverTree(activation: TreeActivation, expectedOwner: string, context?: RedisCommitContext): Promise<CommitReceipt> {
     const root = activation.rootId;
     const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
-    const { snapshot } = activation;
-    const prefix = this.#prefix;
-    const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ownerKey(prefix, root), ...host.keys];
-    const args = [
-      activation.identity(),
-      activation.contentDigest().toString(),
-      activation.previousIncarnationId.toString(),
-      activation.previousDigest.toString(),
-      snapshot.digest.toString(),
-      snapshot.incarnationId.toString(),
-      snapshot.json(),
-      expectedOwner,
-      ...host.args,
-    ];
+    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ownerKey(this.#prefix, root), ...host.keys];
+    const args = [...activationArgs(activation), expectedOwner, ...host.args];
     return receipt(await this.#script('takeOverTree', 'takeOverTree', keys, args));
   }
 
@@ -320,18 +308,8 @@ export class RedisTreeCommitter implements TreeStore {
   async #activation(activation: TreeActivation, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
     const root = activation.rootId;
     const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
-    const { snapshot } = activation;
     const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ...host.keys];
-    const args = [
-      activation.identity(),
-      activation.contentDigest().toString(),
-      activation.previousIncarnationId.toString(),
-      activation.previousDigest.toString(),
-      snapshot.digest.toString(),
-      snapshot.incarnationId.toString(),
-      snapshot.json(),
-      ...host.args,
-    ];
+    const args = [...activationArgs(activation), ...host.args];
     return receipt(await this.#script('activateTree', 'activateTree', keys, args));
   }
 
@@ -353,4 +331,18 @@ export class RedisTreeCommitter implements TreeStore {
       return result;
     });
   }
+}
+
+/** ARGV[1..7] of activateTree and takeOverTree (see their headers). */
+function activationArgs(activation: TreeActivation): string[] {
+  const { snapshot } = activation;
+  return [
+    activation.identity(),
+    activation.contentDigest().toString(),
+    activation.previousIncarnationId.toString(),
+    activation.previousDigest.toString(),
+    snapshot.digest.toString(),
+    snapshot.incarnationId.toString(),
+    snapshot.json(),
+  ];
 }
