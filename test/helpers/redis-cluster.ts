@@ -1,9 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port.js';
-import { requireRedisServer } from './redis-server.js';
+import { requireRedisServer, spawnRedisServer } from './redis-server.js';
 
 /**
  * Starts a private Redis Cluster for tests: three masters (and, if asked, one replica each) on free ports of 127.0.0.1,
@@ -35,18 +35,6 @@ export interface RedisCluster {
 }
 
 const slotCount = 16_384;
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // A crashed test file must not leave cluster nodes behind.
-  process.once('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-}
-
 function cli(port: number, ...args: string[]): string {
   const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 });
   if (result.error !== undefined) throw new Error(`redis-cli ${args.join(' ')} on ${port}: ${result.error.message}`);
@@ -86,10 +74,7 @@ function launch(port: number, dir: string, nodeTimeoutMs: number): ChildProcess 
     '--daemonize', 'no',
     '--loglevel', 'warning',
   ];
-  const child = spawn('redis-server', args, { stdio: 'ignore' });
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-  return child;
+  return spawnRedisServer(args, 'ignore');
 }
 
 /** Starts a 3-master cluster; call `stop()` in an `after` hook. */
@@ -106,7 +91,6 @@ export interface RedisClusterOptions {
 
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   requireRedisServer();
-  installExitHook();
   const masters = options.masters ?? 3;
   const timeoutMs = options.startTimeoutMs ?? 15_000;
   const dir = mkdtempSync(join(tmpdir(), 'scope-redis-cluster-'));

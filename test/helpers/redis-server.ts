@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -54,6 +54,15 @@ function installExitHook(): void {
   });
 }
 
+/** Spawns `redis-server args`, killed when this process exits (a crashed test file leaves none behind). */
+export function spawnRedisServer(args: readonly string[], stdio: StdioOptions): ChildProcess {
+  installExitHook();
+  const child = spawn('redis-server', args, { stdio });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
 /** Throws a readable error when `redis-server` cannot be run. */
 export function requireRedisServer(): void {
   const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
@@ -104,9 +113,7 @@ function launch(port: number, dir: string, options: RedisServerOptions): Promise
     ...(options.password === undefined ? [] : ['--requirepass', options.password]),
     ...(options.extraArgs ?? []),
   ];
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
-  child.once('exit', () => live.delete(child));
+  const child = spawnRedisServer(args, ['ignore', 'pipe', 'pipe']);
   let log = '';
   return new Promise((resolve, reject) => {
     const deadline = setTimeout(() => fail(`did not become ready within ${options.startTimeoutMs ?? 10_000} ms`), options.startTimeoutMs ?? 10_000);
