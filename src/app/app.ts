@@ -23,9 +23,8 @@ import Fastify, {
 import type { Host } from '../server/host.js';
 import { HttpMetrics } from './http-metrics.js';
 import { forwarder, rememberRawBody } from './forwarding.js';
+import { clientErrorHandler, refuseAnsweredEarly } from '../../plugins/client-errors.js';
 import problemDetails, {
-  clientErrorHandler,
-  refuseAnsweredEarly,
   documentProblems,
   frameworkErrorHandler,
   withAuthProblems,

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import request from 'supertest';
-import { classifyClientError, problemRegistry, type ProblemCode } from '../../plugins/problem-details.js';
+import { classifyClientError } from '../../plugins/client-errors.js';
+import { problemRegistry, type ProblemCode } from '../../plugins/problem-details.js';
 import { exchange, parseResponse, rawRequest, type RawResponse } from './raw-http.js';
 import { problemOf, startServer, type TestServer } from './server.js';
 
