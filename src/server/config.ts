@@ -1,3 +1,4 @@
+// Over 500 lines: every SCOPE_* setting in one documented table, each read and checked once, so a bad value fails at start.
 import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
