@@ -43,6 +43,7 @@ import type {
   WaitView,
 } from './host.js';
 import { LogReader } from './log-reader.js';
+import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
 import { ProcessList } from './process-list.js';
 import { parseProcessId, processFinished, snapshotOf, TreeResidency, treeNotFound, type Located } from './residency.js';
@@ -57,7 +58,7 @@ import type { RedisHostCommitter } from './redis-host-committer.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -83,6 +84,8 @@ export interface EngineHostOptions {
    * has, it changes no tree. `scope serve` sets it; a Host that never joins runs alone.
    */
   readonly joinsCluster?: boolean;
+  /** Monotonic milliseconds for hibernation's idle times (tests inject one; default `performance.now`). */
+  readonly monotonic?: () => number;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -116,6 +119,7 @@ export class EngineHost implements Host {
   readonly #backend: Backend;
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
+  readonly #hibernation: Hibernation;
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
@@ -181,6 +185,13 @@ export class EngineHost implements Host {
       rootLookup: backend.rootOf,
     });
     this.#residency = residency;
+    this.#hibernation = new Hibernation({
+      afterMs: config.hibernateAfterMs ?? 0,
+      release: (root) => this.#hibernate(root),
+      now: options.monotonic,
+      logger: options.logger?.child({ component: 'hibernation' }),
+    });
+    this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
@@ -242,6 +253,7 @@ export class EngineHost implements Host {
 
   #onEvent(event: Event): void {
     this.#residency.observe(event);
+    this.#hibernation.touch(event.relation.rootId.toString());
     if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
@@ -253,7 +265,28 @@ export class EngineHost implements Host {
 
   #onDelta(delta: Delta): void {
     const pid = delta.processId.toString();
-    this.#backend.log.append(this.#residency.rootOf(pid), [{ type: deltaType, processId: pid, data: delta.json() }]);
+    const root = this.#residency.rootOf(pid);
+    this.#hibernation.touch(root);
+    this.#backend.log.append(root, [{ type: deltaType, processId: pid, data: delta.json() }]);
+  }
+
+  /**
+   * Hibernation's release of an idle tree (docs/host.md "Hibernation"): only a parked one leaves, and
+   * nothing is written — the head is the whole state, the owner record keeps naming this node (so
+   * routing still sends its commands here), and the wait index and the log keep listing it. Resolves
+   * whether the tree is out of memory (also when something else released it first).
+   */
+  async #hibernate(root: string): Promise<boolean> {
+    if (this.#closing) return false;
+    if (this.#residency.inspectLocal(root) === undefined) return true;
+    const released = await this.#residency.hibernate(root);
+    if (released) this.#metrics.treesHibernated.inc();
+    return released;
+  }
+
+  /** Runs one hibernation sweep now (tests and benchmarks; the timer runs it every period). */
+  hibernateIdle(): Promise<number> {
+    return this.#hibernation.sweep();
   }
 
   #admit(): void {
@@ -339,6 +372,8 @@ export class EngineHost implements Host {
       return { done: true, result: resultView(await located.handle.await({ signal })) };
     } catch (error) {
       if (error instanceof RuntimeError) throw error;
+      // Hibernated while waiting: the stored head and the log answer from here on.
+      if (isReleased(error) && !signal.aborted) return this.#awaitStoredResult(processId, located.root, signal);
       return this.#poll(await this.#residency.locateOrThrow(processId));
     }
   }
@@ -356,7 +391,11 @@ export class EngineHost implements Host {
     // Restored here meanwhile (a takeover, a command that restored it): its runtime answers.
     if (located.kind === 'local') return this.#awaitLocalResult(processId, located, signal);
     await watchForFinish(this.#backend.log, root, processId, from, signal);
-    return this.#poll(await this.#residency.locateOrThrow(processId));
+    const now = await this.#residency.locateOrThrow(processId);
+    const answer = this.#poll(now);
+    // Restored here meanwhile, and the log ran ahead of the runtime's installed head: its handle answers.
+    if (answer.done || now.kind !== 'local' || signal.aborted) return answer;
+    return this.#awaitLocalResult(processId, now, signal);
   }
 
   /** The result if terminal, else where the process stands (`work: inactive` when nothing here moves it). */
@@ -367,7 +406,11 @@ export class EngineHost implements Host {
     return { done: false, status: snapshot.status, work: located.kind === 'local' ? located.entry.work : 'inactive', rootId: located.root };
   }
 
-  async deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
+  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
+    return this.#acrossRelease(() => this.#deliverSignals(processId, signals));
+  }
+
+  async #deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
     const requests = signalRequests(signals);
     const located = await this.#commandable(processId);
     if (located.kind === 'stored') {
@@ -393,7 +436,11 @@ export class EngineHost implements Host {
    * with its commit). Storage that cannot take that commit is `committer_unavailable`: nothing was
    * acknowledged, and the tree's writer has stopped (a restore applies whatever did land).
    */
-  async control(processId: string, action: ControlAction, reason?: string): Promise<void> {
+  control(processId: string, action: ControlAction, reason?: string): Promise<void> {
+    return this.#acrossRelease(() => this.#control(processId, action, reason));
+  }
+
+  async #control(processId: string, action: ControlAction, reason?: string): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
     const located = await this.#commandable(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
@@ -457,7 +504,11 @@ export class EngineHost implements Host {
     return { items, nextCursor: offset + limit < views.length ? String(offset + limit) : null };
   }
 
-  async replayEffect(processId: string, effectId: string): Promise<EffectView> {
+  replayEffect(processId: string, effectId: string): Promise<EffectView> {
+    return this.#acrossRelease(() => this.#replayEffect(processId, effectId));
+  }
+
+  async #replayEffect(processId: string, effectId: string): Promise<EffectView> {
     const id = parseEffectId(effectId);
     const located = await this.#commandable(processId);
     await this.#checkEffect(located, id);
@@ -466,7 +517,11 @@ export class EngineHost implements Host {
     return this.#effectView(processId, id);
   }
 
-  async resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
+  resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
+    return this.#acrossRelease(() => this.#resolveEffect(processId, effectId, resolution));
+  }
+
+  async #resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
     const id = parseEffectId(effectId);
     // A library caller may pass what the HTTP schema never lets through: a resolution is never "unknown".
     if (resolution.status !== 'succeeded' && resolution.status !== 'failed') throw invalidRequest('a resolution is {status: "succeeded" | "failed", payload}');
@@ -566,12 +621,15 @@ export class EngineHost implements Host {
   /** Restores `root` here (a takeover guarded by the owner record `expected` replaces, when joined). */
   async #restoreHere(root: string, expected: string | undefined): Promise<void> {
     const ownership = this.#ownership;
+    const woken = this.#residency.isHibernated(root);
     const restore = (): Promise<TreeSnapshot | undefined> => this.#residency.restore(root);
     const head = ownership?.joined === true && expected !== undefined ? await ownership.guarded(root, expected, restore) : await restore();
     if (head !== undefined) {
+      if (woken) this.#metrics.treesWoken.inc();
       this.#list.forget(root);
-      // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay.
-      if (this.#backend.inbox === undefined) {
+      // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
+      // nor for a tree woken from hibernation (the embedded inbox kept following it).
+      if (this.#backend.inbox === undefined && !woken) {
         await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
       }
     }
@@ -588,13 +646,40 @@ export class EngineHost implements Host {
   async #commandable(processId: string): Promise<Located> {
     const located = await this.#residency.locateOrThrow(processId);
     const ownership = this.#ownership;
-    if (ownership?.gating !== true || this.#residency.answersAsFinished(located)) return located;
+    if (this.#residency.answersAsFinished(located)) return located;
+    if (ownership?.gating !== true) {
+      // Alone: a tree this server hibernated is restored here; any other stored tree stays as it is.
+      if (located.kind === 'local') this.#hibernation.touch(located.root);
+      if (located.kind === 'local' || !this.#residency.isHibernated(located.root)) return located;
+      this.#admit();
+      await this.#restoreHere(located.root, undefined);
+      return this.#residency.locateOrThrow(processId);
+    }
     // Also refuses before the join: only a joined node with a valid lease routes or takes over.
     ownership.lease.assertValid();
-    if (located.kind === 'local' && !located.inspection.stopped) return located;
+    if (located.kind === 'local' && !located.inspection.stopped) {
+      this.#hibernation.touch(located.root);
+      return located;
+    }
     this.#admit();
     await this.#takeOrForward(located.root, false);
     return this.#residency.locateOrThrow(processId);
+  }
+
+  /**
+   * Runs a command on a located process again when its tree was hibernated between the lookup and
+   * the command (the released runtime refused it with `tree_released`, nothing committed): the next
+   * attempt finds the tree stored and restores it first.
+   */
+  async #acrossRelease<T>(command: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await command();
+      } catch (error) {
+        if (attempt < 3 && isReleased(error)) continue;
+        throw error;
+      }
+    }
   }
 
   /**
@@ -706,7 +791,7 @@ export class EngineHost implements Host {
     const scope = query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) };
     // Redis mode lists from the open-wait index (every node's trees, verified against their heads).
     const inbox = this.#backend.inbox;
-    const waits = inbox === undefined ? this.#inbox.list(scope) : await storeCall('wait index read', () => inbox.list(scope));
+    const waits = inbox === undefined ? await this.#inbox.list(scope) : await storeCall('wait index read', () => inbox.list(scope));
     const { tenant } = query;
     if (tenant === undefined) return waits;
     const owned = await Promise.all(waits.map(async (wait) => (await this.#treeTenant(wait.rootId)) === tenant));
@@ -787,6 +872,7 @@ export class EngineHost implements Host {
 
   async #close(deadlineMs: number): Promise<void> {
     this.#closing = true;
+    this.#hibernation.stop();
     const deadline = performance.now() + deadlineMs;
     const left = (): number => Math.max(0, deadline - performance.now());
     const quiesce = this.#residency.localRoots().map((root) => this.#engine.captureTree(ProcessId.parse(root)).catch(() => undefined));
@@ -876,6 +962,10 @@ function pageLimit(value: number | undefined, bounds: { readonly fallback: numbe
 }
 
 /** Whether `promise` settled within `ms` (the timer never outlives the race; a rejection counts as settled). */
+function isReleased(error: unknown): boolean {
+  return error instanceof KernelError && error.code === ErrorCode.treeReleased;
+}
+
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {

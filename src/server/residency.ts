@@ -76,6 +76,8 @@ export class TreeResidency {
   readonly #finished = new Set<string>();
   /** Finished roots released only to bound memory: they keep answering as finished. Bounded, oldest dropped. */
   readonly #evicted = new Set<string>();
+  /** Parked roots released from memory (hibernated): the next command restores them here. */
+  readonly #hibernated = new Set<string>();
   #releases: Promise<void> = Promise.resolve();
   /** Captures in progress per root (inspection's freeze phase). */
   readonly #captures = new Map<string, number>();
@@ -113,6 +115,7 @@ export class TreeResidency {
   /** Marks a tree this Engine just started or restored as owned here. */
   adopt(root: string, head?: TreeSnapshot): void {
     this.#localRoots.add(root);
+    this.#hibernated.delete(root);
     for (const snapshot of head?.processSnapshots() ?? []) {
       const pid = snapshot.processId.toString();
       if (pid !== root) this.#processRoots.set(pid, root);
@@ -205,6 +208,37 @@ export class TreeResidency {
     return located.snapshot.isTerminal;
   }
 
+  /**
+   * Releases a parked tree from memory (the Engine decides whether it is parked; a command queued
+   * meanwhile cancels the release). Its head stays the authority; {@link isHibernated} tells a
+   * command to restore it first. Resolves whether it was released.
+   */
+  async hibernate(root: string): Promise<boolean> {
+    if (this.capturing(root) || this.#restores.has(root)) return false;
+    let released: boolean;
+    try {
+      released = await this.#engine.hibernateTree(ProcessId.parse(root));
+    } catch (error) {
+      if (error instanceof KernelError && error.code === ErrorCode.treeNotFound) return false;
+      throw error;
+    }
+    if (!released) return false;
+    this.#localRoots.delete(root);
+    this.#finished.delete(root);
+    this.#hibernated.add(root);
+    return true;
+  }
+
+  /** Roots this server hibernated (copy). */
+  hibernatedRoots(): string[] {
+    return [...this.#hibernated];
+  }
+
+  /** Whether this server released the parked tree `root` (the next command restores it here). */
+  isHibernated(root: string): boolean {
+    return this.#hibernated.has(root);
+  }
+
   /** Whether a capture of the tree is in progress. */
   capturing(root: string): boolean {
     return (this.#captures.get(root) ?? 0) > 0;
@@ -219,6 +253,8 @@ export class TreeResidency {
       const head = await this.loadHead(root);
       if (head === undefined) throw treeNotFound(root);
       if (this.#evicted.has(root) && head.processSnapshots().every((process) => process.isTerminal)) return head;
+      // A hibernated tree was parked when it left, and nothing changed it since: its head is the cut.
+      if (this.#hibernated.has(root)) return head;
       throw treeNotActive(root);
     }
     this.#captures.set(root, (this.#captures.get(root) ?? 0) + 1);
@@ -331,6 +367,7 @@ export class TreeResidency {
     this.#localRoots.delete(root);
     this.#evicted.delete(root);
     this.#finished.delete(root);
+    this.#hibernated.delete(root);
     if (!purged) return;
     for (const [pid, owner] of this.#processRoots) {
       if (owner === root) this.#processRoots.delete(pid);
