@@ -53,6 +53,7 @@ import { storeCall } from './store-call.js';
 import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
 import { RedisNodeRegistry } from '../store/redis/node-registry.js';
+import { CommandRouting, isReleased } from './ownership/command-routing.js';
 import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
 
@@ -120,6 +121,7 @@ export class EngineHost implements Host {
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
   readonly #hibernation: Hibernation;
+  readonly #routing: CommandRouting;
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
@@ -216,13 +218,28 @@ export class EngineHost implements Host {
         isLocal: (root) => residency.inspectLocal(root) !== undefined,
         takeOver: async (root, expected) => {
           this.#admit();
-          await this.#restoreHere(root, expected);
+          await this.#routing.restoreHere(root, expected);
         },
       });
       (backend.committer as RedisHostCommitter).setOwnership(ownership);
       if (options.joinsCluster === true) ownership.expectJoin();
       this.#ownership = ownership;
     }
+    this.#routing = new CommandRouting({
+      residency,
+      ownership: this.#ownership,
+      hibernation: this.#hibernation,
+      admit: () => this.#admit(),
+      restored: async (root, head, woken) => {
+        if (woken) this.#metrics.treesWoken.inc();
+        this.#list.forget(root);
+        // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
+        // nor for a tree woken from hibernation (the embedded inbox kept following it).
+        if (this.#backend.inbox === undefined && !woken) {
+          await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
+        }
+      },
+    });
     this.#reader = new LogReader({
       log: backend.log,
       rootFinished: (root) => residency.rootFinished(root),
@@ -407,12 +424,12 @@ export class EngineHost implements Host {
   }
 
   deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
-    return this.#acrossRelease(() => this.#deliverSignals(processId, signals));
+    return this.#routing.acrossRelease(() => this.#deliverSignals(processId, signals));
   }
 
   async #deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
     const requests = signalRequests(signals);
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') {
       if (this.#residency.answersAsFinished(located)) return signalsToFinished(located.snapshot, requests);
       throw this.#residency.refuseStored(located);
@@ -421,7 +438,7 @@ export class EngineHost implements Host {
     try {
       return { accepted: await located.handle.deliverSignals(...requests) };
     } catch (error) {
-      await this.#fencedOut(located.root, error);
+      await this.#routing.fencedOut(located.root, error);
       // The process may have finished between the check and the delivery.
       if (error instanceof KernelError && error.code === ErrorCode.signalRejected) {
         const now = snapshotOf(await this.#residency.locateOrThrow(processId));
@@ -437,19 +454,19 @@ export class EngineHost implements Host {
    * acknowledged, and the tree's writer has stopped (a restore applies whatever did land).
    */
   control(processId: string, action: ControlAction, reason?: string): Promise<void> {
-    return this.#acrossRelease(() => this.#control(processId, action, reason));
+    return this.#routing.acrossRelease(() => this.#control(processId, action, reason));
   }
 
   async #control(processId: string, action: ControlAction, reason?: string): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
     // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
     const stoppedBefore = located.inspection.stopped;
     try {
       await this.#command(located.handle, action, reason);
     } catch (error) {
-      await this.#fencedOut(located.root, error);
+      await this.#routing.fencedOut(located.root, error);
       if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
         throw new KernelError(ErrorCode.committerUnavailable, `the ${action} of ${processId} was not acknowledged: storage could not take its commit`, { cause: error });
       }
@@ -505,20 +522,20 @@ export class EngineHost implements Host {
   }
 
   replayEffect(processId: string, effectId: string): Promise<EffectView> {
-    return this.#acrossRelease(() => this.#replayEffect(processId, effectId));
+    return this.#routing.acrossRelease(() => this.#replayEffect(processId, effectId));
   }
 
   async #replayEffect(processId: string, effectId: string): Promise<EffectView> {
     const id = parseEffectId(effectId);
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#rethrow(located.root, error));
+    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#routing.rethrow(located.root, error));
     return this.#effectView(processId, id);
   }
 
   resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
-    return this.#acrossRelease(() => this.#resolveEffect(processId, effectId, resolution));
+    return this.#routing.acrossRelease(() => this.#resolveEffect(processId, effectId, resolution));
   }
 
   async #resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
@@ -531,10 +548,10 @@ export class EngineHost implements Host {
     } catch (error) {
       throw invalidRequest(`payload is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, error);
     }
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#rethrow(located.root, error));
+    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#routing.rethrow(located.root, error));
     const view = await this.#effectView(processId, id);
     // Once the process consumed it the snapshot no longer holds the settlement; this one is what the
     // host just established, acknowledged by the commit.
@@ -597,7 +614,7 @@ export class EngineHost implements Host {
 
   async captureTree(rootId: string): Promise<SnapshotView> {
     const root = parseRoot(rootId);
-    if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#commandable(root);
+    if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#routing.commandable(root);
     return snapshotView(await this.#residency.capture(root));
   }
 
@@ -610,126 +627,12 @@ export class EngineHost implements Host {
       const local = this.#residency.inspectLocal(root);
       if (local === undefined || local.stopped) {
         if ((await this.#residency.loadHead(root)) === undefined) throw treeNotFound(root);
-        await this.#takeOrForward(root, options.force === true);
+        await this.#routing.takeOrForward(root, options.force === true);
       }
     } else {
-      await this.#restoreHere(root, undefined);
+      await this.#routing.restoreHere(root, undefined);
     }
     return this.inspectTree(root);
-  }
-
-  /** Restores `root` here (a takeover guarded by the owner record `expected` replaces, when joined). */
-  async #restoreHere(root: string, expected: string | undefined): Promise<void> {
-    const ownership = this.#ownership;
-    const woken = this.#residency.isHibernated(root);
-    const restore = (): Promise<TreeSnapshot | undefined> => this.#residency.restore(root);
-    const head = ownership?.joined === true && expected !== undefined ? await ownership.guarded(root, expected, restore) : await restore();
-    if (head !== undefined) {
-      if (woken) this.#metrics.treesWoken.inc();
-      this.#list.forget(root);
-      // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
-      // nor for a tree woken from hibernation (the embedded inbox kept following it).
-      if (this.#backend.inbox === undefined && !woken) {
-        await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
-      }
-    }
-    ownership?.adopted(root);
-  }
-
-  /**
-   * Where a command on `processId` runs (docs/host.md "Nodes and ownership"). A Host that has not
-   * joined (embedded mode, in-process use) has only its own trees: the located process as before.
-   * Joined: a live local tree runs here; any other is routed by its owner record: owned by a live
-   * other node → {@link OwnedElsewhereError} (the HTTP edge forwards the command there); this node's,
-   * or ownerless (its owner's lease is gone) → restored here first, then run here.
-   */
-  async #commandable(processId: string): Promise<Located> {
-    const located = await this.#residency.locateOrThrow(processId);
-    const ownership = this.#ownership;
-    if (this.#residency.answersAsFinished(located)) return located;
-    if (ownership?.gating !== true) {
-      // Alone: a tree this server hibernated is restored here; any other stored tree stays as it is.
-      if (located.kind === 'local') this.#hibernation.touch(located.root);
-      if (located.kind === 'local' || !this.#residency.isHibernated(located.root)) return located;
-      this.#admit();
-      await this.#restoreHere(located.root, undefined);
-      return this.#residency.locateOrThrow(processId);
-    }
-    // Also refuses before the join: only a joined node with a valid lease routes or takes over.
-    ownership.lease.assertValid();
-    if (located.kind === 'local' && !located.inspection.stopped) {
-      this.#hibernation.touch(located.root);
-      return located;
-    }
-    this.#admit();
-    await this.#takeOrForward(located.root, false);
-    return this.#residency.locateOrThrow(processId);
-  }
-
-  /**
-   * Runs a command on a located process again when its tree was hibernated between the lookup and
-   * the command (the released runtime refused it with `tree_released`, nothing committed): the next
-   * attempt finds the tree stored and restores it first.
-   */
-  async #acrossRelease<T>(command: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await command();
-      } catch (error) {
-        if (attempt < 3 && isReleased(error)) continue;
-        throw error;
-      }
-    }
-  }
-
-  /**
-   * Takes `root` over here, or throws where it lives. A takeover names the owner record it replaces;
-   * losing the race to another node (`tree_incarnation_conflict`) reads the record again, so the
-   * command follows the winner. `force` (an operator's restore) takes a tree from a live owner too:
-   * the fenced owner's next commit fails, and it drops the tree and forwards from then on.
-   */
-  async #takeOrForward(root: string, force: boolean): Promise<void> {
-    const ownership = this.#ownership as Ownership;
-    for (let attempt = 0; ; attempt += 1) {
-      const route = await storeCall('owner record read', () => ownership.route(root));
-      if (route.kind === 'elsewhere' && !force) {
-        // A writer the live owner fenced: drop it from memory; its commands go there from now on.
-        const local = this.#residency.inspectLocal(root);
-        if (local !== undefined && local.stopped) await this.#residency.release(root).catch(() => undefined);
-        throw route.error;
-      }
-      try {
-        await this.#restoreHere(root, route.expected);
-        return;
-      } catch (error) {
-        if (attempt < 2 && error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict) continue;
-        throw error;
-      }
-    }
-  }
-
-  /**
-   * After a local command failed: when its tree was fenced by a takeover elsewhere (the commit met
-   * another incarnation), the tree leaves this node's memory and the command goes to the owner
-   * (nothing of it was committed here): throws where it lives. Otherwise returns: the failure is
-   * the command's own.
-   */
-  async #fencedOut(root: string, error: unknown): Promise<void> {
-    const ownership = this.#ownership;
-    const fenced = error instanceof KernelError && (error.code === ErrorCode.treeIncarnationConflict || (error.cause instanceof KernelError && error.cause.code === ErrorCode.treeIncarnationConflict));
-    if (ownership?.joined === true && fenced) {
-      const route = await storeCall('owner record read', () => ownership.route(root));
-      if (route.kind === 'elsewhere') {
-        await this.#residency.release(root).catch(() => undefined);
-        throw route.error;
-      }
-    }
-  }
-
-  /** {@link #fencedOut}, then the command's own failure. */
-  async #rethrow(root: string, error: unknown): Promise<never> {
-    await this.#fencedOut(root, error);
-    throw error;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -962,10 +865,6 @@ function pageLimit(value: number | undefined, bounds: { readonly fallback: numbe
 }
 
 /** Whether `promise` settled within `ms` (the timer never outlives the race; a rejection counts as settled). */
-function isReleased(error: unknown): boolean {
-  return error instanceof KernelError && error.code === ErrorCode.treeReleased;
-}
-
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
