@@ -351,7 +351,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     });
   }
 
-  await app.register(problemDetails, { bodyLimit, intercept: forwarder({ nodeId: () => options.host.nodeId }) });
+  await app.register(problemDetails, { bodyLimit, intercept: forwarder({ nodeId: () => options.host.nodeId, registry: options.host.telemetry.registry }) });
   // Security headers on every response. The strict policy is for the API's own pages (the JSON the API
   // sends executes nothing); /docs sets Swagger UI's own.
   await app.register(fastifyHelmet, {

@@ -220,6 +220,7 @@ export class EngineHost implements Host {
           this.#admit();
           await this.#routing.restoreHere(root, expected);
         },
+        tookOver: () => this.#metrics.treesTakenOver.inc(),
       });
       (backend.committer as RedisHostCommitter).setOwnership(ownership);
       if (options.joinsCluster === true) ownership.expectJoin();

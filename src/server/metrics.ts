@@ -23,6 +23,7 @@ export class HostMetrics {
   readonly logAppendFailures: Counter;
   readonly treesHibernated: Counter;
   readonly treesWoken: Counter;
+  readonly treesTakenOver: Counter;
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly liveWorkers: Gauge<'ref'>;
 
@@ -75,6 +76,11 @@ export class HostMetrics {
     this.treesWoken = new Counter({
       name: 'scope_trees_woken_total',
       help: 'Hibernated trees restored into memory by a command',
+      registers,
+    });
+    this.treesTakenOver = new Counter({
+      name: 'scope_trees_taken_over_total',
+      help: "Trees this node's sweep took over from nodes whose lease lapsed (or from its own earlier epoch)",
       registers,
     });
     this.stepsCommitted = new Counter({ name: 'scope_steps_committed_total', help: 'Steps whose result committed', registers });

@@ -22,6 +22,14 @@ after(async () => {
   await cluster.stop();
 });
 
+async function counter(node: Node, name: string): Promise<number> {
+  const text = await (await fetch(`${node.url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(name))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
 test('SIGKILL of the owner: the survivors take its trees over within the lease TTL + 5 s and the processes complete', async () => {
   const sleeps = await Promise.all(Array.from({ length: 4 }, () => startProcess(a, 'demo.sleep', { ms: 60_000 })));
   const approvals = await Promise.all(Array.from({ length: 4 }, (_, index) => startProcess(a, 'demo.approval', { subject: `crash-${index}` })));
@@ -51,6 +59,8 @@ test('SIGKILL of the owner: the survivors take its trees over within the lease T
   assert.ok(tookMs < leaseMs + 5_000, `took ${tookMs} ms`);
   // Spread: with 8 trees both survivors get some (rendezvous hashing; fixed ids make it deterministic).
   assert.deepEqual([...new Set(owners)].sort(), ['b', 'c']);
+  const takenOver = await Promise.all(survivors.map((node) => counter(node, 'scope_trees_taken_over_total')));
+  assert.equal(takenOver[0]! + takenOver[1]!, 8, 'each survivor counts the takeovers its sweep made');
 
   // The waiting ones answer wherever the signal lands; each tree was restored once.
   await Promise.all(

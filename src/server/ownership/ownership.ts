@@ -28,6 +28,8 @@ export interface OwnershipOptions {
   readonly isLocal: (root: string) => boolean;
   /** Restores `root` here, the takeover guarded by `expected` (the owner record it replaces). */
   readonly takeOver: (root: string, expected: string) => Promise<void>;
+  /** Called after each takeover the sweep made (metrics). */
+  readonly tookOver?: (root: string) => void;
 }
 
 /**
@@ -295,6 +297,7 @@ export class Ownership implements CommitOwnership {
       }
       try {
         await this.#options.takeOver(root, raw ?? '');
+        this.#options.tookOver?.(root);
         this.#logger?.info({ rootId: root, from: nodeId, epoch: record.epoch }, 'took over a tree from a node whose lease lapsed');
         await this.#registry.removeTree(nodeId, root);
       } catch (error) {
