@@ -71,7 +71,10 @@ const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
 export async function benchScaleHibernation(): Promise<void> {
   const redisServer = await startRedisServer();
   const redis = new Redis(redisServer.url);
-  const server = await startBenchServer({ SCOPE_REDIS_URL: redisServer.url, SCOPE_KEY_PREFIX: 'bench-hib', SCOPE_HIBERNATE_AFTER_MS: String(idleMs) });
+  // BENCH_SCALE_PROFILE=<dir>: the node writes a CPU profile there when it stops.
+  const profile = process.env.BENCH_SCALE_PROFILE;
+  const flags = profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile];
+  const server = await startBenchServer({ SCOPE_REDIS_URL: redisServer.url, SCOPE_KEY_PREFIX: 'bench-hib', SCOPE_HIBERNATE_AFTER_MS: String(idleMs) }, flags);
   try {
     const base = server.base;
     const ids: string[] = new Array(trees);

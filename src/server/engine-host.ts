@@ -298,7 +298,10 @@ export class EngineHost implements Host {
     if (this.#closing) return false;
     if (this.#residency.inspectLocal(root) === undefined) return true;
     const released = await this.#residency.hibernate(root);
-    if (released) this.#metrics.treesHibernated.inc();
+    if (released) {
+      this.#backend.committer.released(root);
+      this.#metrics.treesHibernated.inc();
+    }
     return released;
   }
 
@@ -676,7 +679,10 @@ export class EngineHost implements Host {
       if (route.kind === 'elsewhere') throw route.error;
     }
     const wasLocal = await this.#residency.release(root);
-    if (wasLocal) this.#ownership?.dropped(root);
+    if (wasLocal) {
+      this.#ownership?.dropped(root);
+      this.#backend.committer.released(root);
+    }
     if (!purge) {
       if (!wasLocal && (await this.#residency.loadHead(root)) === undefined) throw treeNotFound(root);
       return;

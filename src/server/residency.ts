@@ -229,6 +229,11 @@ export class TreeResidency {
     return true;
   }
 
+  /** The tree this server hibernated was taken over elsewhere: it is no longer this server's to wake. */
+  movedOn(root: string): void {
+    this.#hibernated.delete(root);
+  }
+
   /** Roots this server hibernated (copy). */
   hibernatedRoots(): string[] {
     return [...this.#hibernated];
@@ -271,23 +276,25 @@ export class TreeResidency {
    * Takes a tree over from its stored head (a new incarnation fences the previous writer); a tree
    * already owned here is a no-op unless its writer stopped. Concurrent restores of one tree join.
    * Resolves with the head the tree was restored from (undefined: it was already owned and live).
+   * `head`, when given, is one the caller just loaded: it saves a second read (a head that moved on
+   * meanwhile fails the activation's compare-and-swap, and nothing is restored).
    */
-  restore(root: string): Promise<TreeSnapshot | undefined> {
+  restore(root: string, head?: TreeSnapshot): Promise<TreeSnapshot | undefined> {
     const running = this.#restores.get(root);
     if (running !== undefined) return running;
     const local = this.inspectLocal(root);
     if (local !== undefined && !local.stopped) return Promise.resolve(undefined);
-    const restore = this.#restore(root, local !== undefined);
+    const restore = this.#restore(root, local !== undefined, head);
     this.#restores.set(root, restore);
     return restore.finally(() => this.#restores.delete(root));
   }
 
-  async #restore(root: string, stopped: boolean): Promise<TreeSnapshot> {
+  async #restore(root: string, stopped: boolean, loaded: TreeSnapshot | undefined): Promise<TreeSnapshot> {
     if (stopped) {
       await this.#engine.releaseTree(ProcessId.parse(root));
       this.#forget(root);
     }
-    const head = await this.loadHead(root);
+    const head = stopped || loaded === undefined ? await this.loadHead(root) : loaded;
     if (head === undefined) throw treeNotFound(root);
     let deployment: Deployment;
     try {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { embeddedHost, freshPrefix, redisHost, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
+import { embeddedHost, freshPrefix, redisHost, rejectsWith, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
 
 /**
  * Hibernation (docs/host.md "Hibernation"): a parked tree idle for SCOPE_HIBERNATE_AFTER_MS leaves
@@ -134,5 +134,37 @@ test('a signal racing the release is admitted exactly once, whichever wins', asy
     }
   } finally {
     await done();
+  }
+});
+
+test('joined: waking a tree another node took over meanwhile fails the guarded takeover and follows the new owner', async () => {
+  const clock = manualClock();
+  const prefix = freshPrefix();
+  const first = redisHost({ url: server.url, prefix, env: { ...hibernating, SCOPE_NODE_ID: 'hib-a' }, monotonic: clock.now, joinsCluster: true });
+  const second = redisHost({ url: server.url, prefix, env: { ...hibernating, SCOPE_NODE_ID: 'hib-b' }, monotonic: clock.now, joinsCluster: true });
+  try {
+    await first.host.startNode('http://127.0.0.1:9');
+    await second.host.startNode('http://127.0.0.1:10');
+    const pid = (await start(first.host, 'demo.approval', { subject: 'moved' })).processId;
+    await untilSettled(first.host, pid, stepCommittedWith('waiting'));
+    const waitId = (await first.host.inspectProcess(pid)).waitId as string;
+    clock.advance(1_000);
+    assert.equal(await first.host.hibernateIdle(), 1);
+    // An operator takes the tree to b while a holds it only as hibernated.
+    await second.host.restoreTree(pid, { force: true });
+    const owner = JSON.parse((await first.redis.get(`${prefix}:{${pid}}:record:owner`)) as string);
+    assert.equal(owner.node, 'hib-b');
+
+    const answer = [{ id: 'answer', waitId, payload: { approved: true } }];
+    await rejectsWith(first.host.deliverSignals(pid, answer), 'tree_owned_elsewhere');
+    assert.deepEqual(JSON.parse((await first.redis.get(`${prefix}:{${pid}}:record:owner`)) as string), owner, 'the failed wake moved nothing');
+    assert.equal(await metric(first.host, 'scope_trees_woken_total'), 0);
+    await second.host.deliverSignals(pid, answer);
+    assert.equal((await second.host.awaitResult(pid, 10_000)).done, true);
+  } finally {
+    await first.host.close(1_000);
+    await second.host.close(1_000);
+    first.redis.disconnect();
+    second.redis.disconnect();
   }
 });

@@ -41,11 +41,14 @@ export class CommandRouting {
     this.#restored = options.restored;
   }
 
-  /** Restores `root` here (a takeover guarded by the owner record `expected` replaces, when joined). */
-  async restoreHere(root: string, expected: string | undefined): Promise<void> {
+  /**
+   * Restores `root` here (a takeover guarded by the owner record `expected` replaces, when joined);
+   * from `loaded` when the caller just read the head.
+   */
+  async restoreHere(root: string, expected: string | undefined, loaded?: TreeSnapshot): Promise<void> {
     const ownership = this.#ownership;
     const woken = this.#residency.isHibernated(root);
-    const restore = (): Promise<TreeSnapshot | undefined> => this.#residency.restore(root);
+    const restore = (): Promise<TreeSnapshot | undefined> => this.#residency.restore(root, loaded);
     const head = ownership?.joined === true && expected !== undefined ? await ownership.guarded(root, expected, restore) : await restore();
     if (head !== undefined) await this.#restored(root, head, woken);
     ownership?.adopted(root);
@@ -66,7 +69,7 @@ export class CommandRouting {
       if (located.kind === 'local') this.#hibernation.touch(located.root);
       if (located.kind === 'local' || !this.#residency.isHibernated(located.root)) return located;
       this.#admit();
-      await this.restoreHere(located.root, undefined);
+      await this.restoreHere(located.root, undefined, located.head);
       return this.#residency.locateOrThrow(processId);
     }
     // Also refuses before the join: only a joined node with a valid lease routes or takes over.
@@ -76,8 +79,29 @@ export class CommandRouting {
       return located;
     }
     this.#admit();
-    await this.takeOrForward(located.root, false);
+    if (located.kind === 'stored' && this.#residency.isHibernated(located.root) && (await this.#wake(located.root, located.head, ownership))) {
+      return this.#residency.locateOrThrow(processId);
+    }
+    await this.takeOrForward(located.root, false, located.kind === 'stored' ? located.head : undefined);
     return this.#residency.locateOrThrow(processId);
+  }
+
+  /**
+   * Restores a tree this node hibernated, guarded by the owner record it wrote itself (no read of the
+   * record first: the takeover's compare is the check). False when that record moved on — another
+   * node took the tree over, or this node's epoch changed — and the caller routes as usual.
+   */
+  async #wake(root: string, head: TreeSnapshot, ownership: Ownership): Promise<boolean> {
+    const presumed = ownership.presumedRecord(head);
+    if (presumed === undefined) return false;
+    try {
+      await this.restoreHere(root, presumed, head);
+      return true;
+    } catch (error) {
+      if (!(error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict)) throw error;
+      this.#residency.movedOn(root);
+      return false;
+    }
   }
 
   /**
@@ -100,9 +124,10 @@ export class CommandRouting {
    * Takes `root` over here, or throws where it lives. A takeover names the owner record it replaces;
    * losing the race to another node (`tree_incarnation_conflict`) reads the record again, so the
    * command follows the winner. `force` (an operator's restore) takes a tree from a live owner too:
-   * the fenced owner's next commit fails, and it drops the tree and forwards from then on.
+   * the fenced owner's next commit fails, and it drops the tree and forwards from then on. `loaded`:
+   * a head the caller just read, used by the first attempt only.
    */
-  async takeOrForward(root: string, force: boolean): Promise<void> {
+  async takeOrForward(root: string, force: boolean, loaded?: TreeSnapshot): Promise<void> {
     const ownership = this.#ownership as Ownership;
     for (let attempt = 0; ; attempt += 1) {
       const route = await storeCall('owner record read', () => ownership.route(root));
@@ -113,7 +138,7 @@ export class CommandRouting {
         throw route.error;
       }
       try {
-        await this.restoreHere(root, route.expected);
+        await this.restoreHere(root, route.expected, attempt === 0 ? loaded : undefined);
         return;
       } catch (error) {
         if (attempt < 2 && error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict) continue;

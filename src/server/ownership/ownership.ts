@@ -5,7 +5,7 @@ import type { RedisNodeRegistry, StoredNodeLease } from '../../store/redis/node-
 import type { NodeConfig } from '../config.js';
 import type { NodeView } from '../host.js';
 import { NodeLease } from './node-lease.js';
-import { type CommitOwnership, decodeOwner, type NodeStamp } from './owner-record.js';
+import { type CommitOwnership, decodeOwner, encodeOwner, type NodeStamp } from './owner-record.js';
 import { OwnedElsewhereError } from './owned-elsewhere.js';
 import { rendezvousWinner } from './rendezvous.js';
 
@@ -145,6 +145,16 @@ export class Ownership implements CommitOwnership {
       return { kind: 'elsewhere', expected: raw, error: new OwnedElsewhereError(root, { nodeId: record.node, url: lease.url }) };
     }
     return { kind: 'here', expected: raw, mine: false };
+  }
+
+  /**
+   * The owner record this node wrote for `head` if it still owns it (it hibernated the tree): what a
+   * takeover of it guards against without reading the record first — a record that moved on fails the
+   * takeover's compare, and the caller reads the route then.
+   */
+  presumedRecord(head: TreeSnapshot): string | undefined {
+    if (!this.joined) return undefined;
+    return encodeOwner({ node: this.nodeId, epoch: this.lease.epoch, incarnation: head.incarnationId.toString() });
   }
 
   /** Runs `restore` with the takeover guard for `root` set (the host committer reads it in the activation). */
