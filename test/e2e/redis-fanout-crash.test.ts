@@ -123,7 +123,7 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
     status: string;
     output: { outputs: Array<{ processId: string; value: string }>; canceled: string[] };
   };
-  assert.equal(result.status, 'completed');
+  assert.equal(result.status, 'completed', JSON.stringify(result));
   assert.deepEqual(result.output.outputs.map((entry) => entry.value), values, 'every child completed with its own value, in input order');
   const childIds = result.output.outputs.map((entry) => entry.processId);
   assert.equal(new Set(childIds).size, fanout);
