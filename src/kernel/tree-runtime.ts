@@ -50,6 +50,7 @@ import { answerSchemaOf, waitEffectProblem } from './wait.js';
 import { SchemaValidationError } from './schema.js';
 import { allocateChild, childOwnerProblem, type ChildAdmissionOutcome, type ChildAdmitter } from './child-admission.js';
 import { answerChildWaitsAround, satisfyChildWaits } from './child-waits.js';
+import { hasRunnableWork } from './parked.js';
 import type { ChildSpec, ChildWaitSpec, FrameworkOperation } from './effect.js';
 import { ProcessId as ProcessIdentity } from './identity.js';
 import { ProcessRelation } from './relation.js';
@@ -350,10 +351,7 @@ export class TreeRuntime {
   }
 
   #runnable(process: ProcessRuntime): boolean {
-    const snapshot = process.snapshot;
-    if (hasTerminalIntent(process.control)) return true;
-    if (snapshot.prepared !== undefined) return snapshot.prepared.frontier()?.unknown !== true;
-    return snapshot.status === 'running' || (process.control.pauseReason !== undefined && snapshot.status === 'waiting');
+    return hasRunnableWork(process.snapshot, process.control);
   }
 
   #jobCount(): number {

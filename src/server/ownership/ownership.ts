@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeploymentRef, TreeSnapshot } from '../../kernel/index.js';
+import { type DeploymentRef, isParkedTree, type TreeSnapshot } from '../../kernel/index.js';
 import { codedError, HostErrorCode } from '../../errors.js';
 import type { RedisNodeRegistry, StoredNodeLease } from '../../store/redis/node-registry.js';
 import type { NodeConfig } from '../config.js';
@@ -284,8 +284,10 @@ export class Ownership implements CommitOwnership {
       }
       if (this.#options.isLocal(root)) continue;
       const head = await this.#options.loadHead(root);
-      if (head === undefined || head.processSnapshots().every((process) => process.isTerminal)) {
-        // Nothing left to run: it stays ownerless, and the next command restores it where it lands.
+      if (head === undefined || isParkedTree(head)) {
+        // Nothing to run (finished, or every process waiting, paused or blocked on an Unknown): it
+        // stays ownerless, and the next command restores it where it lands. A dead node's thousands
+        // of parked trees cost the survivors nothing until someone needs one.
         await this.#registry.removeTree(nodeId, root);
         continue;
       }

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ErrorCode } from '../../../src/kernel/errors.js';
+import { isParkedTree } from '../../../src/kernel/parked.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
@@ -129,5 +130,31 @@ test('hibernating an unknown tree is tree_not_found; hibernating twice releases 
   const outcomes = await Promise.all([engine.hibernateTree(process.id), engine.hibernateTree(process.id)]);
   assert.deepEqual(outcomes.sort(), [false, true]);
   await rejectsWith(engine.hibernateTree(process.id), ErrorCode.treeNotFound);
+  await engine.close();
+});
+
+test('isParkedTree reads the same rule from a head: a wait or an Unknown is parked, a dispatch in flight is not', async () => {
+  const gate = deferred();
+  const inFlight = new ScriptedDispatcher({ replayPolicy: 'never', calls: [{ settlement: { status: 'succeeded', payload: hello }, gate: gate.promise }] });
+  const failing = new ScriptedDispatcher({ replayPolicy: 'never', calls: [{ error: new Error('reset') }] });
+  const { engine, recorder, committer } = setup();
+  const waiting = await engine.start(waiter, Payload.encode({}));
+  await committedStatus(recorder, waiting.id, 'waiting');
+  assert.equal(isParkedTree((await committer.loadTree(waiting.id))!), true);
+
+  const dispatching = await engine.start(deploy(echoDefinition, inFlight, 'parked-echo'), hello);
+  await published(recorder, dispatching.id, 'agent.effect.started');
+  assert.equal(isParkedTree((await committer.loadTree(dispatching.id))!), false, 'a pending effect is work for whoever owns the tree');
+
+  const blocked = await engine.start(deploy(echoDefinition, failing, 'parked-unknown'), hello);
+  await committer.acknowledgement((record) => record.kind === 'settled' && record.snapshot.rootId.equals(blocked.id));
+  assert.equal(isParkedTree((await committer.loadTree(blocked.id))!), true, 'an Unknown waits for a resolution');
+
+  gate.resolve();
+  await dispatching.join();
+  assert.equal(isParkedTree((await committer.loadTree(dispatching.id))!), true, 'a finished tree is parked');
+  await waiting.kill('done');
+  await blocked.kill('done');
+  await Promise.all([waiting.join(), blocked.join()]);
   await engine.close();
 });
