@@ -16,9 +16,15 @@ export function hasRunnableWork(snapshot: ProcessSnapshot, control: PendingContr
 
 /**
  * A parked tree: every member terminal, or waiting, paused or blocked on an Unknown effect with
- * nothing to drive. Only a command moves it, so no runtime need hold it: hibernation releases such
+ * nothing to drive (and not a live child of a finished parent). Only a command moves it, so no runtime need hold it: hibernation releases such
  * trees from memory, and a takeover after a node's death leaves them to their next command.
  */
 export function isParkedTree(tree: TreeSnapshot): boolean {
-  return tree.processSnapshots().every((process) => process.isTerminal || !hasRunnableWork(process));
+  return tree.processSnapshots().every((process) => {
+    if (process.isTerminal) return true;
+    // A live child of a finished parent is to be ended by the cascade a restore derives.
+    const parentId = process.relation.parentId;
+    if (parentId !== undefined && tree.process(parentId)?.isTerminal === true) return false;
+    return !hasRunnableWork(process);
+  });
 }

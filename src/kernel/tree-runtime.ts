@@ -289,6 +289,9 @@ export class TreeRuntime {
       const result = process.snapshot.result();
       if (result !== undefined) process.result.resolve(result);
     }
+    // A writer that died between a parent's terminal commit and its children's leaves them live
+    // under a finished parent; the cascade is derived from the head again (it commits with them).
+    for (const process of this.processes()) if (process.snapshot.isTerminal) this.#cascadeFinished(process);
     this.wake();
   }
 

@@ -17,6 +17,7 @@ import { Schema } from '../../../src/kernel/schema.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
 import { TreeLimits } from '../../../src/kernel/tree-limits.js';
 import { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
+import { isParkedTree } from '../../../src/kernel/parked.js';
 import { childSpec, doneProgram, gateChildProgram, parentProgram, type ParentReport } from './child-programs.js';
 import { Transition } from '../../../src/kernel/transition.js';
 import { committedStatus, deploy, ProgramDefinition, RecordingCommitter, setup } from './harness.js';
@@ -358,3 +359,29 @@ for (const when of ['before', 'after'] as const) {
     assert.equal(new Set(starts).size, starts.length, 'no child is announced twice after the restore');
   });
 }
+
+test("a parent's end reaches its live children after a crash: the restored tree cascades from the head", async () => {
+  // The parent starts a gate child and completes at once; the child's cancellation would commit next.
+  const parent = deploy(parentProgram({ name: 'test.cascade.parent', children: [childSpec('g', gate)] }), undefined, 'children-durable-cascade');
+  const first = setup({ deploymentResolver: resolver });
+  first.committer.intercept = (record) =>
+    record.snapshot.root.isTerminal && record.snapshot.processSnapshots().some((process) => !process.processId.equals(record.snapshot.rootId) && process.isTerminal)
+      ? { fail: { when: 'before', error: new Error('the writer died before the cascade committed') } }
+      : undefined;
+  const root = await first.engine.start(parent, Payload.encode({}));
+  assert.equal((await root.await()).status, 'completed');
+  const child = childOf(root.id, 0);
+  await first.committer.arrival((record) => record.snapshot.process(child)?.isTerminal === true);
+  const head = (await first.committer.loadTree(root.id))!;
+  assert.equal(head.root.isTerminal, true);
+  assert.equal(head.process(child)?.isTerminal, false, 'the crash left the child live under a finished parent');
+  assert.equal(isParkedTree(head), false, 'a live child of a finished parent is work: a takeover must not leave it');
+
+  const second = setup({ committer: new RecordingCommitter(first.committer.store), deploymentResolver: resolver });
+  const restored = await second.engine.restoreTree(parent, head);
+  await restored.join();
+  const ended = (await second.committer.loadTree(root.id))!.process(child);
+  assert.equal(ended?.isTerminal, true);
+  assert.equal(ended?.termination?.cause, 'parent_cancellation');
+  await second.engine.close();
+});
