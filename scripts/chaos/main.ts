@@ -26,6 +26,7 @@ options:
   --min-trials N         at least this many, even when the kills are done sooner (default 30)
   --gap-ms A-B           time between kills (default 400-2000)
   --down-ms A-B          time a killed member stays down (default 100-1500)
+  --hibernate-ms N       nodes release parked trees idle this long (default 1000; 0 = never)
   --operator-restore     the harness also restores, on a live node, each tree whose node died
   --no-operator-restore  rely on the nodes' automatic takeover alone (default)
   --help                 this text
@@ -70,6 +71,7 @@ function parse(argv: readonly string[]): ChaosOptions | 'help' {
       else if (flag === '--min-trials' && count !== undefined) options = { ...options, minTrials: count };
       else if (flag === '--gap-ms' && range(value) !== undefined) options = { ...options, gapMs: range(value) as [number, number] };
       else if (flag === '--down-ms' && range(value) !== undefined) options = { ...options, downMs: range(value) as [number, number] };
+      else if (flag === '--hibernate-ms' && count !== undefined) options = { ...options, hibernateMs: count };
       else throw new Error(`bad option ${flag} ${value ?? ''}\n\n${help}`);
     }
   }

@@ -8,6 +8,7 @@ export function formatReport(report: ChaosReport): string {
     `  acknowledged inputs ${report.acknowledgedStarts + report.acknowledgedSignals + report.acknowledgedCancels}: ` +
       `${report.acknowledgedStarts} starts, ${report.acknowledgedSignals} signals, ${report.acknowledgedCancels} cancels`,
     `  restarts: p50 ${report.restartMs.p50} ms, max ${report.restartMs.max} ms (spawn to ready)`,
+    `  hibernation (nodes' counts since their last start): ${report.hibernation.hibernated} trees released, ${report.hibernation.woken} woken by a command`,
     `  trees ended: ${Object.entries(report.outcomes).map(([status, count]) => `${status} ${count}`).join(', ')}`,
     `  operator restores ${report.operatorRestores}; requests ${report.requests} (${report.retries} sent again); ` +
       `SSE readers ${report.readers} (${report.readerReconnects} reconnects)`,

@@ -28,6 +28,8 @@ export interface ChaosOptions {
   readonly recovery: RecoveryMode;
   readonly gapMs: readonly [number, number];
   readonly downMs: readonly [number, number];
+  /** Nodes release parked trees idle this long (0: never); short, so wakes happen under the kills. */
+  readonly hibernateMs?: number;
   readonly progress?: (line: string) => void;
 }
 
@@ -48,16 +50,21 @@ export interface ChaosReport {
   readonly outcomes: Readonly<Record<string, number>>;
   /** Restart times of killed members (spawn to ready), median and longest, ms. */
   readonly restartMs: { readonly p50: number; readonly max: number };
+  /** Parked trees released and woken again, counted by the nodes since their last start. */
+  readonly hibernation: { readonly hibernated: number; readonly woken: number };
   readonly violations: readonly string[];
   readonly wallMs: number;
 }
 
 const prefix = 'chaos';
+/** Parked trees leave their node's memory after a second: commands then wake them, kills or not. */
+export const defaultHibernateMs = 1_000;
 const terminal = new Set(['completed', 'failed', 'canceled', 'timed_out', 'killed']);
 
 /** Short transport timings, so a dead worker's attempt turns Unknown (and a redelivery is refused) within a second or two. */
-function environment(kind: MemberKind): Record<string, string> {
+function environment(kind: MemberKind, hibernateMs: number): Record<string, string> {
   return {
+    SCOPE_HIBERNATE_AFTER_MS: String(hibernateMs),
     SCOPE_KEY_PREFIX: prefix,
     // Workers announce readiness at info; nodes at warn (request logs would cost more than the run).
     SCOPE_LOG_LEVEL: kind === 'worker' ? 'info' : 'warn',
@@ -75,6 +82,11 @@ function environment(kind: MemberKind): Record<string, string> {
   };
 }
 
+function counterValue(metrics: string, name: string): number {
+  const line = metrics.split('\n').find((entry) => entry.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.slice(name.length + 1)) || 0;
+}
+
 async function until(what: string, deadlineMs: number, condition: () => boolean | Promise<boolean>): Promise<boolean> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
@@ -88,7 +100,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const began = Date.now();
   const say = options.progress ?? (() => undefined);
   const root = new Prng(options.seed);
-  const cluster = await Cluster.start({ nodes: 3, workers: 2, env: environment });
+  const hibernateMs = options.hibernateMs ?? defaultHibernateMs;
+  const cluster = await Cluster.start({ nodes: 3, workers: 2, env: (kind) => environment(kind, hibernateMs) });
   say(`chaos: redis ${cluster.redis.url}, nodes ${cluster.nodes.map((node) => node.url).join(' ')}, 2 workers`);
   const redis = new Redis(cluster.redis.url, { maxRetriesPerRequest: null });
   const violations: string[] = [];
@@ -166,6 +179,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       violations.push(...checkReader({ rootId: follower.rootId, ids, committedIds: follower.committedIds(), ended: follower.ended }, trees.get(follower.rootId)));
     }
 
+    // What hibernation did, as the nodes count it since their last start (a lower bound over the run).
+    const hibernation = { hibernated: 0, woken: 0 };
+    for (const node of cluster.nodes) {
+      const text = await fetch(`${node.url}/metrics`).then((response) => response.text()).catch(() => '');
+      hibernation.hibernated += counterValue(text, 'scope_trees_hibernated_total');
+      hibernation.woken += counterValue(text, 'scope_trees_woken_total');
+    }
+
     const killsByMember: Record<string, number> = {};
     for (const kill of faults.kills) killsByMember[kill.member] = (killsByMember[kill.member] ?? 0) + 1;
     return {
@@ -184,6 +205,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       readerReconnects: workload.followers.reduce((sum, follower) => sum + follower.reconnects, 0),
       outcomes,
       restartMs: { p50: [...faults.restartMs].sort((a, b) => a - b)[Math.floor(faults.restartMs.length / 2)] ?? 0, max: Math.max(0, ...faults.restartMs) },
+      hibernation,
       violations,
       wallMs: Date.now() - began,
     };
