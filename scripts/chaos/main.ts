@@ -26,7 +26,7 @@ options:
   --min-trials N         at least this many, even when the kills are done sooner (default 30)
   --gap-ms A-B           time between kills (default 400-2000)
   --down-ms A-B          time a killed member stays down (default 100-1500)
-  --hibernate-ms N       nodes release parked trees idle this long (default 1000; 0 = never)
+  --hibernate-ms N       nodes release parked trees idle this long (default 250; 0 = never)
   --operator-restore     the harness also restores, on a live node, each tree whose node died
   --no-operator-restore  rely on the nodes' automatic takeover alone (default)
   --help                 this text

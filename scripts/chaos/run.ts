@@ -57,8 +57,8 @@ export interface ChaosReport {
 }
 
 const prefix = 'chaos';
-/** Parked trees leave their node's memory after a second: commands then wake them, kills or not. */
-export const defaultHibernateMs = 1_000;
+/** Parked trees leave their node's memory a quarter second after their last activity: commands then wake them, kills or not. */
+export const defaultHibernateMs = 250;
 const terminal = new Set(['completed', 'failed', 'canceled', 'timed_out', 'killed']);
 
 /** Short transport timings, so a dead worker's attempt turns Unknown (and a redelivery is refused) within a second or two. */
