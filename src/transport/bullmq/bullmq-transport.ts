@@ -1,9 +1,9 @@
 import { Queue } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
-import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
+import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, EffectAttemptId, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
-import { decodeInboxEntry, jobDataOf } from './job-data.js';
+import { decodeInboxEntry, type EffectJobData, jobDataOf } from './job-data.js';
 import { bullPrefixOf, jobIdOf, queueNameOf } from './names.js';
 import { defaultTransportTiming, unclaimedCode, type TransportTiming } from './transport-options.js';
 
@@ -13,8 +13,8 @@ import { defaultTransportTiming, unclaimedCode, type TransportTiming } from './t
  * the pending boundary (dispatch-permits.ts) — and awaits the settlement from the effect's inbox — never from BullMQ's return
  * values, QueueEvents or `waitUntilFinished`, which are trimmed lazily and can hang.
  *
- * Every doubt throws, which the Engine records as an Unknown outcome: a claim whose lease lapsed
- * (worker crash, stall), a passed dispatch deadline, a worker that reported an unknown outcome, a
+ * Every doubt throws, which the Engine records as an Unknown outcome: a `never` Effect's claim whose
+ * lease lapsed (worker crash, stall; a `same_identity` one runs again as a new attempt), a passed dispatch deadline, a worker that reported an unknown outcome, a
  * Redis error. An attempt no worker claimed within its window is revoked atomically and, having
  * provably never run, settles `failed` with `transport.unclaimed`.
  */
@@ -29,6 +29,9 @@ export interface BullmqTransportOptions {
   /** The permits the host's commits carry (tells a first attempt from a restored one; without it every attempt looks for an earlier one). */
   readonly permits?: DispatchPermits;
 }
+
+/** New attempts a `same_identity` dispatch makes after claimants that died, before it is a doubt. */
+const maxReplays = 3;
 
 /** A doubt about an attempt's outcome; thrown so the Engine records Unknown. */
 export class TransportDoubt extends Error {
@@ -99,7 +102,7 @@ export class BullmqTransport {
   dispatcherFor(deployment: Deployment, local: Dispatcher): Dispatcher {
     const queue = this.#queueOf(deployment);
     return Object.freeze({
-      dispatch: (request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal) => this.#dispatch(queue, request, signal),
+      dispatch: (request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal) => this.#dispatch(queue, request, local.replayPolicy(request.effect), signal),
       replayPolicy: (effect: Effect): ReplayPolicy => local.replayPolicy(effect),
     });
   }
@@ -134,26 +137,52 @@ export class BullmqTransport {
     return queue;
   }
 
-  async #dispatch(queue: Queue, request: EffectRequest, signal: AbortSignal): Promise<Settlement> {
+  /**
+   * One dispatch: the kernel's attempt and, for a `same_identity` Effect whose claimant died (its
+   * lease lapsed: worker crash, stall), up to {@link maxReplays} new attempts under the same identity,
+   * each a new job that the claim admits only once the earlier lease has lapsed — within the one
+   * dispatch deadline. A `never` Effect's lapsed claim is a doubt: it may have run.
+   */
+  async #dispatch(queue: Queue, request: EffectRequest, policy: ReplayPolicy, signal: AbortSignal): Promise<Settlement> {
     if (this.#closed) throw new TransportDoubt('the transport is closed');
     const started = Date.now();
-    const claimBy = started + this.#timing.claimWindowMs;
     const deadline = started + this.#timing.dispatchDeadlineMs;
     const data = jobDataOf(request);
-    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
     await this.#subscribe();
+    let attemptData = data;
+    for (let replays = 0; ; replays += 1) {
+      const outcome = await this.#attempt(queue, request, attemptData, { first: replays === 0, deadline, signal });
+      if (outcome !== 'lapsed') return outcome;
+      if (policy !== 'same_identity' || replays >= maxReplays || Date.now() >= deadline || signal.aborted) {
+        throw new TransportDoubt("the claimant's lease lapsed (worker crash, stall or partition)");
+      }
+      attemptData = { ...data, attemptId: EffectAttemptId.random().toString() };
+    }
+  }
+
+  /** Enqueues one attempt and follows it to a settlement (or `lapsed`: its claimant's lease ran out). */
+  async #attempt(
+    queue: Queue,
+    request: EffectRequest,
+    data: EffectJobData,
+    options: { readonly first: boolean; readonly deadline: number; readonly signal: AbortSignal },
+  ): Promise<Settlement | 'lapsed'> {
+    const { deadline, signal } = options;
+    const claimBy = Math.min(deadline, Date.now() + this.#timing.claimWindowMs);
+    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
     const key = `${attempt.rootId} ${attempt.attemptId}`;
     this.#followed.set(key, { notified: false });
     try {
       // A first attempt (its pending boundary was just committed here) has nothing earlier to
       // adopt; a restored or replayed one first looks at what earlier attempts left.
-      if (this.#permits?.takeFresh(attempt.rootId, attempt.effectId, data.incarnationId) !== true) {
+      if (options.first && this.#permits?.takeFresh(attempt.rootId, attempt.effectId, data.incarnationId) !== true) {
         const adopted = await this.#adoptPrior(attempt, deadline, signal);
         if (adopted !== undefined) return adopted;
       }
       // An enqueue failure needs no special case: the attempt stays unclaimed and, at its window's
       // end, is revoked and fails definitely.
-      await queue.add('effect', data, { jobId: jobIdOf(request.id, request.attemptId!), attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
+      const jobId = jobIdOf(request.id, EffectAttemptId.parse(data.attemptId));
+      await queue.add('effect', data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
       let canceled = false;
       for (;;) {
         if (signal.aborted && !canceled) {
@@ -170,7 +199,7 @@ export class BullmqTransport {
           case 'expired':
             throw new TransportDoubt('the dispatch deadline passed after the attempt was claimed');
           case 'lapsed':
-            throw new TransportDoubt("the claimant's lease lapsed (worker crash, stall or partition)");
+            return 'lapsed';
           case 'settling':
             throw new TransportDoubt('the attempt settled but its inbox entry is gone');
           case 'waiting':

@@ -138,25 +138,32 @@ test('bullmq: demo.echo and demo.unreliable run on two worker processes, none in
   }
 });
 
-test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a redelivered or new attempt of a settled never effect is refused', async () => {
+test('bullmq: a worker SIGKILLed mid-effect: a same_identity effect runs again as a new attempt and the process finishes; a redelivered or new attempt of a settled never effect is refused', async () => {
   const prefix = freshPrefix();
-  const first = await spawnWorker(prefix);
+  // Two workers, both ready before the sleep starts: the claimant dies, the other takes the new attempt.
+  const workers = await Promise.all([spawnWorker(prefix), spawnWorker(prefix)]);
   const host = apiHost(prefix);
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   try {
-    const sleeping = await start(host, 'demo.sleep', { ms: 600_000 });
+    // demo.sleep is `same_identity`: its claimant dies mid-sleep, the lease lapses, and the owner
+    // enqueues a new attempt of the same identity, which the other worker runs to completion.
+    const sleeping = await start(host, 'demo.sleep', { ms: 1_500 });
     const root = sleeping.processId;
     // Barrier: the attempt is claimed (the claim is recorded before the dispatcher runs).
     const record = await untilClaimed(prefix, root);
-    assert.equal(workerPidOf(record), first.pid);
-    first.kill('SIGKILL');
-    await once(first, 'exit');
-    await untilSettled(host, root, ofType('agent.effect.finished', root));
-    const [effect] = await effectsOf(host, root);
-    assert.equal(effect?.status, 'unknown', 'a crash mid-effect is an Unknown outcome, never a failure or a retry');
+    const [claimant, second] = (workerPidOf(record) === workers[0]!.pid ? workers : [workers[1], workers[0]]) as [ChildProcess, ChildProcess];
+    claimant.kill('SIGKILL');
+    await once(claimant, 'exit');
+    const slept = await result(host, root);
+    assert.equal(slept.status, 'completed', JSON.stringify(slept));
+    const records = await attemptsOf(prefix, root);
+    assert.deepEqual(records.map((entry) => entry.state).sort(), ['lapsed', 'settled'], `the dead claim lapsed; a new attempt settled: ${JSON.stringify(records)} executions ${await attempts.executions(root, (await effectsOf(host, root))[0]?.effectId as string)}`);
+    assert.equal(workerPidOf(records.find((entry) => entry.state === 'settled') as Record<string, string>), second.pid);
+    const [sleptEffect] = await effectsOf(host, root);
+    assert.equal(sleptEffect?.status, 'settled');
+    assert.equal(await attempts.executions(root, sleptEffect?.effectId as string), 2, 'same_identity: run again under its identity');
 
-    // A `never` effect: run it once, then deliver the same attempt again to a second worker.
-    const second = await spawnWorker(prefix);
+    // A `never` effect: run it once, then deliver the same attempt again.
     const once_ = await start(host, 'demo.unreliable', { mode: 'ok', replayable: false });
     assert.deepEqual((await result(host, once_.processId)).output, { mode: 'ok', attempts: 1 });
     const [done] = await effectsOf(host, once_.processId);
@@ -176,6 +183,33 @@ test('bullmq: a worker SIGKILLed mid-effect makes the effect Unknown; a redelive
     second.kill('SIGTERM');
     await once(second, 'exit');
   } finally {
+    await host.close(2_000);
+  }
+});
+
+test('bullmq: a worker SIGKILLed mid-effect of a never effect leaves it Unknown: no new attempt', async () => {
+  const prefix = freshPrefix();
+  const module = 'test/fixtures/never-sleep-deployments.ts';
+  const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
+  const first = await spawnWorker(prefix, own);
+  const shutdown = new AbortController();
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
+  try {
+    const root = (await start(host, 'demo.sleep', { ms: 600_000 })).processId;
+    await untilClaimed(prefix, root);
+    const second = await spawnWorker(prefix, own);
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    await untilSettled(host, root, ofType('agent.effect.finished', root));
+    const [effect] = await effectsOf(host, root);
+    assert.equal(effect?.status, 'unknown', 'it may have run: Unknown, never a failure or a retry');
+    assert.equal((await attemptsOf(prefix, root)).length, 1, 'no new attempt, though a live worker was there to take one');
+    assert.equal(await attempts.executions(root, effect?.effectId as string), 1);
+    second.kill('SIGTERM');
+    await once(second, 'exit');
+  } finally {
+    shutdown.abort();
     await host.close(2_000);
   }
 });
