@@ -24,10 +24,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { eventNameValues } from '../../src/kernel/index.js';
-import type { LogEntry, LogQuery, StreamEndReason, TreeStream } from '../../src/server/host.js';
+import type { LogEntry, LogQuery, StreamBatch, StreamEndReason, TreeStream } from '../../src/server/host.js';
 import { ProblemError, problemResponses } from '../problem-details.js';
 import { TreeParams } from '../shared.js';
 import { StreamHeaders, StreamQuery, StreamResponse, streamDescription } from './schemas.js';
+import { entryFrame } from './entry-frames.js';
 import { SseWriter, streamEndEvent, streamErrorEvent, streamNoticeEvent, type SseMessage } from './sse-writer.js';
 
 export interface StreamPluginOptions {
@@ -128,10 +129,6 @@ function parseTypes(text: string | undefined): string[] | undefined {
   return names;
 }
 
-function messageOf(entry: LogEntry): SseMessage {
-  return { id: entry.position, event: entry.type, json: entry.data };
-}
-
 /** One open stream, as the route and shutdown see it. */
 interface OpenStream {
   readonly rootId: string;
@@ -145,19 +142,23 @@ interface OpenStream {
 }
 
 /**
- * Iterates `source` until it ends or `signal` aborts, even while the source waits for its next entry;
- * on abort the source's `return()` is requested without waiting for it.
+ * Iterates `source` until it ends or `signal` aborts, even while the source waits for its next item;
+ * on abort the source's `return()` is requested without waiting for it. One listener for the whole
+ * iteration (a race against one long-lived "aborted" promise would keep a reaction per item).
  */
 async function* untilAborted<T>(source: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T, void, undefined> {
   const iterator = source[Symbol.asyncIterator]();
-  const aborted = new Promise<'aborted'>((resolve) => {
-    if (signal.aborted) resolve('aborted');
-    else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-  });
+  let interrupt: ((value: 'aborted') => void) | undefined;
+  const onAbort = (): void => interrupt?.('aborted');
+  signal.addEventListener('abort', onAbort, { once: true });
   let exhausted = false;
   try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), aborted]);
+    while (!signal.aborted) {
+      const next = await new Promise<IteratorResult<T> | 'aborted'>((resolve, reject) => {
+        interrupt = resolve;
+        iterator.next().then(resolve, reject);
+      });
+      interrupt = undefined;
       if (next === 'aborted') return;
       if (next.done === true) {
         exhausted = true;
@@ -166,27 +167,40 @@ async function* untilAborted<T>(source: AsyncIterable<T>, signal: AbortSignal): 
       yield next.value;
     }
   } finally {
+    signal.removeEventListener('abort', onAbort);
     if (!exhausted) void Promise.resolve(iterator.return?.()).catch(() => undefined);
   }
+}
+
+/** The stream's batches; a Host stream without them is read as one-entry batches. */
+async function* batchesOf(tree: TreeStream): AsyncGenerator<StreamBatch, void, undefined> {
+  if (tree.batches !== undefined) {
+    yield* tree.batches();
+    return;
+  }
+  for await (const { entry, live } of tree) yield { entries: [entry], live };
 }
 
 type Filters = Pick<LogQuery, 'types' | 'processId'>;
 
 /**
  * Writes the stream's entries until it ends (true), or the client goes or is dropped (false): history
- * at the client's pace, live entries without waiting. Throws what the Host throws.
+ * at the client's pace, live entries without waiting, each live batch in one write. Frames come from
+ * {@link entryFrame}, encoded once per entry for every stream. Throws what the Host throws.
  */
 async function pump(settings: Settings, stream: OpenStream, tree: TreeStream): Promise<boolean> {
   const { writer } = stream;
-  for await (const { entry, live } of untilAborted(tree, stream.abort.signal)) {
-    const message = messageOf(entry);
+  for await (const { entries, live } of untilAborted(batchesOf(tree), stream.abort.signal)) {
     if (live) {
-      if (!writer.send(message)) return false;
-      stream.lastEventId = entry.position;
-      await writer.relieve();
+      const written = writer.sendFrames(entries.map(entryFrame));
+      if (written > 0) stream.lastEventId = (entries[written - 1] as LogEntry).position;
+      if (written < entries.length) return false;
+      if (writer.backlogged) await writer.relieve();
     } else {
-      if (!(await writer.sendPaced(message, settings.stallTimeoutMs))) return false;
-      stream.lastEventId = entry.position;
+      for (const entry of entries) {
+        if (!(await writer.sendFramePaced(entryFrame(entry), settings.stallTimeoutMs))) return false;
+        stream.lastEventId = entry.position;
+      }
     }
   }
   return writer.state === 'open';

@@ -97,12 +97,15 @@ export class SseWriter {
   #linger: NodeJS.Timeout | undefined;
   /** Messages written whose write callback has not run yet. */
   #pendingEntries = 0;
+  /** Writes (of one message or a batch) whose callback has not run yet. */
+  #pendingWrites = 0;
   /** Woken by the next write callback (progress) or by the end of the response. */
   #progress: (() => void) | undefined;
   readonly #stopListeners: (() => void)[] = [];
   #dropReason: string | undefined;
   readonly #written = (): void => {
     this.#pendingEntries -= 1;
+    this.#pendingWrites -= 1;
     this.#wake();
   };
 
@@ -154,7 +157,31 @@ export class SseWriter {
    * nothing is owed, so one large event never drops a client that keeps up.
    */
   send(message: SseMessage): boolean {
-    return this.#write(encodeMessage(message), true);
+    return this.sendFrames([encodeMessage(message)]) === 1;
+  }
+
+  /**
+   * Writes encoded messages (frames of {@link encodeMessage}) without ever waiting, in one write to the
+   * socket. Each counts against the bounds exactly as if sent alone, in order: the frames up to the
+   * first one that would break a bound are written, and the client is then dropped. Returns how many
+   * were written (all of them, unless the client was dropped or is gone).
+   */
+  sendFrames(frames: readonly string[]): number {
+    if (this.#state !== 'open' || frames.length === 0) return 0;
+    let owed = this.#pendingEntries;
+    let bytes = this.#res.writableLength;
+    let accepted = 0;
+    let overflow: string | undefined;
+    for (const frame of frames) {
+      overflow = this.#overflowAt(owed, bytes, frame);
+      if (overflow !== undefined) break;
+      owed += 1;
+      bytes += frame.length;
+      accepted += 1;
+    }
+    if (accepted > 0) this.#writeCounted(accepted === frames.length ? frames : frames.slice(0, accepted));
+    if (overflow !== undefined) this.drop('slow_client', `the client fell more than ${overflow} behind`);
+    return accepted;
   }
 
   /**
@@ -163,7 +190,11 @@ export class SseWriter {
    * For replaying stored history, where waiting holds back nobody but this client.
    */
   async sendPaced(message: SseMessage, stallMs: number): Promise<boolean> {
-    const frame = encodeMessage(message);
+    return this.sendFramePaced(encodeMessage(message), stallMs);
+  }
+
+  /** {@link sendPaced} for a frame already encoded. */
+  async sendFramePaced(frame: string, stallMs: number): Promise<boolean> {
     while (this.#state === 'open' && this.#overflow(frame) !== undefined) {
       if (!(await this.#progressWithin(stallMs)) && this.#state === 'open') {
         this.drop('slow_client', `the client took no data for ${stallMs} ms`);
@@ -174,12 +205,20 @@ export class SseWriter {
   }
 
   /**
-   * Lets the event loop run the socket's I/O when a backlog builds up, so a burst handed over without I/O
-   * in between (thousands of deltas) reaches a fast client instead of counting against its bounds. Waits
-   * one turn of the loop at most, never for the client itself.
+   * Whether the socket has not yet taken an earlier write (or holds more than its high-water mark):
+   * entries handed over without I/O in between would then pile up against the client's bounds.
+   */
+  get backlogged(): boolean {
+    return this.#state === 'open' && (this.#pendingWrites > 1 || this.#res.writableLength > this.#res.writableHighWaterMark);
+  }
+
+  /**
+   * Lets the event loop run the socket's I/O when a backlog builds up ({@link backlogged}), so a burst
+   * handed over without I/O in between (thousands of deltas) reaches a fast client instead of counting
+   * against its bounds. Waits one turn of the loop at most, never for the client itself.
    */
   async relieve(): Promise<void> {
-    if (this.#state === 'open' && (this.#pendingEntries > 1 || this.#res.writableLength > this.#res.writableHighWaterMark)) await nextTurn();
+    if (this.backlogged) await nextTurn();
   }
 
   /** Sends a last message (never an id) and ends the response. */
@@ -221,9 +260,14 @@ export class SseWriter {
 
   /** Which bound `frame` would break, if any. */
   #overflow(frame: string): string | undefined {
-    if (this.#pendingEntries === 0) return undefined;
-    if (this.#pendingEntries >= this.#options.maxBufferEntries) return `${this.#options.maxBufferEntries} messages`;
-    if (this.#res.writableLength + frame.length > this.#options.maxBufferBytes) return `${this.#options.maxBufferBytes} bytes`;
+    return this.#overflowAt(this.#pendingEntries, this.#res.writableLength, frame);
+  }
+
+  /** Which bound `frame` would break with `owed` messages and `bytes` not yet taken by the socket. */
+  #overflowAt(owed: number, bytes: number, frame: string): string | undefined {
+    if (owed === 0) return undefined;
+    if (owed >= this.#options.maxBufferEntries) return `${this.#options.maxBufferEntries} messages`;
+    if (bytes + frame.length > this.#options.maxBufferBytes) return `${this.#options.maxBufferBytes} bytes`;
     return undefined;
   }
 
@@ -234,13 +278,25 @@ export class SseWriter {
       this.drop('slow_client', `the client fell more than ${overflow} behind`);
       return false;
     }
-    if (counted) {
-      this.#pendingEntries += 1;
-      this.#res.write(frame, this.#written);
-    } else {
-      this.#res.write(frame);
-    }
+    if (counted) this.#writeCounted([frame]);
+    else this.#res.write(frame);
     return true;
+  }
+
+  /** One socket write of `frames`, each counted as owed until the write's callback runs. */
+  #writeCounted(frames: readonly string[]): void {
+    const count = frames.length;
+    this.#pendingEntries += count;
+    this.#pendingWrites += 1;
+    if (count === 1) {
+      this.#res.write(frames[0] as string, this.#written);
+      return;
+    }
+    this.#res.write(frames.join(''), () => {
+      this.#pendingEntries -= count;
+      this.#pendingWrites -= 1;
+      this.#wake();
+    });
   }
 
   #wake(): void {

@@ -186,8 +186,25 @@ export class RedisEventLog implements EventLog {
 
   /** Every record after `after` as it is appended, until `signal` aborts or the log closes. */
   async *tail(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<StoredLogRecord, void, undefined> {
+    for await (const batch of this.tailBatches(rootId, after, signal)) {
+      for (const record of batch) {
+        // An abort ends the iteration at once, also in the middle of a batch.
+        if (signal.aborted) return;
+        yield record;
+      }
+    }
+  }
+
+  /**
+   * The records of {@link tail} in the batches the shared tail delivered them (never empty). A record
+   * is one object per entry for every tail of this log, so per-entry work downstream can be cached.
+   */
+  async *tailBatches(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<readonly StoredLogRecord[], void, undefined> {
     const links = new Links();
-    for await (const entry of this.tailEntries(rootId, after, { signal })) yield* links.recordOf(entry);
+    for await (const entries of this.tailEntryBatches(rootId, after, { signal })) {
+      const records = links.recordsOf(entries);
+      if (records.length > 0) yield records;
+    }
   }
 
   async lastPosition(rootId: string): Promise<string> {
@@ -218,6 +235,16 @@ export class RedisEventLog implements EventLog {
    * {@link TailOverflowError}; resume from the last id seen.
    */
   async *tailEntries(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<EventLogEntry, void, undefined> {
+    for await (const batch of this.tailEntryBatches(rootId, afterId, options)) {
+      for (const entry of batch) {
+        if (options.signal?.aborted === true) return;
+        yield entry;
+      }
+    }
+  }
+
+  /** The entries of {@link tailEntries} in the batches the shared tail delivered them (never empty). */
+  async *tailEntryBatches(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<readonly EventLogEntry[], void, undefined> {
     if (afterId !== '$') checkStreamId(afterId, 'afterId');
     if (this.#closed) throw committerUnavailable('event log tail', 'the event log is closed');
     const key = eventsKey(this.#prefix, rootId);
@@ -234,7 +261,7 @@ export class RedisEventLog implements EventLog {
         throw error;
       }
     }
-    yield* this.#tail.entries(key, lastId, stop, String(rootId));
+    yield* this.#tail.batches(key, lastId, stop, String(rootId));
   }
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
@@ -259,25 +286,35 @@ class Links {
       this.#skipped ??= { previous: entry.previous };
       return [];
     }
-    const previous = this.#skipped === undefined ? entry.previous : this.#skipped.previous;
+    const skipped = this.#skipped;
     this.#skipped = undefined;
-    return [Object.freeze(previous === undefined ? record : { ...record, previous })];
+    // Only a record after a skipped run needs a link of its own; every other is the entry's shared record.
+    if (skipped === undefined || skipped.previous === entry.previous) return [record];
+    const unlinked: StoredLogRecord = { position: record.position, type: record.type, processId: record.processId, data: record.data };
+    return [Object.freeze(skipped.previous === undefined ? unlinked : { ...unlinked, previous: skipped.previous })];
+  }
+
+  recordsOf(entries: readonly EventLogEntry[]): StoredLogRecord[] {
+    const records: StoredLogRecord[] = [];
+    for (const entry of entries) records.push(...this.recordOf(entry));
+    return records;
   }
 }
 
 /**
- * Record shapes by entry: the shared tail hands one entry object to every subscriber of its tree, so its
- * JSON is parsed once, not once per subscriber.
+ * Records by entry, with their link: the shared tail hands one entry object to every subscriber of its
+ * tree, so its JSON is parsed once and its record built once, not once per subscriber.
  */
 const shapes = new WeakMap<EventLogEntry, StoredLogRecord | null>();
 
-/** The record of one entry, without its link; undefined when the entry has no known shape. */
+/** The record of one entry (with the entry's own link); undefined when the entry has no known shape. */
 function recordShapeOf(entry: EventLogEntry): StoredLogRecord | undefined {
   const known = shapes.get(entry);
   if (known !== undefined) return known ?? undefined;
   const shape = parseRecordShape(entry);
-  shapes.set(entry, shape ?? null);
-  return shape;
+  const record = shape === undefined ? undefined : Object.freeze(entry.previous === undefined ? shape : { ...shape, previous: entry.previous });
+  shapes.set(entry, record ?? null);
+  return record;
 }
 
 function parseRecordShape(entry: EventLogEntry): StoredLogRecord | undefined {

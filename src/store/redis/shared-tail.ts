@@ -17,6 +17,9 @@ import { duplicateRedis, isCluster, type RedisClient } from './connection.js';
  *   backstop, never as the way changes take effect.
  * - Slow subscribers: entries wait in a bounded buffer per subscriber; one that overflows is ended
  *   with the error `overflow` makes (it resumes from its last entry), and never slows the others.
+ * - Batches: a subscriber takes everything buffered for it at once ({@link SharedTail.batches}), and
+ *   every subscriber of a stream gets the same entry objects, so a node fanning one read out to
+ *   thousands of readers does per-entry work once and per-reader work once per read.
  * - Failures: a read that fails ends every subscriber of that group with the error the caller's
  *   `failure` makes of it (they resume from their last entry); the next subscribers read again.
  * - Redis Cluster: a multi-key XREAD may only name keys of one hash slot, so on a cluster client the
@@ -83,12 +86,27 @@ export class SharedTail<Entry extends { readonly id: string }> {
    * or the tail closes; a failed read or an overflow throws. `label` names the tail in its errors.
    */
   async *entries(key: string, after: string, signal: AbortSignal, label = key): AsyncGenerator<Entry, void, undefined> {
+    for await (const batch of this.batches(key, after, signal, label)) {
+      for (const entry of batch) {
+        // An abort ends the iteration at once, also in the middle of a batch.
+        if (signal.aborted) return;
+        yield entry;
+      }
+    }
+  }
+
+  /**
+   * The same entries as {@link entries}, as the batches they arrived in: everything that reached this
+   * tail since its reader last took some, oldest first (never empty). Every subscriber of a stream
+   * gets the same entry objects, so work done once per entry (parsing, encoding) can be shared.
+   */
+  async *batches(key: string, after: string, signal: AbortSignal, label = key): AsyncGenerator<readonly Entry[], void, undefined> {
     if (this.#closed || signal.aborted) return;
     const subscription = this.#readerOf(key).subscribe(key, after, label);
     const stop = (): void => subscription.end();
     signal.addEventListener('abort', stop, { once: true });
     try {
-      yield* subscription.entries();
+      yield* subscription.batches();
     } finally {
       signal.removeEventListener('abort', stop);
       subscription.end();
@@ -286,11 +304,8 @@ class GroupReader<Entry extends { readonly id: string }> {
       const state = this.#streams.get(key);
       if (state === undefined || state.lastId !== readFrom.get(key)) continue;
       const entries = this.#options.parse(rawEntries);
-      // A subscriber ended mid-batch (overflow) leaves the set; `offer` ignores it from then on.
-      const subscribers = [...state.subscribers];
-      for (const entry of entries) {
-        for (const subscription of subscribers) subscription.offer(entry);
-      }
+      // One pass per subscriber over the whole read, not one offer per entry and subscriber.
+      for (const subscription of [...state.subscribers]) subscription.offer(entries);
       const last = entries.at(-1);
       if (last !== undefined) state.lastId = last.id;
     }
@@ -307,7 +322,7 @@ class GroupReader<Entry extends { readonly id: string }> {
 
 /** One tail: a bounded buffer of entries past its cursor, read by one async iteration. */
 class Subscription<Entry extends { readonly id: string }> {
-  readonly #buffer: Entry[] = [];
+  #buffer: Entry[] = [];
   #cursor: string;
   #error: Error | undefined;
   #ended = false;
@@ -323,15 +338,24 @@ class Subscription<Entry extends { readonly id: string }> {
     this.#cursor = after;
   }
 
-  /** Takes `entry` if it lies past the cursor; ends the subscription when the buffer is full. */
-  offer(entry: Entry): void {
-    if (this.#ended || entry.id === this.#cursor || comparePositions(entry.id, this.#cursor) <= 0) return;
-    if (this.#buffer.length >= this.maxBuffered) {
-      this.fail(this.overflow());
-      return;
+  /**
+   * Takes the entries of one read (ascending) that lie past the cursor; ends the subscription, after
+   * what it buffered, when the buffer would exceed its bound.
+   */
+  offer(entries: readonly Entry[]): void {
+    if (this.#ended) return;
+    // Entries ascend: once one lies past the cursor, every later one does.
+    let from = 0;
+    while (from < entries.length && comparePositions((entries[from] as Entry).id, this.#cursor) <= 0) from += 1;
+    if (from === entries.length) return;
+    for (let index = from; index < entries.length; index += 1) {
+      if (this.#buffer.length >= this.maxBuffered) {
+        this.fail(this.overflow());
+        return;
+      }
+      this.#buffer.push(entries[index] as Entry);
     }
-    this.#buffer.push(entry);
-    this.#cursor = entry.id;
+    this.#cursor = (entries[entries.length - 1] as Entry).id;
     this.#signal();
   }
 
@@ -350,11 +374,13 @@ class Subscription<Entry extends { readonly id: string }> {
     this.#signal();
   }
 
-  async *entries(): AsyncGenerator<Entry, void, undefined> {
+  /** Everything buffered at each wake-up, as one batch: a reader that falls behind catches up in one step. */
+  async *batches(): AsyncGenerator<readonly Entry[], void, undefined> {
     for (;;) {
-      const entry = this.#buffer.shift();
-      if (entry !== undefined) {
-        yield entry;
+      if (this.#buffer.length > 0) {
+        const batch = this.#buffer;
+        this.#buffer = [];
+        yield batch;
         continue;
       }
       if (this.#error !== undefined) throw this.#error;
