@@ -1,20 +1,51 @@
 import type { LogEntry } from '../../src/server/host.js';
-import { encodeMessage } from './sse-writer.js';
+import { encodeMessage, type FrameBatch } from './sse-writer.js';
 
 /**
- * The SSE frame of a log entry (`id:` its position, `event:` its type, `data:` its canonical JSON as
- * the log holds it), encoded once per entry object. The Host hands every stream of a node the same
- * entry object for one live entry, so a delta fanned out to a thousand streams is checked and
- * concatenated once, and every stream writes identical bytes. Entries are immutable values (the
- * Host's are frozen), so a frame never goes stale; the cache holds nothing once the entry is gone.
+ * The SSE frames of log entries (`id:` the position, `event:` the type, `data:` the canonical JSON as
+ * the log holds it), encoded to bytes once per entry object. The Host hands every stream of a node the
+ * same entry object for one live entry, so a delta fanned out to a thousand streams is checked,
+ * concatenated and UTF-8 encoded once, and every stream writes identical bytes. Entries are immutable
+ * values (the Host's are frozen), so a frame never goes stale; the caches hold nothing once the
+ * entries are gone.
  */
-const frames = new WeakMap<LogEntry, string>();
+const singles = new WeakMap<LogEntry, FrameBatch>();
 
-export function entryFrame(entry: LogEntry): string {
-  let frame = frames.get(entry);
-  if (frame === undefined) {
-    frame = encodeMessage({ id: entry.position, event: entry.type, json: entry.data });
-    frames.set(entry, frame);
+/** The frame of one entry, as a batch of one. */
+function single(entry: LogEntry): FrameBatch {
+  let batch = singles.get(entry);
+  if (batch === undefined) {
+    const frame = Buffer.from(encodeMessage({ id: entry.position, event: entry.type, json: entry.data }), 'utf8');
+    batch = { frames: [frame], bytes: frame };
+    singles.set(entry, batch);
   }
-  return frame;
+  return batch;
+}
+
+export function entryFrame(entry: LogEntry): Buffer {
+  return single(entry).bytes as Buffer;
+}
+
+/** The last batch that started with an entry: streams that keep up receive the same batches. */
+const batches = new WeakMap<LogEntry, { readonly entries: readonly LogEntry[]; readonly frames: FrameBatch }>();
+
+function sameEntries(a: readonly LogEntry[], b: readonly LogEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let index = 0; index < a.length; index += 1) if (a[index] !== b[index]) return false;
+  return true;
+}
+
+/**
+ * The frames of `entries` (not empty) and their concatenation, shared by every stream that gets the
+ * same entries in one batch (the streams that keep up with the tail), so a batch is joined once.
+ */
+export function batchFrames(entries: readonly LogEntry[]): FrameBatch {
+  const first = entries[0] as LogEntry;
+  if (entries.length === 1) return single(first);
+  const known = batches.get(first);
+  if (known !== undefined && sameEntries(known.entries, entries)) return known.frames;
+  const parts = entries.map(entryFrame);
+  const built: FrameBatch = { frames: parts, bytes: Buffer.concat(parts) };
+  batches.set(first, { entries: [...entries], frames: built });
+  return built;
 }

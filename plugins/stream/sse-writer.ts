@@ -60,10 +60,16 @@ export function encodeMessage(message: SseMessage): string {
   return `${frame}event: ${message.event}\ndata: ${data}\n\n`;
 }
 
+/** Encoded messages to send together: each frame's bytes, and all of them concatenated (one write). */
+export interface FrameBatch {
+  readonly frames: readonly Uint8Array[];
+  readonly bytes: Uint8Array;
+}
+
 export interface SseWriterOptions {
   /** Messages a client may owe (written, not yet taken by the socket) before it is dropped. */
   readonly maxBufferEntries: number;
-  /** Bytes (about: UTF-16 units of text) a client may owe before it is dropped. */
+  /** Bytes a client may owe before it is dropped (a message given as text counts its UTF-16 units). */
   readonly maxBufferBytes: number;
   /** Interval of the `: keep-alive` comment. */
   readonly keepAliveMs: number;
@@ -157,29 +163,31 @@ export class SseWriter {
    * nothing is owed, so one large event never drops a client that keeps up.
    */
   send(message: SseMessage): boolean {
-    return this.sendFrames([encodeMessage(message)]) === 1;
+    const frame = Buffer.from(encodeMessage(message), 'utf8');
+    return this.sendFrames({ frames: [frame], bytes: frame }) === 1;
   }
 
   /**
-   * Writes encoded messages (frames of {@link encodeMessage}) without ever waiting, in one write to the
-   * socket. Each counts against the bounds exactly as if sent alone, in order: the frames up to the
-   * first one that would break a bound are written, and the client is then dropped. Returns how many
-   * were written (all of them, unless the client was dropped or is gone).
+   * Writes encoded messages without ever waiting, in one write to the socket. Each counts against the
+   * bounds exactly as if sent alone, in order: the frames up to the first one that would break a bound
+   * are written, and the client is then dropped. Returns how many were written (all of them, unless
+   * the client was dropped or is gone).
    */
-  sendFrames(frames: readonly string[]): number {
+  sendFrames(batch: FrameBatch): number {
+    const { frames } = batch;
     if (this.#state !== 'open' || frames.length === 0) return 0;
     let owed = this.#pendingEntries;
     let bytes = this.#res.writableLength;
     let accepted = 0;
     let overflow: string | undefined;
     for (const frame of frames) {
-      overflow = this.#overflowAt(owed, bytes, frame);
+      overflow = this.#overflowAt(owed, bytes, frame.length);
       if (overflow !== undefined) break;
       owed += 1;
       bytes += frame.length;
       accepted += 1;
     }
-    if (accepted > 0) this.#writeCounted(accepted === frames.length ? frames : frames.slice(0, accepted));
+    if (accepted > 0) this.#writeCounted(accepted === frames.length ? batch.bytes : Buffer.concat(frames.slice(0, accepted)), accepted);
     if (overflow !== undefined) this.drop('slow_client', `the client fell more than ${overflow} behind`);
     return accepted;
   }
@@ -194,7 +202,7 @@ export class SseWriter {
   }
 
   /** {@link sendPaced} for a frame already encoded. */
-  async sendFramePaced(frame: string, stallMs: number): Promise<boolean> {
+  async sendFramePaced(frame: string | Uint8Array, stallMs: number): Promise<boolean> {
     while (this.#state === 'open' && this.#overflow(frame) !== undefined) {
       if (!(await this.#progressWithin(stallMs)) && this.#state === 'open') {
         this.drop('slow_client', `the client took no data for ${stallMs} ms`);
@@ -259,40 +267,39 @@ export class SseWriter {
   }
 
   /** Which bound `frame` would break, if any. */
-  #overflow(frame: string): string | undefined {
-    return this.#overflowAt(this.#pendingEntries, this.#res.writableLength, frame);
+  #overflow(frame: string | Uint8Array): string | undefined {
+    return this.#overflowAt(this.#pendingEntries, this.#res.writableLength, frame.length);
   }
 
-  /** Which bound `frame` would break with `owed` messages and `bytes` not yet taken by the socket. */
-  #overflowAt(owed: number, bytes: number, frame: string): string | undefined {
+  /** Which bound a frame of `size` would break with `owed` messages and `bytes` not yet taken by the socket. */
+  #overflowAt(owed: number, bytes: number, size: number): string | undefined {
     if (owed === 0) return undefined;
     if (owed >= this.#options.maxBufferEntries) return `${this.#options.maxBufferEntries} messages`;
-    if (bytes + frame.length > this.#options.maxBufferBytes) return `${this.#options.maxBufferBytes} bytes`;
+    if (bytes + size > this.#options.maxBufferBytes) return `${this.#options.maxBufferBytes} bytes`;
     return undefined;
   }
 
-  #write(frame: string, counted: boolean): boolean {
+  #write(frame: string | Uint8Array, counted: boolean): boolean {
     if (this.#state !== 'open') return false;
     const overflow = this.#overflow(frame);
     if (overflow !== undefined) {
       this.drop('slow_client', `the client fell more than ${overflow} behind`);
       return false;
     }
-    if (counted) this.#writeCounted([frame]);
+    if (counted) this.#writeCounted(frame, 1);
     else this.#res.write(frame);
     return true;
   }
 
-  /** One socket write of `frames`, each counted as owed until the write's callback runs. */
-  #writeCounted(frames: readonly string[]): void {
-    const count = frames.length;
+  /** One socket write of `count` messages, each owed until the write's callback runs. */
+  #writeCounted(chunk: string | Uint8Array, count: number): void {
     this.#pendingEntries += count;
     this.#pendingWrites += 1;
     if (count === 1) {
-      this.#res.write(frames[0] as string, this.#written);
+      this.#res.write(chunk, this.#written);
       return;
     }
-    this.#res.write(frames.join(''), () => {
+    this.#res.write(chunk, () => {
       this.#pendingEntries -= count;
       this.#pendingWrites -= 1;
       this.#wake();

@@ -193,8 +193,8 @@ export class LogReader {
     const isRootFinish = (record: StoredLogRecord): boolean => record.type === eventNames.processFinished && record.processId === root;
     let ended = false;
 
-    /** One batch of `records` (up to the root's finish when `untilFinish`), yielded when not empty; rethrows a gap. */
-    async function* deliver(records: readonly StoredLogRecord[], live: boolean, untilFinish: boolean): AsyncGenerator<StreamBatch, void, undefined> {
+    /** The batch `records` give (up to the root's finish when `untilFinish`), and the gap met, if any. */
+    const collect = (records: readonly StoredLogRecord[], live: boolean, untilFinish: boolean): { batch: StreamBatch | undefined; failure: unknown } => {
       const builder = new BatchBuilder(continuity, matches);
       for (const record of records) {
         if (!builder.add(record)) break;
@@ -203,13 +203,14 @@ export class LogReader {
           if (untilFinish) break;
         }
       }
-      if (builder.entries.length > 0) yield { entries: builder.entries, live };
-      if (builder.failure !== undefined) throw builder.failure;
-    }
+      return { batch: builder.entries.length > 0 ? { entries: builder.entries, live } : undefined, failure: builder.failure };
+    };
 
     // 1. What the log holds after the cursor, at the reader's pace.
     for (let batch = first; ; ) {
-      yield* deliver(batch, false, false);
+      const { batch: delivered, failure } = collect(batch, false, false);
+      if (delivered !== undefined) yield delivered;
+      if (failure !== undefined) throw failure;
       if (stop.aborted) return why();
       if (batch.length < readBatch) break;
       batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
@@ -218,7 +219,9 @@ export class LogReader {
     if (!ended && !(await this.#rootFinished(root))) {
       try {
         for await (const records of this.#log.tailBatches(root, continuity.cursor, stop)) {
-          yield* deliver(records, true, true);
+          const { batch: delivered, failure } = collect(records, true, true);
+          if (delivered !== undefined) yield delivered;
+          if (failure !== undefined) throw failure;
           if (ended) break;
         }
       } catch (error) {
@@ -235,7 +238,9 @@ export class LogReader {
     for (;;) {
       if (stop.aborted) return why();
       const batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
-      yield* deliver(batch, true, false);
+      const { batch: delivered, failure } = collect(batch, true, false);
+      if (delivered !== undefined) yield delivered;
+      if (failure !== undefined) throw failure;
       if (stop.aborted) return why();
       if (batch.length < readBatch) return 'completed';
     }
@@ -271,27 +276,34 @@ class LogStream implements TreeStream {
     }
   }
 
-  async *batches(): AsyncGenerator<StreamBatch, void, undefined> {
+  /** The body's batches, through a hand-written iterator that records how the body ended. */
+  batches(): AsyncIterable<StreamBatch> {
     if (this.#iterated) throw new TypeError('a tree stream is iterated once');
     this.#iterated = true;
     const body = this.reader.batches(this.root, this.after, this.first, this.matches, this.signal);
-    let finished = false;
-    try {
-      for (;;) {
-        const next = await body.next();
-        if (next.done === true) {
-          finished = true;
-          this.#end = next.value;
-          return;
+    const ended = (end: StreamEnd): void => {
+      this.#end ??= end;
+    };
+    const iterator: AsyncIterator<StreamBatch, void> = {
+      next: async () => {
+        let next: IteratorResult<StreamBatch, StreamEnd>;
+        try {
+          next = await body.next();
+        } catch (error) {
+          ended('aborted');
+          throw error;
         }
-        yield next.value;
-      }
-    } finally {
+        if (next.done !== true) return next;
+        ended(next.value);
+        return { done: true, value: undefined };
+      },
       // The consumer stopped early: end the body too (it closes its tail).
-      if (!finished) {
-        this.#end ??= 'aborted';
+      return: async () => {
+        ended('aborted');
         void body.return('aborted').catch(() => undefined);
-      }
-    }
+        return { done: true, value: undefined };
+      },
+    };
+    return { [Symbol.asyncIterator]: () => iterator };
   }
 }

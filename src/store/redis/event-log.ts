@@ -198,13 +198,10 @@ export class RedisEventLog implements EventLog {
   /**
    * The records of {@link tail} in the batches the shared tail delivered them (never empty). A record
    * is one object per entry for every tail of this log, so per-entry work downstream can be cached.
+   * Mapped by hand over the shared tail's own iterator: a node runs this once per read for every tail.
    */
-  async *tailBatches(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<readonly StoredLogRecord[], void, undefined> {
-    const links = new Links();
-    for await (const entries of this.tailEntryBatches(rootId, after, { signal })) {
-      const records = links.recordsOf(entries);
-      if (records.length > 0) yield records;
-    }
+  tailBatches(rootId: string, after: string, signal: AbortSignal): AsyncIterable<readonly StoredLogRecord[]> {
+    return { [Symbol.asyncIterator]: () => new RecordBatches(() => this.#openTail(rootId, after, signal)) };
   }
 
   async lastPosition(rootId: string): Promise<string> {
@@ -235,33 +232,39 @@ export class RedisEventLog implements EventLog {
    * {@link TailOverflowError}; resume from the last id seen.
    */
   async *tailEntries(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<EventLogEntry, void, undefined> {
-    for await (const batch of this.tailEntryBatches(rootId, afterId, options)) {
+    const batches = await this.#openTail(rootId, afterId, options.signal);
+    if (batches === undefined) return;
+    for await (const batch of batches) {
       for (const entry of batch) {
+        // An abort ends the iteration at once, also in the middle of a batch.
         if (options.signal?.aborted === true) return;
         yield entry;
       }
     }
   }
 
-  /** The entries of {@link tailEntries} in the batches the shared tail delivered them (never empty). */
-  async *tailEntryBatches(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<readonly EventLogEntry[], void, undefined> {
+  /**
+   * The shared tail's batches of `rootId` after `afterId` (`$` pinned to the current last id first),
+   * ending with `signal`, the log's shutdown or `close()`; undefined when already ended.
+   */
+  async #openTail(rootId: ProcessId | string, afterId: string, signal: AbortSignal | undefined): Promise<AsyncIterable<readonly EventLogEntry[]> | undefined> {
     if (afterId !== '$') checkStreamId(afterId, 'afterId');
     if (this.#closed) throw committerUnavailable('event log tail', 'the event log is closed');
     const key = eventsKey(this.#prefix, rootId);
-    const signals = [options.signal, this.#shutdown, this.#closing.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    const signals = [signal, this.#shutdown, this.#closing.signal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
     const stop = AbortSignal.any(signals);
-    if (stop.aborted) return;
+    if (stop.aborted) return undefined;
     let lastId = afterId;
     if (lastId === '$') {
       // Pin '$' to the current last id: whatever is appended from here on reaches the subscription.
       try {
         lastId = await this.lastPosition(String(rootId));
       } catch (error) {
-        if (stop.aborted) return;
+        if (stop.aborted) return undefined;
         throw error;
       }
     }
-    yield* this.#tail.batches(key, lastId, stop, String(rootId));
+    return this.#tail.batches(key, lastId, stop, String(rootId));
   }
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
@@ -269,6 +272,53 @@ export class RedisEventLog implements EventLog {
     this.#closed = true;
     this.#closing.abort();
     this.#tail.close();
+  }
+}
+
+/**
+ * The record batches of one tail: the shared tail's entry batches (opened on the first `next()`),
+ * each turned into records, batches with no record of known shape skipped.
+ */
+class RecordBatches implements AsyncIterator<readonly StoredLogRecord[], void> {
+  readonly #links = new Links();
+  readonly #open: () => Promise<AsyncIterable<readonly EventLogEntry[]> | undefined>;
+  #entries: AsyncIterator<readonly EventLogEntry[], void> | undefined;
+  #opening: Promise<AsyncIterator<readonly EventLogEntry[], void> | undefined> | undefined;
+  #done = false;
+
+  constructor(open: () => Promise<AsyncIterable<readonly EventLogEntry[]> | undefined>) {
+    this.#open = open;
+  }
+
+  async next(): Promise<IteratorResult<readonly StoredLogRecord[], void>> {
+    if (this.#done) return { done: true, value: undefined };
+    this.#opening ??= this.#open().then((iterable) => iterable?.[Symbol.asyncIterator]());
+    this.#entries ??= await this.#opening;
+    const entries = this.#entries;
+    if (entries === undefined) return this.#finish();
+    // Returned while the tail was being opened: it ends here.
+    if (this.#done) {
+      await entries.return?.();
+      return this.#finish();
+    }
+    for (;;) {
+      const result = await entries.next();
+      if (result.done === true) return this.#finish();
+      const records = this.#links.recordsOf(result.value);
+      if (records.length > 0) return { done: false, value: records };
+    }
+  }
+
+  async return(): Promise<IteratorResult<readonly StoredLogRecord[], void>> {
+    this.#done = true;
+    const entries = this.#entries ?? (await this.#opening?.catch(() => undefined));
+    await entries?.return?.();
+    return { done: true, value: undefined };
+  }
+
+  #finish(): IteratorResult<readonly StoredLogRecord[], void> {
+    this.#done = true;
+    return { done: true, value: undefined };
   }
 }
 

@@ -50,6 +50,12 @@ export interface SharedTailOptions<Entry extends { readonly id: string }> {
   readonly maxBuffered?: number;
 }
 
+/** An iteration that has already ended. */
+const finished: AsyncIterator<never, void> = {
+  next: async () => ({ done: true, value: undefined }),
+  return: async () => ({ done: true, value: undefined }),
+};
+
 /** The default group of every key on one server. */
 const everything = (): string => '';
 
@@ -98,19 +104,19 @@ export class SharedTail<Entry extends { readonly id: string }> {
   /**
    * The same entries as {@link entries}, as the batches they arrived in: everything that reached this
    * tail since its reader last took some, oldest first (never empty). Every subscriber of a stream
-   * gets the same entry objects, so work done once per entry (parsing, encoding) can be shared.
+   * gets the same entry objects, so work done once per entry (parsing, encoding) can be shared. The
+   * subscription starts when the iteration does, and is its iterator (no generator in between: a
+   * node runs this once per read for every subscriber).
    */
-  async *batches(key: string, after: string, signal: AbortSignal, label = key): AsyncGenerator<readonly Entry[], void, undefined> {
-    if (this.#closed || signal.aborted) return;
-    const subscription = this.#readerOf(key).subscribe(key, after, label);
-    const stop = (): void => subscription.end();
-    signal.addEventListener('abort', stop, { once: true });
-    try {
-      yield* subscription.batches();
-    } finally {
-      signal.removeEventListener('abort', stop);
-      subscription.end();
-    }
+  batches(key: string, after: string, signal: AbortSignal, label = key): AsyncIterable<readonly Entry[]> {
+    return {
+      [Symbol.asyncIterator]: (): AsyncIterator<readonly Entry[], void> => {
+        if (this.#closed || signal.aborted) return finished;
+        const subscription = this.#readerOf(key).subscribe(key, after, label);
+        subscription.endOn(signal);
+        return subscription;
+      },
+    };
   }
 
   /** Ends every tail, closes the blocking connections, refuses new tails. */
@@ -320,13 +326,21 @@ class GroupReader<Entry extends { readonly id: string }> {
   }
 }
 
-/** One tail: a bounded buffer of entries past its cursor, read by one async iteration. */
-class Subscription<Entry extends { readonly id: string }> {
+type BatchResult<Entry> = IteratorResult<readonly Entry[], void>;
+
+/**
+ * One tail: a bounded buffer of entries past its cursor, read as batches by one iteration (it is its
+ * own async iterator): each `next()` takes everything buffered, or waits for the next read.
+ */
+class Subscription<Entry extends { readonly id: string }> implements AsyncIterator<readonly Entry[], void> {
   #buffer: Entry[] = [];
   #cursor: string;
   #error: Error | undefined;
+  #errorTaken = false;
   #ended = false;
-  #notify: (() => void) | undefined;
+  #waiting: { resolve(result: BatchResult<Entry>): void; reject(error: Error): void } | undefined;
+  #signal: AbortSignal | undefined;
+  readonly #abort = (): void => this.end();
 
   constructor(
     readonly key: string,
@@ -336,6 +350,12 @@ class Subscription<Entry extends { readonly id: string }> {
     private readonly onEnd: (subscription: Subscription<Entry>) => void,
   ) {
     this.#cursor = after;
+  }
+
+  /** Ends the subscription when `signal` aborts. */
+  endOn(signal: AbortSignal): void {
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#abort, { once: true });
   }
 
   /**
@@ -356,7 +376,7 @@ class Subscription<Entry extends { readonly id: string }> {
       this.#buffer.push(entries[index] as Entry);
     }
     this.#cursor = (entries[entries.length - 1] as Entry).id;
-    this.#signal();
+    this.#wake();
   }
 
   fail(error: Error): void {
@@ -370,29 +390,49 @@ class Subscription<Entry extends { readonly id: string }> {
     if (this.#ended) return;
     this.#ended = true;
     if (this.#error === undefined) this.#buffer.length = 0;
+    this.#signal?.removeEventListener('abort', this.#abort);
     this.onEnd(this);
-    this.#signal();
+    this.#wake();
   }
 
-  /** Everything buffered at each wake-up, as one batch: a reader that falls behind catches up in one step. */
-  async *batches(): AsyncGenerator<readonly Entry[], void, undefined> {
-    for (;;) {
-      if (this.#buffer.length > 0) {
-        const batch = this.#buffer;
-        this.#buffer = [];
-        yield batch;
-        continue;
-      }
-      if (this.#error !== undefined) throw this.#error;
-      if (this.#ended) return;
-      await new Promise<void>((resolve) => {
-        this.#notify = resolve;
-      });
-      this.#notify = undefined;
+  /** Everything buffered, as one batch: a reader that falls behind catches up in one step. */
+  next(): Promise<BatchResult<Entry>> {
+    if (this.#waiting !== undefined) return Promise.reject(new TypeError('a tail is read by one iteration at a time'));
+    const ready = this.#take();
+    if (ready !== undefined) return ready instanceof Error ? Promise.reject(ready) : Promise.resolve(ready);
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+    });
+  }
+
+  /** The reader stopped: the subscription ends. */
+  async return(): Promise<BatchResult<Entry>> {
+    this.end();
+    return { done: true, value: undefined };
+  }
+
+  /** What the next `next()` answers at once: a batch, the failure (once), the end; undefined: wait. */
+  #take(): BatchResult<Entry> | Error | undefined {
+    if (this.#buffer.length > 0) {
+      const batch = this.#buffer;
+      this.#buffer = [];
+      return { done: false, value: batch };
     }
+    if (this.#error !== undefined && !this.#errorTaken) {
+      this.#errorTaken = true;
+      return this.#error;
+    }
+    if (this.#ended) return { done: true, value: undefined };
+    return undefined;
   }
 
-  #signal(): void {
-    this.#notify?.();
+  #wake(): void {
+    const waiting = this.#waiting;
+    if (waiting === undefined) return;
+    const ready = this.#take();
+    if (ready === undefined) return;
+    this.#waiting = undefined;
+    if (ready instanceof Error) waiting.reject(ready);
+    else waiting.resolve(ready);
   }
 }
