@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,19 @@ interface Row {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  /** The node's CPU time (user + system) while the deltas were appended and delivered, per 1 000 deliveries. */
+  readonly cpuMsPerThousand: number;
+}
+
+/** CPU time (user + system, ms) a Linux process used so far, from /proc; NaN where there is none. */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // utime and stime, fields 14 and 15 of stat (11 and 12 after the command), in clock ticks (100 Hz).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -137,9 +151,10 @@ async function appendDeltas(log: RedisEventLog, rootId: string, rate: number): P
   return total;
 }
 
-function rowOf(node: string, reader: string, rate: number, count: number, deltas: number, samples: Samples, received: number): Row {
+function rowOf(node: string, reader: string, rate: number, count: number, deltas: number, samples: Samples, received: number, cpuMs = Number.NaN): Row {
   const sorted = samples.sorted();
   return {
+    cpuMsPerThousand: (cpuMs * 1000) / Math.max(1, received),
     node,
     reader,
     rate,
@@ -195,7 +210,8 @@ async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<v
  * `count` SSE subscribers on the node, spread over the subscriber processes, while deltas are appended at
  * `rate`; and the node's Redis connections meanwhile.
  */
-async function sseFanOut(node: string, base: string, admin: Redis, log: RedisEventLog, rootId: string, count: number, rate: number): Promise<{ row: Row; connections: string }> {
+async function sseFanOut(node: string, server: BenchServer, admin: Redis, log: RedisEventLog, rootId: string, count: number, rate: number): Promise<{ row: Row; connections: string }> {
+  const { base } = server;
   const processes = Array.from({ length: Math.min(count, clientProcesses) }, () => new SubscriberProcess());
   try {
     // Only the deltas of this row: the streams start after what the log holds now.
@@ -207,10 +223,12 @@ async function sseFanOut(node: string, base: string, admin: Redis, log: RedisEve
       if (answer === undefined || !('ready' in answer)) throw new Error(`subscribers did not open: ${JSON.stringify(answer)}`);
     }
     const connections = await nodeConnections(admin);
+    const cpuBefore = cpuMsOf(server.pid);
     const deltas = await appendDeltas(log, rootId, rate);
     for (const child of processes) child.send({ expect: deltas });
     const deadline = performance.now() + 10_000;
     for (const child of processes) await child.next(Math.max(1, deadline - performance.now()));
+    const cpuMs = cpuMsOf(server.pid) - cpuBefore;
     const samples = new Samples();
     let received = 0;
     for (const child of processes) {
@@ -225,7 +243,7 @@ async function sseFanOut(node: string, base: string, admin: Redis, log: RedisEve
         }
       }
     }
-    return { row: rowOf(node, 'SSE via shared tail', rate, count, deltas, samples, received), connections };
+    return { row: rowOf(node, 'SSE via shared tail', rate, count, deltas, samples, received, cpuMs), connections };
   } finally {
     await Promise.all(processes.map((child) => child.stop()));
   }
@@ -243,53 +261,64 @@ async function nodeConnections(admin: Redis): Promise<string> {
 
 function printTable(rows: readonly Row[]): void {
   console.log(`\n## SSE delta fan-out on one tree, ${seconds} s per row, subscribers in ${clientProcesses} client processes (latency: append → client socket)\n`);
-  console.log('| node | reader | deltas/s | subscribers | deltas | samples | missing | p50 ms | p99 ms | max ms |');
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| node | reader | deltas/s | subscribers | deltas | samples | missing | p50 ms | p99 ms | max ms | node CPU ms / 1k deliveries |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const row of rows) {
-    console.log(`| ${row.node} | ${row.reader} | ${row.rate} | ${row.subscribers} | ${row.deltas} | ${row.samples} | ${row.missing} | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${row.max.toFixed(1)} |`);
+    const cpu = Number.isFinite(row.cpuMsPerThousand) ? row.cpuMsPerThousand.toFixed(1) : '-';
+    console.log(`| ${row.node} | ${row.reader} | ${row.rate} | ${row.subscribers} | ${row.deltas} | ${row.samples} | ${row.missing} | ${row.p50.toFixed(2)} | ${row.p99.toFixed(2)} | ${row.max.toFixed(1)} | ${cpu} |`);
   }
 }
 
-/** The SSE rows of one node (this checkout's, or `checkout`'s) at every rate. */
-async function nodeRows(name: string, redis: RedisServer, admin: Redis, appender: Redis, checkout: string | undefined): Promise<{ rows: Row[]; connections: string }> {
+/** One node under test: this checkout's, or another checkout's (`BENCH_SCALE_SSE_COMPARE`). */
+interface NodeUnderTest {
+  readonly name: string;
+  readonly keyPrefix: string;
+  readonly log: RedisEventLog;
+  readonly node: BenchServer;
+  readonly rootId: string;
+  readonly own: boolean;
+}
+
+async function nodeUnderTest(redis: RedisServer, appender: Redis, checkout: string | undefined): Promise<NodeUnderTest> {
   const keyPrefix = `${prefix}-${checkout === undefined ? 'own' : 'compare'}`;
   const log = new RedisEventLog({ redis: appender, keyPrefix });
   const node = await startNode(redis, keyPrefix, checkout);
-  const rows: Row[] = [];
-  let connections = '';
-  try {
-    const rootId = await waitingTree(node.base);
-    for (const rate of rates) {
-      if (checkout === undefined) rows.push(await rawBaseline(redis, keyPrefix, log, rootId, rate));
-      rows.push((await sseFanOut(name, node.base, admin, log, rootId, 1, rate)).row);
-      const many = await sseFanOut(name, node.base, admin, log, rootId, subscribers, rate);
-      rows.push(many.row);
-      connections = many.connections;
-    }
-    if (log.failedAppends > 0) console.log(`appends lost (${name}): ${log.failedAppends}`);
-  } finally {
-    await node.stop();
-    await log.close();
-  }
-  return { rows, connections };
+  return { name: checkout ?? 'this checkout', keyPrefix, log, node, rootId: await waitingTree(node.base), own: checkout === undefined };
 }
 
 export async function benchScaleSse(): Promise<void> {
   const redis = await startRedisServer();
   const admin = new Redis(redis.url, { connectionName: 'bench:admin' });
   const appender = new Redis(redis.url, { connectionName: 'bench:appender' });
+  const nodes: NodeUnderTest[] = [];
   try {
+    // Both nodes run for the whole bench (an idle one costs nothing); their rows alternate at each
+    // rate, so the machine's noise falls on both alike.
+    if (compareCheckout !== undefined) nodes.push(await nodeUnderTest(redis, appender, compareCheckout));
+    nodes.push(await nodeUnderTest(redis, appender, undefined));
     const rows: Row[] = [];
-    if (compareCheckout !== undefined) rows.push(...(await nodeRows(compareCheckout, redis, admin, appender, compareCheckout)).rows);
-    const own = await nodeRows('this checkout', redis, admin, appender, undefined);
-    rows.push(...own.rows);
+    let connections = '';
+    for (const rate of rates) {
+      for (const { name, keyPrefix, log, node, rootId, own } of nodes) {
+        if (own) rows.push(await rawBaseline(redis, keyPrefix, log, rootId, rate));
+        rows.push((await sseFanOut(name, node, admin, log, rootId, 1, rate)).row);
+        const many = await sseFanOut(name, node, admin, log, rootId, subscribers, rate);
+        rows.push(many.row);
+        if (own) connections = many.connections;
+      }
+    }
     printTable(rows);
-    console.log(`\nnode's Redis connections while serving ${subscribers} streams: ${own.connections}`);
-    for (const row of own.rows.filter((candidate) => candidate.subscribers === subscribers && candidate.reader.startsWith('SSE'))) {
+    console.log(`\nRedis connections of the node${nodes.length > 1 ? 's (both name theirs alike)' : ''} while serving ${subscribers} streams: ${connections}`);
+    for (const row of rows.filter((candidate) => candidate.node === 'this checkout' && candidate.subscribers === subscribers)) {
       const met = row.p99 <= goalP99Ms && row.missing === 0;
       console.log(`goal: p99 ≤ ${goalP99Ms} ms with ${subscribers} subscribers at ${row.rate} deltas/s: ${met ? 'met' : 'NOT met'} (${row.p99.toFixed(2)} ms, ${row.missing} missing)`);
     }
+    for (const { name, log } of nodes) if (log.failedAppends > 0) console.log(`appends lost (${name}): ${log.failedAppends}`);
   } finally {
+    for (const { node, log } of nodes) {
+      await node.stop();
+      await log.close();
+    }
     appender.disconnect();
     admin.disconnect();
     await redis.stop();

@@ -9,6 +9,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface BenchServer {
   readonly base: string;
+  /** The server's process id (e.g. to read its CPU time from /proc). */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function startBenchServer(env: Record<string, string>, nodeFlags: r
   }
   return {
     base,
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
