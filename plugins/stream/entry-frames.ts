@@ -6,10 +6,28 @@ import { encodeMessage, type FrameBatch } from './sse-writer.js';
  * the log holds it), encoded to bytes once per entry object. The Host hands every stream of a node the
  * same entry object for one live entry, so a delta fanned out to a thousand streams is checked,
  * concatenated and UTF-8 encoded once, and every stream writes identical bytes. Entries are immutable
- * values (the Host's are frozen), so a frame never goes stale; the caches hold nothing once the
- * entries are gone.
+ * values (the Host's are frozen), so a frame never goes stale.
+ *
+ * Only recent frames are kept: every stream writes a live entry within moments of the others, and
+ * embedded mode's log keeps its entries for good, so caching by entry for their lifetime would double
+ * what a streamed log holds.
  */
-const singles = new WeakMap<LogEntry, FrameBatch>();
+class Recent<Key, Value> {
+  readonly #values = new Map<Key, Value>();
+
+  constructor(private readonly capacity: number) {}
+
+  get(key: Key): Value | undefined {
+    return this.#values.get(key);
+  }
+
+  set(key: Key, value: Value): void {
+    if (this.#values.size >= this.capacity) this.#values.delete(this.#values.keys().next().value as Key);
+    this.#values.set(key, value);
+  }
+}
+
+const singles = new Recent<LogEntry, FrameBatch>(2_048);
 
 /** The frame of one entry, as a batch of one. */
 function single(entry: LogEntry): FrameBatch {
@@ -26,8 +44,8 @@ export function entryFrame(entry: LogEntry): Buffer {
   return single(entry).bytes as Buffer;
 }
 
-/** The last batch that started with an entry: streams that keep up receive the same batches. */
-const batches = new WeakMap<LogEntry, { readonly entries: readonly LogEntry[]; readonly frames: FrameBatch }>();
+/** The last batches, by their first entry: streams that keep up receive the same batches. */
+const batches = new Recent<LogEntry, { readonly entries: readonly LogEntry[]; readonly frames: FrameBatch }>(64);
 
 function sameEntries(a: readonly LogEntry[], b: readonly LogEntry[]): boolean {
   if (a.length !== b.length) return false;

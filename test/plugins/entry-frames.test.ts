@@ -36,3 +36,12 @@ test('entry frames: data with a line break is refused, never written as a broken
   assert.throws(() => entryFrame(entry(9, '{"a":"x"}\ndata: injected')), TypeError);
   assert.throws(() => entryFrame({ ...entry(10), type: 'agent.delta\nevent: x' }), TypeError);
 });
+
+test('entry frames: only recent frames are kept (a log that keeps its entries does not keep a second copy as frames)', () => {
+  const old = entry(1);
+  const frame = entryFrame(old);
+  for (let n = 2; n <= 5_000; n += 1) entryFrame(entry(n));
+  const again = entryFrame(old);
+  assert.notEqual(again, frame, 'the old frame was let go, and is encoded afresh');
+  assert.deepEqual(again, frame);
+});
