@@ -30,7 +30,8 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * another checkout's server code (e.g. /work/main), in the same run. Also: how many Redis connections
  * the node holds while it serves N streams, and whether every subscriber got every delta.
  * Clients, node and Redis share the machine's CPUs (2 cores here): the figures are a ceiling on the
- * latency a node with cores of its own would show. Goal: p99 ≤ 50 ms with 1 000 subscribers.
+ * latency a node with cores of its own would show; the node's CPU time per 1 000 deliveries (from /proc)
+ * is the figure that noise disturbs least. Goal: p99 ≤ 50 ms with 1 000 subscribers.
  */
 
 const seconds = Number(process.env.BENCH_SCALE_SSE_SECONDS ?? 10);
