@@ -1,11 +1,11 @@
 import type { LogEntry } from '../../src/server/host.js';
-import { encodeMessage, type FrameBatch } from './sse-writer.js';
+import { encodeMessage, httpChunk, type FrameBatch } from './sse-writer.js';
 
 /**
  * The SSE frames of log entries (`id:` the position, `event:` the type, `data:` the canonical JSON as
  * the log holds it), encoded to bytes once per entry object. The Host hands every stream of a node the
  * same entry object for one live entry, so a delta fanned out to a thousand streams is checked,
- * concatenated and UTF-8 encoded once, and every stream writes identical bytes. Entries are immutable
+ * concatenated, UTF-8 encoded and framed as an HTTP chunk once, and every stream writes identical bytes. Entries are immutable
  * values (the Host's are frozen), so a frame never goes stale.
  *
  * Only recent frames are kept: every stream writes a live entry within moments of the others, and
@@ -34,7 +34,7 @@ function single(entry: LogEntry): FrameBatch {
   let batch = singles.get(entry);
   if (batch === undefined) {
     const frame = Buffer.from(encodeMessage({ id: entry.position, event: entry.type, json: entry.data }), 'utf8');
-    batch = { frames: [frame], bytes: frame };
+    batch = { frames: [frame], bytes: frame, chunk: httpChunk(frame) };
     singles.set(entry, batch);
   }
   return batch;
@@ -63,7 +63,8 @@ export function batchFrames(entries: readonly LogEntry[]): FrameBatch {
   const known = batches.get(first);
   if (known !== undefined && sameEntries(known.entries, entries)) return known.frames;
   const parts = entries.map(entryFrame);
-  const built: FrameBatch = { frames: parts, bytes: Buffer.concat(parts) };
+  const bytes = Buffer.concat(parts);
+  const built: FrameBatch = { frames: parts, bytes, chunk: httpChunk(bytes) };
   batches.set(first, { entries: [...entries], frames: built });
   return built;
 }

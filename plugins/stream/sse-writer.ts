@@ -64,6 +64,24 @@ export function encodeMessage(message: SseMessage): string {
 export interface FrameBatch {
   readonly frames: readonly Uint8Array[];
   readonly bytes: Uint8Array;
+  /** `bytes` framed as one HTTP/1.1 chunk ({@link httpChunk}), when the sender built it (once, for every stream). */
+  readonly chunk?: Uint8Array;
+}
+
+const crlf = Buffer.from('\r\n', 'latin1');
+
+/**
+ * `bytes` as one chunk of a chunked HTTP/1.1 body: its size in hex, CRLF, the bytes, CRLF — what
+ * `res.write(bytes)` sends, built once so that a batch fanned out to many responses is framed once.
+ */
+export function httpChunk(bytes: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`, 'latin1'), bytes, crlf]);
+}
+
+/** What the writer reads of Node's chunked response state (set by Node on every `ServerResponse`). */
+interface ChunkedResponse {
+  readonly chunkedEncoding?: boolean;
+  readonly outputSize?: number;
 }
 
 export interface SseWriterOptions {
@@ -187,7 +205,8 @@ export class SseWriter {
       bytes += frame.length;
       accepted += 1;
     }
-    if (accepted > 0) this.#writeCounted(accepted === frames.length ? batch.bytes : Buffer.concat(frames.slice(0, accepted)), accepted);
+    if (accepted === frames.length) this.#writeCounted(batch.bytes, accepted, batch.chunk);
+    else if (accepted > 0) this.#writeCounted(Buffer.concat(frames.slice(0, accepted)), accepted);
     if (overflow !== undefined) this.drop('slow_client', `the client fell more than ${overflow} behind`);
     return accepted;
   }
@@ -291,19 +310,36 @@ export class SseWriter {
     return true;
   }
 
-  /** One socket write of `count` messages, each owed until the write's callback runs. */
-  #writeCounted(chunk: string | Uint8Array, count: number): void {
+  /**
+   * One socket write of `count` messages, each owed until the write's callback runs. A chunk framed in
+   * advance (`framed`: `chunk` as {@link httpChunk} frames it) goes straight to the response's socket
+   * when the response is chunked and owns it with nothing held back: the same bytes `res.write` would
+   * send, in the same order, without its four buffered writes, cork and tick (a third of a thousand
+   * streams' write cost, measured).
+   */
+  #writeCounted(chunk: string | Uint8Array, count: number, framed?: Uint8Array): void {
     this.#pendingEntries += count;
     this.#pendingWrites += 1;
-    if (count === 1) {
-      this.#res.write(chunk, this.#written);
-      return;
-    }
-    this.#res.write(chunk, () => {
+    const done = count === 1 ? this.#written : (): void => {
       this.#pendingEntries -= count;
       this.#pendingWrites -= 1;
       this.#wake();
-    });
+    };
+    const socket = framed === undefined ? undefined : this.#ownSocket();
+    if (socket !== undefined) socket.write(framed as Uint8Array, () => done());
+    else this.#res.write(chunk, done);
+  }
+
+  /**
+   * The socket, when writing to it directly is exactly `res.write`: the headers went out, the body is
+   * chunked, the response is the socket's current one (a pipelined response waiting its turn has none)
+   * and holds no output of its own.
+   */
+  #ownSocket(): NonNullable<ServerResponse['socket']> | undefined {
+    const res = this.#res;
+    const state = res as ServerResponse & ChunkedResponse;
+    if (res.socket === null || !res.headersSent || res.writableEnded || state.chunkedEncoding !== true || state.outputSize !== 0) return undefined;
+    return res.socket;
   }
 
   #wake(): void {

@@ -3,7 +3,8 @@ import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { SseWriter, type FrameBatch } from '../../plugins/stream/sse-writer.js';
+import { connect } from 'node:net';
+import { httpChunk, SseWriter, type FrameBatch } from '../../plugins/stream/sse-writer.js';
 
 /** A frame per text, as the stream plugin encodes them, and their concatenation. */
 function framesOf(...texts: string[]): FrameBatch {
@@ -15,7 +16,7 @@ function framesOf(...texts: string[]): FrameBatch {
  * A real HTTP server whose one response is an SseWriter (3 messages of buffer at most) handed to
  * `serve`; resolves with the whole body the client read and what `serve` returned.
  */
-async function exchange<T>(serve: (writer: SseWriter, res: ServerResponse) => T): Promise<{ body: string; result: T }> {
+async function exchange<T>(serve: (writer: SseWriter, res: ServerResponse) => T, http10 = false): Promise<{ body: string; result: T }> {
   let result: T | undefined;
   const server = createServer((_req, res) => {
     const writer = new SseWriter(res, { maxBufferEntries: 3, maxBufferBytes: 64 * 1024, keepAliveMs: 60_000, lingerMs: 1_000, retryMs: 100 });
@@ -25,7 +26,21 @@ async function exchange<T>(serve: (writer: SseWriter, res: ServerResponse) => T)
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   try {
-    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+    const { port } = server.address() as AddressInfo;
+    if (http10) {
+      // HTTP/1.0 has no chunked bodies: the response is delimited by the end of the connection.
+      const socket = connect(port, '127.0.0.1');
+      socket.end('GET / HTTP/1.0\r\n\r\n');
+      let raw = '';
+      socket.setEncoding('utf8').on('data', (text: string) => {
+        raw += text;
+      });
+      await once(socket, 'close');
+      assert.match(raw, /^HTTP\/1\.1 200 /);
+      assert.equal(/transfer-encoding/i.test(raw.slice(0, raw.indexOf('\r\n\r\n'))), false);
+      return { body: raw.slice(raw.indexOf('\r\n\r\n') + 4), result: result as T };
+    }
+    const response = await fetch(`http://127.0.0.1:${port}/`);
     assert.equal(response.headers.get('content-type'), 'text/event-stream; charset=utf-8');
     return { body: await response.text(), result: result as T };
   } finally {
@@ -82,4 +97,35 @@ test('SSE writer: what a client owes from earlier writes counts against a batch'
   });
   assert.deepEqual(result, { singles: [1, 1], batch: 1, dropReason: 'slow_client' });
   assert.equal((body.match(/^event: agent\.delta$/gm) ?? []).length, 3);
+});
+
+test('SSE writer: a batch framed in advance goes to the socket as the bytes res.write sends, in order with the writes around it', async () => {
+  const plain = framesOf('a', 'b');
+  const batch: FrameBatch = { ...plain, chunk: httpChunk(plain.bytes) };
+  const { body, result } = await exchange((writer, res) => {
+    writer.send({ event: 'scope.stream.notice', data: { n: 1 } });
+    const writes = countWrites(res);
+    const written = writer.sendFrames(batch);
+    const writesOfBatch = writes.count;
+    writer.end({ event: 'scope.stream.end', data: { reason: 'completed' } });
+    return { written, writesOfBatch };
+  });
+  assert.deepEqual(result, { written: 2, writesOfBatch: 0 }, 'the batch went to the socket, not through res.write');
+  assert.equal(
+    body,
+    `retry: 100\n\nevent: scope.stream.notice\ndata: {"n":1}\n\n${plain.bytes.toString()}event: scope.stream.end\ndata: {"reason":"completed"}\n\n`,
+  );
+});
+
+test('SSE writer: on a response that is not chunked (HTTP/1.0) a framed batch is written through the response', async () => {
+  const plain = framesOf('a', 'b');
+  const { body, result } = await exchange((writer, res) => {
+    const writes = countWrites(res);
+    const written = writer.sendFrames({ ...plain, chunk: httpChunk(plain.bytes) });
+    const writesOfBatch = writes.count;
+    writer.end({ event: 'scope.stream.end', data: {} });
+    return { written, writesOfBatch };
+  }, true);
+  assert.deepEqual(result, { written: 2, writesOfBatch: 1 });
+  assert.equal(body, `retry: 100\n\n${plain.bytes.toString()}event: scope.stream.end\ndata: {}\n\n`);
 });
