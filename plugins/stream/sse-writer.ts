@@ -7,7 +7,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  * Why not @fastify/sse: its `send()` awaits 'drain', so whoever feeds a stalled client is held back with
  * it, and the Host's tail must never slow down for one socket; its heartbeat ignores backpressure; and
  * concurrent sends need an outside promise chain to stay ordered. Here every write is one synchronous
- * `res.write` (ordered by construction), what a client owes is counted exactly (entries through write
+ * call, `res.write` or (a batch framed in advance) the same bytes on its socket, ordered by construction;
+ * a batch of messages is one write; what a client owes is counted exactly (entries through write
  * callbacks, bytes through `writableLength`), and one encoder decides what may reach an `id:` or
  * `event:` line.
  */
