@@ -24,10 +24,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import { eventNameValues } from '../../src/kernel/index.js';
-import type { LogEntry, LogQuery, StreamEndReason, TreeStream } from '../../src/server/host.js';
+import type { LogEntry, LogQuery, StreamBatch, StreamEndReason, TreeStream } from '../../src/server/host.js';
 import { ProblemError, problemResponses } from '../problem-details.js';
 import { TreeParams } from '../shared.js';
 import { StreamHeaders, StreamQuery, StreamResponse, streamDescription } from './schemas.js';
+import { batchFrames, entryFrame } from './entry-frames.js';
 import { SseWriter, streamEndEvent, streamErrorEvent, streamNoticeEvent, type SseMessage } from './sse-writer.js';
 
 export interface StreamPluginOptions {
@@ -128,10 +129,6 @@ function parseTypes(text: string | undefined): string[] | undefined {
   return names;
 }
 
-function messageOf(entry: LogEntry): SseMessage {
-  return { id: entry.position, event: entry.type, json: entry.data };
-}
-
 /** One open stream, as the route and shutdown see it. */
 interface OpenStream {
   readonly rootId: string;
@@ -145,49 +142,83 @@ interface OpenStream {
 }
 
 /**
- * Iterates `source` until it ends or `signal` aborts, even while the source waits for its next entry;
- * on abort the source's `return()` is requested without waiting for it.
+ * The next items of `source` until it ends or `signal` aborts, even while the source waits for its
+ * next item; on abort the source's `return()` is requested without waiting for it. One listener for
+ * the whole iteration (a race against one long-lived "aborted" promise would keep a reaction per item),
+ * and no generator in between: the pump of every stream calls it for every batch.
  */
-async function* untilAborted<T>(source: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T, void, undefined> {
-  const iterator = source[Symbol.asyncIterator]();
-  const aborted = new Promise<'aborted'>((resolve) => {
-    if (signal.aborted) resolve('aborted');
-    else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-  });
-  let exhausted = false;
-  try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), aborted]);
-      if (next === 'aborted') return;
-      if (next.done === true) {
-        exhausted = true;
-        return;
-      }
-      yield next.value;
-    }
-  } finally {
-    if (!exhausted) void Promise.resolve(iterator.return?.()).catch(() => undefined);
+class UntilAborted<T> {
+  readonly #iterator: AsyncIterator<T>;
+  readonly #signal: AbortSignal;
+  #interrupt: ((value: undefined) => void) | undefined;
+  readonly #onAbort = (): void => this.#interrupt?.(undefined);
+  #exhausted = false;
+
+  constructor(source: AsyncIterable<T>, signal: AbortSignal) {
+    this.#iterator = source[Symbol.asyncIterator]();
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#onAbort, { once: true });
   }
+
+  /** The next item; undefined when the source ended or the signal aborted. */
+  async next(): Promise<T | undefined> {
+    if (this.#signal.aborted || this.#exhausted) return undefined;
+    const next = await new Promise<IteratorResult<T> | undefined>((resolve, reject) => {
+      this.#interrupt = resolve;
+      this.#iterator.next().then(resolve, reject);
+    });
+    this.#interrupt = undefined;
+    if (next === undefined) return undefined;
+    if (next.done === true) {
+      this.#exhausted = true;
+      return undefined;
+    }
+    return next.value;
+  }
+
+  /** Stops listening; a source that did not end is asked to return. */
+  close(): void {
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    if (!this.#exhausted) void Promise.resolve(this.#iterator.return?.()).catch(() => undefined);
+  }
+}
+
+/** The stream's batches; a Host stream without them is read as one-entry batches. */
+function batchesOf(tree: TreeStream): AsyncIterable<StreamBatch> {
+  if (tree.batches !== undefined) return tree.batches();
+  return (async function* singles(): AsyncGenerator<StreamBatch, void, undefined> {
+    for await (const { entry, live } of tree) yield { entries: [entry], live };
+  })();
 }
 
 type Filters = Pick<LogQuery, 'types' | 'processId'>;
 
 /**
  * Writes the stream's entries until it ends (true), or the client goes or is dropped (false): history
- * at the client's pace, live entries without waiting. Throws what the Host throws.
+ * at the client's pace, live entries without waiting, each live batch in one write. Frames come from
+ * entry-frames.ts, encoded once per entry (and joined once per batch) for every stream. Throws what
+ * the Host throws.
  */
 async function pump(settings: Settings, stream: OpenStream, tree: TreeStream): Promise<boolean> {
   const { writer } = stream;
-  for await (const { entry, live } of untilAborted(tree, stream.abort.signal)) {
-    const message = messageOf(entry);
-    if (live) {
-      if (!writer.send(message)) return false;
-      stream.lastEventId = entry.position;
-      await writer.relieve();
-    } else {
-      if (!(await writer.sendPaced(message, settings.stallTimeoutMs))) return false;
-      stream.lastEventId = entry.position;
+  const batches = new UntilAborted(batchesOf(tree), stream.abort.signal);
+  try {
+    for (let batch = await batches.next(); batch !== undefined; batch = await batches.next()) {
+      const { entries } = batch;
+      if (batch.live) {
+        const written = writer.sendFrames(batchFrames(entries));
+        if (written > 0) stream.lastEventId = (entries[written - 1] as LogEntry).position;
+        if (written < entries.length) return false;
+        if (writer.backlogged) await writer.relieve();
+      } else {
+        for (const entry of entries) {
+          if (!(await writer.sendFramePaced(entryFrame(entry), settings.stallTimeoutMs))) return false;
+          stream.lastEventId = entry.position;
+        }
+      }
     }
+  } finally {
+    batches.close();
   }
   return writer.state === 'open';
 }

@@ -9,17 +9,20 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface BenchServer {
   readonly base: string;
+  /** The server's process id (e.g. to read its CPU time from /proc). */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
 /**
  * A real `scope serve` on a free loopback port with `env` over the bench's own environment, once its
- * /readyz answers (30 s at most). `nodeFlags` go to node before the launcher (e.g. `--cpu-prof`).
+ * /readyz answers (30 s at most). `nodeFlags` go to node before the launcher (e.g. `--cpu-prof`);
+ * `checkout` is the repository whose server runs (default this one; another worktree compares its code).
  */
-export async function startBenchServer(env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<BenchServer> {
+export async function startBenchServer(env: Record<string, string>, nodeFlags: readonly string[] = [], checkout = root): Promise<BenchServer> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, join(root, 'bin', 'scope.js'), 'serve'], {
-    cwd: root,
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, join(checkout, 'bin', 'scope.js'), 'serve'], {
+    cwd: checkout,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SCOPE_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -41,6 +44,7 @@ export async function startBenchServer(env: Record<string, string>, nodeFlags: r
   }
   return {
     base,
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;

@@ -291,6 +291,16 @@ export interface StreamItem {
 }
 
 /**
+ * Entries of a stream that became available together (never empty), all from stored history or all
+ * from the live tail. An entry of the live tail is the same object for every stream of the node that
+ * delivers it, so what is derived from it alone (its SSE frame) can be computed once.
+ */
+export interface StreamBatch {
+  readonly entries: readonly LogEntry[];
+  readonly live: boolean;
+}
+
+/**
  * Why a stream ended: `completed` — the root is terminal and its subtree's entries drained (the only
  * real end); `shutdown` — this server is stopping (reconnect, to it or another node, and resume);
  * `aborted` — the caller's signal; `lagging` — the reader left more live entries unread than the log
@@ -306,6 +316,11 @@ export type StreamEnd = 'completed' | 'shutdown' | 'aborted' | 'lagging';
 export interface TreeStream extends AsyncIterable<StreamItem> {
   /** Set when the stream starts at the beginning of a log retention already trimmed: where it starts. */
   readonly trimmedStart: string | undefined;
+  /**
+   * The same entries as the iteration, as batches (iterate one or the other, once). Optional: a stream
+   * without it is read entry by entry.
+   */
+  batches?(): AsyncIterable<StreamBatch>;
   /** Why the iteration ended; undefined until it has. */
   readonly end: StreamEnd | undefined;
 }

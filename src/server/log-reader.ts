@@ -2,7 +2,7 @@ import { eventNames } from '../kernel/index.js';
 import { comparePositions, followsDirectly, isPosition, TailOverflowError, type EventLog, type StoredLogRecord } from '../store/event-log.js';
 import { invalidRequest } from '../errors.js';
 import { CursorAheadError, HistoryTrimmedError } from './errors.js';
-import type { LogEntry, LogPage, LogQuery, StreamEnd, StreamItem, StreamOptions, TreeStream } from './host.js';
+import type { LogEntry, LogPage, LogQuery, StreamBatch, StreamEnd, StreamItem, StreamOptions, TreeStream } from './host.js';
 
 /**
  * Reads a tree's log for `/events` (pages) and the SSE stream (history, then the live tail). Both
@@ -37,6 +37,44 @@ function filterOf(query: Pick<LogQuery, 'types' | 'processId'>): Filter {
 
 function entryOf(record: StoredLogRecord): LogEntry {
   return { position: record.position, type: record.type, processId: record.processId, data: record.data };
+}
+
+/**
+ * Stream entries by record. The logs hand every tail the same record object for one entry, so every
+ * stream of the node gets the same entry object too, and the SSE writer encodes its frame once.
+ */
+const streamEntries = new WeakMap<StoredLogRecord, LogEntry>();
+
+function streamEntryOf(record: StoredLogRecord): LogEntry {
+  let entry = streamEntries.get(record);
+  if (entry === undefined) {
+    entry = Object.freeze(entryOf(record));
+    streamEntries.set(record, entry);
+  }
+  return entry;
+}
+
+/** What one batch of records gives a stream: its matching entries, up to an error the batch met. */
+class BatchBuilder {
+  readonly entries: LogEntry[] = [];
+  failure: unknown;
+
+  constructor(
+    private readonly continuity: Continuity,
+    private readonly matches: Filter,
+  ) {}
+
+  /** Follows `record` and keeps it when it matches; false (the failure kept) when trimmed entries precede it. */
+  add(record: StoredLogRecord): boolean {
+    try {
+      this.continuity.follow(record);
+    } catch (error) {
+      this.failure = error;
+      return false;
+    }
+    if (this.matches(record)) this.entries.push(streamEntryOf(record));
+    return true;
+  }
 }
 
 /** Whether a cursor means "from the beginning" (`0`, or `0-0`): the oldest entry the log still holds. */
@@ -137,41 +175,54 @@ export class LogReader {
     return new LogStream(this, root, after, first, trimmedStart, filterOf(options), options.signal);
   }
 
-  /** @internal The stream's body (see {@link LogStream}). */
-  async *entries(
+  /**
+   * @internal The stream's body (see {@link LogStream}), as batches: each read of history, each
+   * delivery of the live tail, is one batch of the entries that match. Entries before a trimmed gap are
+   * yielded before the `history_trimmed` error, as an entry-by-entry read would have delivered them.
+   */
+  async *batches(
     root: string,
     after: string,
     first: StoredLogRecord[],
     matches: Filter,
     signal: AbortSignal,
-  ): AsyncGenerator<StreamItem, StreamEnd, undefined> {
+  ): AsyncGenerator<StreamBatch, StreamEnd, undefined> {
     const stop = AbortSignal.any([signal, this.#shutdown]);
     const why = (): StreamEnd => (this.#shutdown.aborted ? 'shutdown' : 'aborted');
     const continuity = new Continuity(root, after);
     const isRootFinish = (record: StoredLogRecord): boolean => record.type === eventNames.processFinished && record.processId === root;
     let ended = false;
 
+    /** The batch `records` give (up to the root's finish when `untilFinish`), and the gap met, if any. */
+    const collect = (records: readonly StoredLogRecord[], live: boolean, untilFinish: boolean): { batch: StreamBatch | undefined; failure: unknown } => {
+      const builder = new BatchBuilder(continuity, matches);
+      for (const record of records) {
+        if (!builder.add(record)) break;
+        if (isRootFinish(record)) {
+          ended = true;
+          if (untilFinish) break;
+        }
+      }
+      return { batch: builder.entries.length > 0 ? { entries: builder.entries, live } : undefined, failure: builder.failure };
+    };
+
     // 1. What the log holds after the cursor, at the reader's pace.
     for (let batch = first; ; ) {
-      for (const record of batch) {
-        continuity.follow(record);
-        if (isRootFinish(record)) ended = true;
-        if (matches(record)) yield { entry: entryOf(record), live: false };
-        if (stop.aborted) return why();
-      }
+      const { batch: delivered, failure } = collect(batch, false, false);
+      if (delivered !== undefined) yield delivered;
+      if (failure !== undefined) throw failure;
+      if (stop.aborted) return why();
       if (batch.length < readBatch) break;
       batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
     }
     // 2. Live entries, unless the root already finished (its terminal event may lie before the cursor).
     if (!ended && !(await this.#rootFinished(root))) {
       try {
-        for await (const record of this.#log.tail(root, continuity.cursor, stop)) {
-          continuity.follow(record);
-          if (matches(record)) yield { entry: entryOf(record), live: true };
-          if (isRootFinish(record)) {
-            ended = true;
-            break;
-          }
+        for await (const records of this.#log.tailBatches(root, continuity.cursor, stop)) {
+          const { batch: delivered, failure } = collect(records, true, true);
+          if (delivered !== undefined) yield delivered;
+          if (failure !== undefined) throw failure;
+          if (ended) break;
         }
       } catch (error) {
         // The shared tail ended this reader only: it resumes from its last position.
@@ -187,11 +238,10 @@ export class LogReader {
     for (;;) {
       if (stop.aborted) return why();
       const batch = await this.#log.readAfter(root, continuity.cursor, readBatch);
-      for (const record of batch) {
-        continuity.follow(record);
-        if (matches(record)) yield { entry: entryOf(record), live: true };
-        if (stop.aborted) return why();
-      }
+      const { batch: delivered, failure } = collect(batch, true, false);
+      if (delivered !== undefined) yield delivered;
+      if (failure !== undefined) throw failure;
+      if (stop.aborted) return why();
       if (batch.length < readBatch) return 'completed';
     }
   }
@@ -217,26 +267,43 @@ class LogStream implements TreeStream {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<StreamItem, void, undefined> {
-    if (this.#iterated) throw new TypeError('a tree stream is iterated once');
-    this.#iterated = true;
-    const body = this.reader.entries(this.root, this.after, this.first, this.matches, this.signal);
-    let finished = false;
-    try {
-      for (;;) {
-        const next = await body.next();
-        if (next.done === true) {
-          finished = true;
-          this.#end = next.value;
-          return;
-        }
-        yield next.value;
-      }
-    } finally {
-      // The consumer stopped early: end the body too (it closes its tail).
-      if (!finished) {
-        this.#end ??= 'aborted';
-        void body.return('aborted').catch(() => undefined);
+    for await (const { entries, live } of this.batches()) {
+      for (const entry of entries) {
+        // An abort ends the iteration at once, also in the middle of a batch.
+        if (this.signal.aborted) return;
+        yield { entry, live };
       }
     }
+  }
+
+  /** The body's batches, through a hand-written iterator that records how the body ended. */
+  batches(): AsyncIterable<StreamBatch> {
+    if (this.#iterated) throw new TypeError('a tree stream is iterated once');
+    this.#iterated = true;
+    const body = this.reader.batches(this.root, this.after, this.first, this.matches, this.signal);
+    const ended = (end: StreamEnd): void => {
+      this.#end ??= end;
+    };
+    const iterator: AsyncIterator<StreamBatch, void> = {
+      next: async () => {
+        let next: IteratorResult<StreamBatch, StreamEnd>;
+        try {
+          next = await body.next();
+        } catch (error) {
+          ended('aborted');
+          throw error;
+        }
+        if (next.done !== true) return next;
+        ended(next.value);
+        return { done: true, value: undefined };
+      },
+      // The consumer stopped early: end the body too (it closes its tail).
+      return: async () => {
+        ended('aborted');
+        void body.return('aborted').catch(() => undefined);
+        return { done: true, value: undefined };
+      },
+    };
+    return { [Symbol.asyncIterator]: () => iterator };
   }
 }

@@ -49,6 +49,15 @@ export class MemoryEventLog implements EventLog {
   }
 
   async *tail(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<StoredLogRecord, void, undefined> {
+    for await (const batch of this.tailBatches(rootId, after, signal)) {
+      for (const entry of batch) {
+        yield entry;
+        if (signal.aborted || this.#closed) return;
+      }
+    }
+  }
+
+  async *tailBatches(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<readonly StoredLogRecord[], void, undefined> {
     let cursor = after;
     checkAfter(cursor);
     while (!signal.aborted && !this.#closed) {
@@ -58,11 +67,8 @@ export class MemoryEventLog implements EventLog {
         await this.#nextAppend(rootId, signal);
         continue;
       }
-      for (const entry of batch) {
-        cursor = entry.position;
-        yield entry;
-        if (signal.aborted || this.#closed) return;
-      }
+      cursor = (batch[batch.length - 1] as StoredLogRecord).position;
+      yield batch;
     }
   }
 

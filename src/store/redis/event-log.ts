@@ -186,8 +186,22 @@ export class RedisEventLog implements EventLog {
 
   /** Every record after `after` as it is appended, until `signal` aborts or the log closes. */
   async *tail(rootId: string, after: string, signal: AbortSignal): AsyncGenerator<StoredLogRecord, void, undefined> {
-    const links = new Links();
-    for await (const entry of this.tailEntries(rootId, after, { signal })) yield* links.recordOf(entry);
+    for await (const batch of this.tailBatches(rootId, after, signal)) {
+      for (const record of batch) {
+        // An abort ends the iteration at once, also in the middle of a batch.
+        if (signal.aborted) return;
+        yield record;
+      }
+    }
+  }
+
+  /**
+   * The records of {@link tail} in the batches the shared tail delivered them (never empty). A record
+   * is one object per entry for every tail of this log, so per-entry work downstream can be cached.
+   * Mapped by hand over the shared tail's own iterator: a node runs this once per read for every tail.
+   */
+  tailBatches(rootId: string, after: string, signal: AbortSignal): AsyncIterable<readonly StoredLogRecord[]> {
+    return { [Symbol.asyncIterator]: () => new RecordBatches(() => this.#openTail(rootId, after, signal)) };
   }
 
   async lastPosition(rootId: string): Promise<string> {
@@ -218,23 +232,39 @@ export class RedisEventLog implements EventLog {
    * {@link TailOverflowError}; resume from the last id seen.
    */
   async *tailEntries(rootId: ProcessId | string, afterId = '$', options: TailOptions = {}): AsyncGenerator<EventLogEntry, void, undefined> {
+    const batches = await this.#openTail(rootId, afterId, options.signal);
+    if (batches === undefined) return;
+    for await (const batch of batches) {
+      for (const entry of batch) {
+        // An abort ends the iteration at once, also in the middle of a batch.
+        if (options.signal?.aborted === true) return;
+        yield entry;
+      }
+    }
+  }
+
+  /**
+   * The shared tail's batches of `rootId` after `afterId` (`$` pinned to the current last id first),
+   * ending with `signal`, the log's shutdown or `close()`; undefined when already ended.
+   */
+  async #openTail(rootId: ProcessId | string, afterId: string, signal: AbortSignal | undefined): Promise<AsyncIterable<readonly EventLogEntry[]> | undefined> {
     if (afterId !== '$') checkStreamId(afterId, 'afterId');
     if (this.#closed) throw committerUnavailable('event log tail', 'the event log is closed');
     const key = eventsKey(this.#prefix, rootId);
-    const signals = [options.signal, this.#shutdown, this.#closing.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    const signals = [signal, this.#shutdown, this.#closing.signal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
     const stop = AbortSignal.any(signals);
-    if (stop.aborted) return;
+    if (stop.aborted) return undefined;
     let lastId = afterId;
     if (lastId === '$') {
       // Pin '$' to the current last id: whatever is appended from here on reaches the subscription.
       try {
         lastId = await this.lastPosition(String(rootId));
       } catch (error) {
-        if (stop.aborted) return;
+        if (stop.aborted) return undefined;
         throw error;
       }
     }
-    yield* this.#tail.entries(key, lastId, stop, String(rootId));
+    return this.#tail.batches(key, lastId, stop, String(rootId));
   }
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
@@ -242,6 +272,53 @@ export class RedisEventLog implements EventLog {
     this.#closed = true;
     this.#closing.abort();
     this.#tail.close();
+  }
+}
+
+/**
+ * The record batches of one tail: the shared tail's entry batches (opened on the first `next()`),
+ * each turned into records, batches with no record of known shape skipped.
+ */
+class RecordBatches implements AsyncIterator<readonly StoredLogRecord[], void> {
+  readonly #links = new Links();
+  readonly #open: () => Promise<AsyncIterable<readonly EventLogEntry[]> | undefined>;
+  #entries: AsyncIterator<readonly EventLogEntry[], void> | undefined;
+  #opening: Promise<AsyncIterator<readonly EventLogEntry[], void> | undefined> | undefined;
+  #done = false;
+
+  constructor(open: () => Promise<AsyncIterable<readonly EventLogEntry[]> | undefined>) {
+    this.#open = open;
+  }
+
+  async next(): Promise<IteratorResult<readonly StoredLogRecord[], void>> {
+    if (this.#done) return { done: true, value: undefined };
+    this.#opening ??= this.#open().then((iterable) => iterable?.[Symbol.asyncIterator]());
+    this.#entries ??= await this.#opening;
+    const entries = this.#entries;
+    if (entries === undefined) return this.#finish();
+    // Returned while the tail was being opened: it ends here.
+    if (this.#done) {
+      await entries.return?.();
+      return this.#finish();
+    }
+    for (;;) {
+      const result = await entries.next();
+      if (result.done === true) return this.#finish();
+      const records = this.#links.recordsOf(result.value);
+      if (records.length > 0) return { done: false, value: records };
+    }
+  }
+
+  async return(): Promise<IteratorResult<readonly StoredLogRecord[], void>> {
+    this.#done = true;
+    const entries = this.#entries ?? (await this.#opening?.catch(() => undefined));
+    await entries?.return?.();
+    return { done: true, value: undefined };
+  }
+
+  #finish(): IteratorResult<readonly StoredLogRecord[], void> {
+    this.#done = true;
+    return { done: true, value: undefined };
   }
 }
 
@@ -259,25 +336,35 @@ class Links {
       this.#skipped ??= { previous: entry.previous };
       return [];
     }
-    const previous = this.#skipped === undefined ? entry.previous : this.#skipped.previous;
+    const skipped = this.#skipped;
     this.#skipped = undefined;
-    return [Object.freeze(previous === undefined ? record : { ...record, previous })];
+    // Only a record after a skipped run needs a link of its own; every other is the entry's shared record.
+    if (skipped === undefined || skipped.previous === entry.previous) return [record];
+    const unlinked: StoredLogRecord = { position: record.position, type: record.type, processId: record.processId, data: record.data };
+    return [Object.freeze(skipped.previous === undefined ? unlinked : { ...unlinked, previous: skipped.previous })];
+  }
+
+  recordsOf(entries: readonly EventLogEntry[]): StoredLogRecord[] {
+    const records: StoredLogRecord[] = [];
+    for (const entry of entries) records.push(...this.recordOf(entry));
+    return records;
   }
 }
 
 /**
- * Record shapes by entry: the shared tail hands one entry object to every subscriber of its tree, so its
- * JSON is parsed once, not once per subscriber.
+ * Records by entry, with their link: the shared tail hands one entry object to every subscriber of its
+ * tree, so its JSON is parsed once and its record built once, not once per subscriber.
  */
 const shapes = new WeakMap<EventLogEntry, StoredLogRecord | null>();
 
-/** The record of one entry, without its link; undefined when the entry has no known shape. */
+/** The record of one entry (with the entry's own link); undefined when the entry has no known shape. */
 function recordShapeOf(entry: EventLogEntry): StoredLogRecord | undefined {
   const known = shapes.get(entry);
   if (known !== undefined) return known ?? undefined;
   const shape = parseRecordShape(entry);
-  shapes.set(entry, shape ?? null);
-  return shape;
+  const record = shape === undefined ? undefined : Object.freeze(entry.previous === undefined ? shape : { ...shape, previous: entry.previous });
+  shapes.set(entry, record ?? null);
+  return record;
 }
 
 function parseRecordShape(entry: EventLogEntry): StoredLogRecord | undefined {

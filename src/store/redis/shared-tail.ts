@@ -17,6 +17,9 @@ import { duplicateRedis, isCluster, type RedisClient } from './connection.js';
  *   backstop, never as the way changes take effect.
  * - Slow subscribers: entries wait in a bounded buffer per subscriber; one that overflows is ended
  *   with the error `overflow` makes (it resumes from its last entry), and never slows the others.
+ * - Batches: a subscriber takes everything buffered for it at once ({@link SharedTail.batches}), and
+ *   every subscriber of a stream gets the same entry objects, so a node fanning one read out to
+ *   thousands of readers does per-entry work once and per-reader work once per read.
  * - Failures: a read that fails ends every subscriber of that group with the error the caller's
  *   `failure` makes of it (they resume from their last entry); the next subscribers read again.
  * - Redis Cluster: a multi-key XREAD may only name keys of one hash slot, so on a cluster client the
@@ -46,6 +49,12 @@ export interface SharedTailOptions<Entry extends { readonly id: string }> {
   /** Entries a subscriber may leave unread before it is ended (default 10 000, at least `count`). */
   readonly maxBuffered?: number;
 }
+
+/** An iteration that has already ended. */
+const finished: AsyncIterator<never, void> = {
+  next: async () => ({ done: true, value: undefined }),
+  return: async () => ({ done: true, value: undefined }),
+};
 
 /** The default group of every key on one server. */
 const everything = (): string => '';
@@ -83,16 +92,31 @@ export class SharedTail<Entry extends { readonly id: string }> {
    * or the tail closes; a failed read or an overflow throws. `label` names the tail in its errors.
    */
   async *entries(key: string, after: string, signal: AbortSignal, label = key): AsyncGenerator<Entry, void, undefined> {
-    if (this.#closed || signal.aborted) return;
-    const subscription = this.#readerOf(key).subscribe(key, after, label);
-    const stop = (): void => subscription.end();
-    signal.addEventListener('abort', stop, { once: true });
-    try {
-      yield* subscription.entries();
-    } finally {
-      signal.removeEventListener('abort', stop);
-      subscription.end();
+    for await (const batch of this.batches(key, after, signal, label)) {
+      for (const entry of batch) {
+        // An abort ends the iteration at once, also in the middle of a batch.
+        if (signal.aborted) return;
+        yield entry;
+      }
     }
+  }
+
+  /**
+   * The same entries as {@link entries}, as the batches they arrived in: everything that reached this
+   * tail since its reader last took some, oldest first (never empty). Every subscriber of a stream
+   * gets the same entry objects, so work done once per entry (parsing, encoding) can be shared. The
+   * subscription starts when the iteration does, and is its iterator (no generator in between: a
+   * node runs this once per read for every subscriber).
+   */
+  batches(key: string, after: string, signal: AbortSignal, label = key): AsyncIterable<readonly Entry[]> {
+    return {
+      [Symbol.asyncIterator]: (): AsyncIterator<readonly Entry[], void> => {
+        if (this.#closed || signal.aborted) return finished;
+        const subscription = this.#readerOf(key).subscribe(key, after, label);
+        subscription.endOn(signal);
+        return subscription;
+      },
+    };
   }
 
   /** Ends every tail, closes the blocking connections, refuses new tails. */
@@ -286,11 +310,8 @@ class GroupReader<Entry extends { readonly id: string }> {
       const state = this.#streams.get(key);
       if (state === undefined || state.lastId !== readFrom.get(key)) continue;
       const entries = this.#options.parse(rawEntries);
-      // A subscriber ended mid-batch (overflow) leaves the set; `offer` ignores it from then on.
-      const subscribers = [...state.subscribers];
-      for (const entry of entries) {
-        for (const subscription of subscribers) subscription.offer(entry);
-      }
+      // One pass per subscriber over the whole read, not one offer per entry and subscriber.
+      for (const subscription of [...state.subscribers]) subscription.offer(entries);
       const last = entries.at(-1);
       if (last !== undefined) state.lastId = last.id;
     }
@@ -305,13 +326,21 @@ class GroupReader<Entry extends { readonly id: string }> {
   }
 }
 
-/** One tail: a bounded buffer of entries past its cursor, read by one async iteration. */
-class Subscription<Entry extends { readonly id: string }> {
-  readonly #buffer: Entry[] = [];
+type BatchResult<Entry> = IteratorResult<readonly Entry[], void>;
+
+/**
+ * One tail: a bounded buffer of entries past its cursor, read as batches by one iteration (it is its
+ * own async iterator): each `next()` takes everything buffered, or waits for the next read.
+ */
+class Subscription<Entry extends { readonly id: string }> implements AsyncIterator<readonly Entry[], void> {
+  #buffer: Entry[] = [];
   #cursor: string;
   #error: Error | undefined;
+  #errorTaken = false;
   #ended = false;
-  #notify: (() => void) | undefined;
+  #waiting: { resolve(result: BatchResult<Entry>): void; reject(error: Error): void } | undefined;
+  #signal: AbortSignal | undefined;
+  readonly #abort = (): void => this.end();
 
   constructor(
     readonly key: string,
@@ -323,16 +352,31 @@ class Subscription<Entry extends { readonly id: string }> {
     this.#cursor = after;
   }
 
-  /** Takes `entry` if it lies past the cursor; ends the subscription when the buffer is full. */
-  offer(entry: Entry): void {
-    if (this.#ended || entry.id === this.#cursor || comparePositions(entry.id, this.#cursor) <= 0) return;
-    if (this.#buffer.length >= this.maxBuffered) {
-      this.fail(this.overflow());
-      return;
+  /** Ends the subscription when `signal` aborts. */
+  endOn(signal: AbortSignal): void {
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#abort, { once: true });
+  }
+
+  /**
+   * Takes the entries of one read (ascending) that lie past the cursor; ends the subscription, after
+   * what it buffered, when the buffer would exceed its bound.
+   */
+  offer(entries: readonly Entry[]): void {
+    if (this.#ended) return;
+    // Entries ascend: once one lies past the cursor, every later one does.
+    let from = 0;
+    while (from < entries.length && comparePositions((entries[from] as Entry).id, this.#cursor) <= 0) from += 1;
+    if (from === entries.length) return;
+    for (let index = from; index < entries.length; index += 1) {
+      if (this.#buffer.length >= this.maxBuffered) {
+        this.fail(this.overflow());
+        return;
+      }
+      this.#buffer.push(entries[index] as Entry);
     }
-    this.#buffer.push(entry);
-    this.#cursor = entry.id;
-    this.#signal();
+    this.#cursor = (entries[entries.length - 1] as Entry).id;
+    this.#wake();
   }
 
   fail(error: Error): void {
@@ -346,27 +390,49 @@ class Subscription<Entry extends { readonly id: string }> {
     if (this.#ended) return;
     this.#ended = true;
     if (this.#error === undefined) this.#buffer.length = 0;
+    this.#signal?.removeEventListener('abort', this.#abort);
     this.onEnd(this);
-    this.#signal();
+    this.#wake();
   }
 
-  async *entries(): AsyncGenerator<Entry, void, undefined> {
-    for (;;) {
-      const entry = this.#buffer.shift();
-      if (entry !== undefined) {
-        yield entry;
-        continue;
-      }
-      if (this.#error !== undefined) throw this.#error;
-      if (this.#ended) return;
-      await new Promise<void>((resolve) => {
-        this.#notify = resolve;
-      });
-      this.#notify = undefined;
+  /** Everything buffered, as one batch: a reader that falls behind catches up in one step. */
+  next(): Promise<BatchResult<Entry>> {
+    if (this.#waiting !== undefined) return Promise.reject(new TypeError('a tail is read by one iteration at a time'));
+    const ready = this.#take();
+    if (ready !== undefined) return ready instanceof Error ? Promise.reject(ready) : Promise.resolve(ready);
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+    });
+  }
+
+  /** The reader stopped: the subscription ends. */
+  async return(): Promise<BatchResult<Entry>> {
+    this.end();
+    return { done: true, value: undefined };
+  }
+
+  /** What the next `next()` answers at once: a batch, the failure (once), the end; undefined: wait. */
+  #take(): BatchResult<Entry> | Error | undefined {
+    if (this.#buffer.length > 0) {
+      const batch = this.#buffer;
+      this.#buffer = [];
+      return { done: false, value: batch };
     }
+    if (this.#error !== undefined && !this.#errorTaken) {
+      this.#errorTaken = true;
+      return this.#error;
+    }
+    if (this.#ended) return { done: true, value: undefined };
+    return undefined;
   }
 
-  #signal(): void {
-    this.#notify?.();
+  #wake(): void {
+    const waiting = this.#waiting;
+    if (waiting === undefined) return;
+    const ready = this.#take();
+    if (ready === undefined) return;
+    this.#waiting = undefined;
+    if (ready instanceof Error) waiting.reject(ready);
+    else waiting.resolve(ready);
   }
 }

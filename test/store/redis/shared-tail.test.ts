@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { TailOverflowError, type LogRecord, type StoredLogRecord } from '../../../src/store/event-log.js';
 import { RedisEventLog } from '../../../src/store/redis/event-log.js';
-import type { StreamItem } from '../../../src/server/host.js';
+import type { StreamBatch, StreamItem } from '../../../src/server/host.js';
 import { LogReader } from '../../../src/server/log-reader.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
@@ -202,6 +202,65 @@ test('log reader: a stream whose live reading falls behind the shared tail ends 
       if (rest.length === 32 - seen.length - 1) break;
     }
     assert.deepEqual([...seen, ...rest], Array.from({ length: 31 }, (_, n) => n + 2), 'nothing lost across the resume');
+  } finally {
+    await log.close();
+    redis.disconnect();
+  }
+});
+
+test('shared tail: every tail of a stream gets the same record objects; one that reads late takes all it missed as one batch, in order', async () => {
+  const { log, redis } = eventLog('tail-batches');
+  try {
+    const prompt = new AbortController();
+    const late = new AbortController();
+    const eager = log.tailBatches('b', '0', prompt.signal)[Symbol.asyncIterator]();
+    const lagging = log.tailBatches('b', '0', late.signal)[Symbol.asyncIterator]();
+    const eagerFirst = eager.next();
+    const lateFirst = lagging.next();
+    await until(async () => (await blockedClients()) === 1, 'the shared read to block');
+    log.append('b', [record(1, 'b')]);
+    const seen = [...((await eagerFirst).value as readonly StoredLogRecord[])];
+    const lateSeen = [...((await lateFirst).value as readonly StoredLogRecord[])];
+    // Five appends, each its own script (one or more reads); only one of the tails reads meanwhile.
+    for (let n = 2; n <= 6; n += 1) log.append('b', [record(n, 'b')]);
+    while (seen.length < 6) seen.push(...((await eager.next()).value as readonly StoredLogRecord[]));
+    const caughtUp = (await lagging.next()).value as readonly StoredLogRecord[];
+    assert.deepEqual(caughtUp.map((entry) => JSON.parse(entry.data).n), [2, 3, 4, 5, 6], 'everything buffered, in one batch, in order');
+    lateSeen.push(...caughtUp);
+    assert.deepEqual(seen.map((entry) => JSON.parse(entry.data).n), [1, 2, 3, 4, 5, 6]);
+    seen.forEach((entry, index) => assert.equal(lateSeen[index], entry, `record ${index + 1} is one object for both tails`));
+    prompt.abort();
+    late.abort();
+    assert.equal((await eager.next()).done, true);
+    assert.equal((await lagging.next()).done, true);
+    await until(() => log.tailCount === 0, 'both tails to end');
+  } finally {
+    await log.close();
+    redis.disconnect();
+  }
+});
+
+test('log reader: the live batches of two streams hold the same entry objects (their SSE frame is encoded once)', async () => {
+  const { log, redis } = eventLog('tail-shared-entries');
+  try {
+    const reader = new LogReader({ log, rootFinished: async () => false, drain: async () => undefined, shutdown: new AbortController().signal });
+    const abort = new AbortController();
+    const [one, two] = await Promise.all([reader.open('s', { signal: abort.signal }), reader.open('s', { signal: abort.signal })]);
+    const first = (one?.batches?.() as AsyncIterable<StreamBatch>)[Symbol.asyncIterator]();
+    const second = (two?.batches?.() as AsyncIterable<StreamBatch>)[Symbol.asyncIterator]();
+    const [nextOne, nextTwo] = [first.next(), second.next()];
+    await until(async () => (await blockedClients()) === 1, 'the live tails to block');
+    log.append('s', [record(1, 's'), record(2, 's')]);
+    const [batchOne, batchTwo] = [(await nextOne).value as StreamBatch, (await nextTwo).value as StreamBatch];
+    assert.equal(batchOne.live, true);
+    assert.deepEqual(batchOne.entries.map((entry) => JSON.parse(entry.data).n), [1, 2]);
+    assert.equal(batchTwo.entries.length, 2);
+    batchOne.entries.forEach((entry, index) => assert.equal(batchTwo.entries[index], entry, `entry ${index + 1}`));
+    assert.ok(Object.isFrozen(batchOne.entries[0]), 'a shared entry cannot be changed by one stream');
+    abort.abort();
+    assert.equal((await first.next()).done, true);
+    assert.equal((await second.next()).done, true);
+    assert.equal(one?.end, 'aborted');
   } finally {
     await log.close();
     redis.disconnect();
