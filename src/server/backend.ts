@@ -62,6 +62,8 @@ export interface BackendOptions {
   readonly redis?: RedisClient;
   /** Redis mode: idempotent-start timing (tests shorten it). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
+  /** Redis mode: each storage call's deadline in ms (default 5000; tests shorten it). */
+  readonly storageTimeoutMs?: number;
   /** Redis mode with the BullMQ transport: the dispatch permits the commits carry. */
   readonly permits?: DispatchPermits;
   /** Redis mode: describes a process's current wait (the catalog's descriptor), for the wait index. */
@@ -96,6 +98,7 @@ function redisBackend(options: BackendOptions): Backend {
     redis,
     keyPrefix: config.keyPrefix,
     eventLogMaxLen: config.eventLogMaxLen,
+    ...(options.storageTimeoutMs === undefined ? {} : { timeoutMs: options.storageTimeoutMs }),
     ...(config.redisWait === undefined ? {} : { waitReplicas: config.redisWait }),
     onLogAppendError: (error, lost) => {
       metrics.logAppendFailures.inc(lost);

@@ -54,6 +54,7 @@ import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
 import { RedisNodeRegistry } from '../store/redis/node-registry.js';
 import { CommandRouting, isReleased } from './ownership/command-routing.js';
+import { OwnedElsewhereError } from './ownership/owned-elsewhere.js';
 import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
 
@@ -87,6 +88,8 @@ export interface EngineHostOptions {
   readonly joinsCluster?: boolean;
   /** Monotonic milliseconds for hibernation's idle times (tests inject one; default `performance.now`). */
   readonly monotonic?: () => number;
+  /** Redis mode: each storage call's deadline in ms (default 5000; tests shorten it). */
+  readonly storageTimeoutMs?: number;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -122,6 +125,8 @@ export class EngineHost implements Host {
   readonly #residency: TreeResidency;
   readonly #hibernation: Hibernation;
   readonly #routing: CommandRouting;
+  /** Roots whose stopped runtime is being restored (see #recoverStopped). */
+  readonly #recovering = new Set<string>();
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
@@ -158,7 +163,7 @@ export class EngineHost implements Host {
         return undefined;
       }
     };
-    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, permits, describeWait });
+    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, storageTimeoutMs: options.storageTimeoutMs, permits, describeWait });
     this.#backend = backend;
     // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
     // by the queue transport (same ref), so nothing can fall back to running in this process.
@@ -272,6 +277,7 @@ export class EngineHost implements Host {
   #onEvent(event: Event): void {
     this.#residency.observe(event);
     this.#hibernation.touch(event.relation.rootId.toString());
+    if (event.name === eventNames.runtimeStopped) this.#recoverStopped(event.relation.rootId.toString());
     if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
@@ -303,6 +309,42 @@ export class EngineHost implements Host {
       this.#metrics.treesHibernated.inc();
     }
     return released;
+  }
+
+  /**
+   * A runtime that stopped (a commit failed: storage unavailable or too slow, or another writer fenced
+   * it) is restored from the authoritative head without waiting for a command — a long poll or a
+   * stream is not one, and a tree with work must not wait for one — retried with backoff while
+   * storage stays unavailable. A copy another node fenced is dropped by the routing instead.
+   */
+  #recoverStopped(root: string): void {
+    if (this.#recovering.has(root) || this.#closing) return;
+    this.#recovering.add(root);
+    const attempt = async (tries: number): Promise<void> => {
+      // Done once a runtime holds it again (this or a command's restore); a failed attempt may
+      // have released the stopped copy already, so a tree no longer in memory is tried again.
+      const local = this.#residency.inspectLocal(root);
+      if (this.#closing || (local !== undefined && !local.stopped)) {
+        this.#recovering.delete(root);
+        return;
+      }
+      try {
+        this.#admit();
+        if (this.#ownership?.gating === true) await this.#routing.takeOrForward(root, false);
+        else await this.#routing.restoreHere(root, undefined);
+        this.#recovering.delete(root);
+        this.#logger?.info({ rootId: root, tries: tries + 1 }, 'restored a tree whose runtime had stopped');
+      } catch (error) {
+        if (error instanceof OwnedElsewhereError || tries >= 8) {
+          if (!(error instanceof OwnedElsewhereError)) this.#logger?.warn({ err: error, rootId: root }, 'a stopped tree could not be restored; its next command tries again');
+          this.#recovering.delete(root);
+          return;
+        }
+        setTimeout(() => void attempt(tries + 1), Math.min(10_000, 250 * 2 ** tries)).unref();
+      }
+    };
+    // Outside the event listener (the Engine refuses calls from inside it).
+    setTimeout(() => void attempt(0), 50).unref();
   }
 
   /** Runs one hibernation sweep now (tests and benchmarks; the timer runs it every period). */

@@ -20,10 +20,12 @@ after(async () => {
   await cluster.stop();
 });
 
-test('a node whose lease is gone answers mutations 503 node_lease_lost, starts nothing, is not ready; another node takes its tree', async () => {
+test('a node whose lease is gone answers mutations 503 node_lease_lost, starts nothing, is not ready; another node takes its tree with work', async () => {
   const sick = await cluster.node('sick');
   const id = await startProcess(sick, 'demo.approval', { subject: 'lease' });
   const waitId = await waitingWaitId(sick, id);
+  const sleeping = await startProcess(sick, 'demo.sleep', { ms: 60_000 });
+  await eventually(async () => ((await json(await fetch(processUrl(sick, sleeping, '/effects')))).items.length > 0 ? true : undefined), 'the sleep dispatched');
   // Renewals find the lease gone (as after a partition longer than the lease).
   await cluster.redis.del(`${cluster.prefix}:{node:sick}:lease`);
   // Until its next renewal the node still holds the lease as far as it can tell (that is what the
@@ -42,11 +44,15 @@ test('a node whose lease is gone answers mutations 503 node_lease_lost, starts n
   // Reads still work there.
   assert.equal((await json(await fetch(processUrl(sick, id)))).status, 'waiting');
 
-  // The live node took the tree over; the answer sent to it completes the process.
-  await eventually(async () => ((await ownerOf(cluster, id))?.node === 'a' ? true : undefined), 'a taking the tree over', leaseMs + 5_000);
+  // The live node took the tree with work over; the parked one waits for a command, and the answer
+  // sent to the live node restores it there and completes the process.
+  await eventually(async () => ((await ownerOf(cluster, sleeping))?.node === 'a' ? true : undefined), 'a taking the sleeping tree over', leaseMs + 5_000);
+  assert.equal((await ownerOf(cluster, id))?.node, 'sick', 'the parked tree was left alone');
   const answered = await post(processUrl(a, id, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
   assert.equal(answered.status, 200);
+  assert.equal((await ownerOf(cluster, id))?.node, 'a');
   assert.equal((await json(await fetch(processUrl(a, id, '/result?waitMs=10000')))).status, 'completed');
+  assert.equal((await post(processUrl(a, sleeping, '/cancel'))).status, 202);
 
   // A lease period after the loss it joins again under a new epoch, and serves again.
   await eventually(async () => ((await fetch(`${sick.url}/readyz`)).status === 200 ? true : undefined), 'the sick node back', leaseMs + 5_000);

@@ -59,18 +59,23 @@ test('redis mode survives a SIGKILLed server: restore, answer, result; the resum
   // Reads come from the stored head.
   const inspected = await json(await fetch(`${second.url}/v1/processes/${encodeURIComponent(rootId)}`));
   assert.equal(inspected.status, 'waiting');
-  // No manual restore: once the dead server's lease lapses, the live one takes the tree over.
+  // The tree is parked (waiting for its answer): no node takes it over; it is ownerless once the dead
+  // server's lease lapses, and a command restores it where it lands. Nothing is active meanwhile.
+  assert.equal((await json(await fetch(`${second.url}/v1/trees/${encodeURIComponent(rootId)}`))).active, false);
+  // While the dead server's lease is live the answer is 503 owner_unreachable (Retry-After: 1); the
+  // client retries the same signal by its id until the lease lapsed and the answer restores the tree.
+  const answer = () =>
+    post(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/signals`, {
+      signals: [{ id: 'answer', waitId, payload: { approved: true, comment: 'after the crash' } }],
+    });
+  let answered = await answer();
   const deadline = performance.now() + 10_000;
-  while ((await json(await fetch(`${second.url}/v1/trees/${encodeURIComponent(rootId)}`))).active !== true) {
-    assert.ok(performance.now() < deadline, 'the tree was taken over');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  while (answered.status === 503) {
+    assert.equal((await json(answered)).code, 'owner_unreachable');
+    assert.ok(performance.now() < deadline, 'the lease lapsed');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    answered = await answer();
   }
-  // An operator's restore of a tree this server owns returns it as it is.
-  const restored = await post(`${second.url}/v1/trees/${encodeURIComponent(rootId)}/restore`, {});
-  assert.equal(restored.status, 200);
-  const answered = await post(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/signals`, {
-    signals: [{ id: 'answer', waitId, payload: { approved: true, comment: 'after the crash' } }],
-  });
   assert.equal(answered.status, 200);
   assert.deepEqual(await json(answered), { accepted: true });
   const result = await json(await fetch(`${second.url}/v1/processes/${encodeURIComponent(rootId)}/result?waitMs=10000`));
