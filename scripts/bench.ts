@@ -45,6 +45,11 @@ const suites: Record<string, () => Promise<void>> = {
       await part();
     }
   },
+  // Issue 13's acceptance: Scope vs the floor prototypes and Restate, one run (`-- --quick`: ≤ 2 min).
+  compare: async () => {
+    const { benchCompare } = await import('./bench/compare.js');
+    await benchCompare();
+  },
   inbox: async () => {
     const { benchInbox } = await import('./bench/inbox.js');
     await benchInbox();
@@ -55,7 +60,8 @@ const suites: Record<string, () => Promise<void>> = {
   },
 };
 
-const requested = process.argv.slice(2);
+// Flags (`--quick`) belong to the suites, which read them from process.argv themselves.
+const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 const names = requested.length > 0 ? requested : Object.keys(suites);
 for (const name of names) {
   const suite = suites[name];
