@@ -114,6 +114,7 @@ export class RedisTreeCommitter implements TreeStore {
       shutdown: options.shutdown,
       maxLen: this.#maxLen,
       onAppendError: options.onLogAppendError,
+      coalesceAppends: true,
     });
   }
 
@@ -314,6 +315,9 @@ export class RedisTreeCommitter implements TreeStore {
   }
 
   #call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    // Best-effort entries appended so far go first: an attempt event published before a commit
+    // stays before that commit's entries in the log.
+    this.events.flush();
     if (this.#closed) return Promise.reject(committerUnavailable(what, 'the committer is closed'));
     return this.#deadlines.run(what, run);
   }
