@@ -102,7 +102,10 @@ export class RedisHostCommitter extends CommitterBase {
     const intent = checkpoint.kind === 'start' ? intentOf(context?.hostValues) : undefined;
     const root = checkpoint.rootId.toString();
     if (checkpoint.kind === 'start') {
-      await this.#directory(root, rootEntryOf(checkpoint.snapshot), intent);
+      const owner = this.#ownerRecord(checkpoint.snapshot);
+      // Both directory writes precede the commit and neither needs the other: they travel together
+      // (one round trip, not two in a row).
+      await Promise.all([this.#directory(root, rootEntryOf(checkpoint.snapshot), intent), owner === undefined ? undefined : this.#owning(root)]);
       if (intent !== undefined) {
         records.push({
           suffix: idempotencyRecordSuffix,
@@ -113,11 +116,7 @@ export class RedisHostCommitter extends CommitterBase {
       // The tenant lands with the head or not at all: a tree is never readable without its owner.
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
-      const owner = this.#ownerRecord(checkpoint.snapshot);
-      if (owner !== undefined) {
-        await this.#owning(root);
-        records.push(owner);
-      }
+      if (owner !== undefined) records.push(owner);
     }
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
