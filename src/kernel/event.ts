@@ -966,6 +966,8 @@ export class Event {
   readonly #occurredAt: string;
   readonly #payload: Payload;
   readonly #fact: EventFact | undefined;
+  /** The canonical encoding, made on first use: the log, the commit and the stream all ask for it. */
+  #json: string | undefined;
 
   private constructor(fields: EventFields) {
     this.#processSequence = fields.processSequence;
@@ -1212,7 +1214,8 @@ export class Event {
   }
 
   json(): string {
-    return encodeWire(this.toWire());
+    this.#json ??= encodeWire(this.toWire());
+    return this.#json;
   }
 
   equals(other: Event | undefined): boolean {
