@@ -25,14 +25,7 @@ export interface RedisConnectionOptions {
   readonly onError?: (error: Error) => void;
 }
 
-/**
- * Commands issued in one turn of the event loop leave in one write (ioredis auto-pipelining): a
- * process's commits and best-effort appends, and those of the trees that committed at once, share
- * a socket write and a Redis read, and under `appendfsync always` one fsync. Order on the
- * connection is kept, which the event log relies on (an append issued before a commit lands
- * before it).
- */
-const commandOptions = { maxRetriesPerRequest: 3, enableOfflineQueue: true, enableAutoPipelining: true } as const;
+const commandOptions = { maxRetriesPerRequest: 3, enableOfflineQueue: true } as const;
 
 /** True for a Redis Cluster client. */
 export function isCluster(redis: RedisClient): redis is Cluster {
@@ -105,9 +98,6 @@ function preloadScripts(redis: RedisClient): void {
  * each server connection — what `duplicate()` does, with one signature for both kinds of client.
  */
 export function duplicateRedis(redis: RedisClient, overrides: Partial<RedisOptions> = {}): RedisClient {
-  // Duplicates serve blocking reads (the shared tail, BullMQ's workers): a pipeline in flight would
-  // hold every later command behind the block, so they send each command as it comes.
-  overrides = { enableAutoPipelining: false, ...overrides };
   if (!isCluster(redis)) return redis.duplicate(overrides);
   const { lazyConnect, enableOfflineQueue, ...perNode } = overrides;
   return redis.duplicate(undefined, {
