@@ -104,8 +104,10 @@ export class RedisHostCommitter extends CommitterBase {
     if (checkpoint.kind === 'start') {
       const owner = this.#ownerRecord(checkpoint.snapshot);
       // Both directory writes precede the commit and neither needs the other: they travel together
-      // (one round trip, not two in a row).
-      await Promise.all([this.#directory(root, rootEntryOf(checkpoint.snapshot), intent), owner === undefined ? undefined : this.#owning(root)]);
+      // (one write and one round trip, not three in a row).
+      await this.#store.together(() =>
+        Promise.all([this.#directory(root, rootEntryOf(checkpoint.snapshot), intent), owner === undefined ? undefined : this.#owning(root)]),
+      );
       if (intent !== undefined) {
         records.push({
           suffix: idempotencyRecordSuffix,
