@@ -1201,7 +1201,7 @@ export class Event {
     return {
       process_sequence: this.#processSequence,
       process_id: this.#processId.toString(),
-      deployment_ref: this.#deploymentRef.toWire(),
+      deployment_ref: this.#deploymentRef.wire(),
       relation: this.#relation.toWire(),
       tree_incarnation_id: this.#treeIncarnationId?.toString(),
       step_sequence: this.#stepSequence,
