@@ -10,12 +10,15 @@ import { join, resolve } from 'node:path';
  * AOF off and `appendfsync always`, interleaved with the floor servers) at 1 client, then
  * `peers/compare_echo.sh` with DURABLE=1 (Scope on both Redis modes vs Restate, 1 and 20 clients). The ratios
  * the acceptance names are printed last. `--quick` (or BENCH_COMPARE_QUICK=1) shrinks every phase so that
- * the whole run stays under two minutes; BENCH_COMPARE_RESTATE=0 skips Restate. Compare ratios within one
- * run only: the machine is shared.
+ * the whole run stays under two minutes; BENCH_COMPARE_RESTATE=0 skips Restate; BENCH_SCOPE_CHECKOUT measures
+ * another checkout (with its own node_modules) through the same harness, for before/after figures.
+ * Compare ratios within one run only: the machine is shared.
  */
 
 const root = resolve(import.meta.dirname, '../..');
 const shared = resolve(process.env.BENCH_SHARED ?? join(root, '../shared/bench'));
+/** The Scope checkout under test (this one unless BENCH_SCOPE_CHECKOUT names another). */
+const scope = resolve(process.env.BENCH_SCOPE_CHECKOUT ?? root);
 
 interface FloorRow {
   readonly label: string;
@@ -84,8 +87,8 @@ export async function benchCompare(argv: readonly string[] = process.argv.slice(
 
   // Phase 1: 1 client, interleaved rounds, server CPU from /proc.
   const [total, rounds] = quick ? ['150', '1'] : ['600', '2'];
-  console.error(`== floor.sh ${root} 1 ${total} ${rounds}`);
-  const floorRun = await runScript('bash', [join(shared, 'floor/floor.sh'), root, '1', total, rounds], {});
+  console.error(`== floor.sh ${scope} 1 ${total} ${rounds}`);
+  const floorRun = await runScript('bash', [join(shared, 'floor/floor.sh'), scope, '1', total, rounds], {});
   const floor = parseFloor(floorRun.stdout);
 
   // Phase 2: Scope (AOF off, appendfsync always) vs Restate, 1 and 20 clients.
@@ -96,8 +99,8 @@ export async function benchCompare(argv: readonly string[] = process.argv.slice(
     const knobs = quick
       ? { BLOCKS: '2', BLOCK_N: '30', WARM_N: '30', CONC_WARM_N: '100', CONC_N: '400', CONC_PARTS: '2', IDLE_S: '1' }
       : {};
-    console.error(`== peers/compare_echo.sh ${root} (DURABLE=1, results in ${out})`);
-    const peerRun = await runScript('bash', [join(shared, 'peers/compare_echo.sh'), root], { DURABLE: '1', BENCH_OUT: out, ...knobs });
+    console.error(`== peers/compare_echo.sh ${scope} (DURABLE=1, results in ${out})`);
+    const peerRun = await runScript('bash', [join(shared, 'peers/compare_echo.sh'), scope], { DURABLE: '1', BENCH_OUT: out, ...knobs });
     const file = join(out, 'compare_echo.json');
     if (existsSync(file)) {
       peers = JSON.parse(readFileSync(file, 'utf8')) as { systems: Record<string, PeerSystem> };
@@ -107,7 +110,7 @@ export async function benchCompare(argv: readonly string[] = process.argv.slice(
     }
   }
 
-  console.log(`# bench compare${quick ? ' --quick' : ''}: demo.echo over HTTP, loopback, ${Math.round((Date.now() - started) / 1000)} s`);
+  console.log(`# bench compare${quick ? ' --quick' : ''}: demo.echo over HTTP, loopback, ${scope}, ${Math.round((Date.now() - started) / 1000)} s`);
   console.log('## 1 client, interleaved with the floor prototypes (floor.sh; server CPU from /proc)');
   console.log(`${'system'.padEnd(22)} ${'cpu ms/process'.padStart(15)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'per s'.padStart(8)} failures`);
   for (const row of floor.values()) {
