@@ -138,6 +138,8 @@ export const internalCodes: readonly string[] = Object.freeze([
   ErrorCode.listenerReentrancy,
   ErrorCode.callbackPanic,
   ErrorCode.engineHasActiveProcesses,
+  // The Host restores a released tree and retries the command: it never reaches a client.
+  ErrorCode.treeReleased,
   HostErrorCode.valueNotRepresentable,
   HostErrorCode.invalidServerConfig,
   HostErrorCode.timeout,

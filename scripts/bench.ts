@@ -37,6 +37,10 @@ const suites: Record<string, () => Promise<void>> = {
         const { benchScaleSse } = await import('./bench/scale-sse.js');
         await benchScaleSse();
       },
+      hibernation: async () => {
+        const { benchScaleHibernation } = await import('./bench/scale-hibernation.js');
+        await benchScaleHibernation();
+      },
     };
     const chosen = process.env.BENCH_SCALE_PARTS?.split(',') ?? Object.keys(parts);
     for (const name of chosen) {

@@ -351,7 +351,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     });
   }
 
-  await app.register(problemDetails, { bodyLimit, intercept: forwarder({ nodeId: () => options.host.nodeId }) });
+  await app.register(problemDetails, { bodyLimit, intercept: forwarder({ nodeId: () => options.host.nodeId, registry: options.host.telemetry.registry }) });
   // Security headers on every response. The strict policy is for the API's own pages (the JSON the API
   // sends executes nothing); /docs sets Swagger UI's own.
   await app.register(fastifyHelmet, {
@@ -379,8 +379,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     const keys =
       auth.keysFile === undefined
         ? undefined
-        : new ApiKeyStore(auth.keysFile, { onReloadError: (error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
-    const jwts = auth.jwt === undefined ? undefined : new JwtVerifier(auth.jwt);
+        : new ApiKeyStore(auth.keysFile, { onReloadError: (error: Error) => app.log.warn({ err: error }, 'the API keys file could not be reread; the last keys stay in force') });
+    const jwts =
+      auth.jwt === undefined
+        ? undefined
+        : new JwtVerifier(auth.jwt, { onReloadError: (error: Error) => app.log.warn({ err: error }, 'the JWKS file could not be reread; the last keys stay in force') });
     await installAuthentication(app, async (token) => (token.startsWith(apiKeyPrefix) ? keys?.authenticate(token) : jwts?.authenticate(token)));
     installTenancyGuard(app);
   }

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, type Registry } from 'prom-client';
 import { codedError, HostErrorCode } from '../errors.js';
 import { OwnedElsewhereError, type OwnerHint } from '../server/ownership/owned-elsewhere.js';
 
@@ -35,6 +36,24 @@ export interface ForwardingOptions {
   readonly nodeId: () => string;
   /** How long one forwarded request may take (default 30 s, the longest a command's answer takes). */
   readonly timeoutMs?: number;
+  /** Where `scope_forwards_total` is counted (the Host's registry). */
+  readonly registry?: Registry;
+}
+
+type ForwardOutcome = 'relayed' | 'unreachable' | 'refused';
+
+/** `scope_forwards_total{outcome}` on `registry` (the one already there, for a second app on one Host). */
+function forwardsCounter(registry: Registry | undefined): Counter<'outcome'> | undefined {
+  if (registry === undefined) return undefined;
+  return (
+    (registry.getSingleMetric('scope_forwards_total') as Counter<'outcome'> | undefined) ??
+    new Counter({
+      name: 'scope_forwards_total',
+      help: 'Commands for trees another node owns: relayed (forwarded and answered), unreachable (503 owner_unreachable), refused (a forwarded request for a tree this node does not own)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    })
+  );
 }
 
 /**
@@ -44,9 +63,12 @@ export interface ForwardingOptions {
  */
 export function forwarder(options: ForwardingOptions): (error: unknown, request: FastifyRequest, reply: FastifyReply) => Promise<true | unknown> {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const forwards = forwardsCounter(options.registry);
+  const count = (outcome: ForwardOutcome) => forwards?.inc({ outcome });
   return async (error, request, reply) => {
     if (!(error instanceof OwnedElsewhereError)) return error;
     if (request.headers[forwardedByHeader] !== undefined) {
+      count('refused');
       // Already one hop: say who owns it; the forwarder retries there once.
       reply.header(ownerNodeHeader, error.owner.nodeId).header(ownerUrlHeader, error.owner.url);
       return error;
@@ -59,6 +81,7 @@ export function forwarder(options: ForwardingOptions): (error: unknown, request:
       } catch (cause) {
         request.log.warn({ err: cause, owner: target }, 'forwarding to the owner failed');
         reply.header('retry-after', '1');
+        count('unreachable');
         return codedError(HostErrorCode.ownerUnreachable, `tree owned by node ${target.nodeId}, which did not answer at ${target.url}; retry shortly (its trees are taken over once its lease lapses)`, cause);
       }
       const hintUrl = response.headers.get(ownerUrlHeader);
@@ -69,6 +92,7 @@ export function forwarder(options: ForwardingOptions): (error: unknown, request:
         continue;
       }
       await relay(response, reply, target);
+      count('relayed');
       return true;
     }
     return error;

@@ -154,6 +154,8 @@ export class Engine {
   /** Identities reserved by starts and restores in progress. */
   readonly #reserved = new Set<string>();
   #pendingAdmissions = 0;
+  /** Processes whose start context is watched (see #watchStartContext). */
+  readonly #watchedStarts = new Set<string>();
   #closed = false;
 
   constructor(config: EngineConfig) {
@@ -306,10 +308,14 @@ export class Engine {
       return;
     }
     signal.addEventListener('abort', onAbort, { once: true });
-    void process.await().then(
-      () => signal.removeEventListener('abort', onAbort),
-      () => signal.removeEventListener('abort', onAbort),
-    );
+    // A watched context keeps its tree resident: a released tree could not apply the abort.
+    const id = process.id.toString();
+    this.#watchedStarts.add(id);
+    const unwatch = () => {
+      signal.removeEventListener('abort', onAbort);
+      this.#watchedStarts.delete(id);
+    };
+    void process.await().then(unwatch, unwatch);
   }
 
   #runtime(tree: TreeSnapshot, sequence: bigint, deployments: ReadonlyMap<string, Deployment>): TreeRuntime {
@@ -472,6 +478,25 @@ export class Engine {
     await tree.whenIdle();
     this.#trees.delete(rootId.toString());
     for (const process of tree.processes()) this.#handles.delete(process.id.toString());
+  }
+
+  /**
+   * Releases a parked tree from memory — every Process waiting, paused, blocked on an Unknown effect
+   * or terminal, with no Step, dispatch, admission, adjudication, capture, queued command or watched
+   * start context — and resolves true; a tree with work stays and resolves false. The store's head is
+   * the whole state (nothing is committed): `restoreTree` continues from it. The released handles
+   * keep their snapshots; their commands and unresolved results reject with `tree_released`.
+   */
+  async hibernateTree(rootId: ProcessId): Promise<boolean> {
+    this.#guardReentrancy();
+    const key = rootId.toString();
+    const tree = this.#tree(rootId);
+    if (tree.processes().some((process) => this.#watchedStarts.has(process.id.toString()))) return false;
+    return tree.hibernate(() => {
+      // In the same turn as the release: no lookup can find a handle that only refuses.
+      if (this.#trees.get(key) === tree) this.#trees.delete(key);
+      for (const process of tree.processes()) this.#handles.delete(process.id.toString());
+    });
   }
 
   // -------------------------------------------------------------------------------------------

@@ -73,6 +73,8 @@ export const ErrorCode = {
   engineHasActiveProcesses: 'engine_has_active_processes',
   processAlreadyExists: 'process_already_exists',
   treeNotFound: 'tree_not_found',
+  /** The tree was released from this Engine while parked (its head stays the store's); restore it to change it. */
+  treeReleased: 'tree_released',
   signalRejected: 'signal_rejected',
   processAdmissionRejected: 'process_admission_rejected',
   processStartFailed: 'process_start_failed',

@@ -50,6 +50,7 @@ import { answerSchemaOf, waitEffectProblem } from './wait.js';
 import { SchemaValidationError } from './schema.js';
 import { allocateChild, childOwnerProblem, type ChildAdmissionOutcome, type ChildAdmitter } from './child-admission.js';
 import { answerChildWaitsAround, satisfyChildWaits } from './child-waits.js';
+import { hasRunnableWork } from './parked.js';
 import type { ChildSpec, ChildWaitSpec, FrameworkOperation } from './effect.js';
 import { ProcessId as ProcessIdentity } from './identity.js';
 import { ProcessRelation } from './relation.js';
@@ -202,8 +203,12 @@ export class TreeRuntime {
   #headAnswered = false;
   #sequence: bigint;
   #lane: Promise<unknown> = Promise.resolve();
+  /** Owner operations queued on the lane and not yet started (a release must not strand one). */
+  #queued = 0;
   #driveQueued = false;
   #stopped: RuntimeError | undefined;
+  /** Set once the tree was released while parked: every later operation refuses. */
+  #released: KernelError | undefined;
   #freezes = 0;
   #idleWaiters: Array<() => void> = [];
   #settledNotified = false;
@@ -259,7 +264,11 @@ export class TreeRuntime {
 
   /** Runs `fn` after every earlier owner operation; never call from inside the lane. */
   #exclusive<T>(fn: () => Promise<T> | T): Promise<T> {
-    const run = this.#lane.then(fn);
+    this.#queued += 1;
+    const run = this.#lane.then(() => {
+      this.#queued -= 1;
+      return fn();
+    });
     this.#lane = run.catch(() => undefined);
     return run;
   }
@@ -285,7 +294,7 @@ export class TreeRuntime {
 
   /** Schedules one drive pass of the owner lane. */
   wake(): void {
-    if (this.#driveQueued || this.#stopped !== undefined) return;
+    if (this.#driveQueued || this.#stopped !== undefined || this.#released !== undefined) return;
     this.#driveQueued = true;
     void this.#exclusive(async () => {
       this.#driveQueued = false;
@@ -342,10 +351,7 @@ export class TreeRuntime {
   }
 
   #runnable(process: ProcessRuntime): boolean {
-    const snapshot = process.snapshot;
-    if (hasTerminalIntent(process.control)) return true;
-    if (snapshot.prepared !== undefined) return snapshot.prepared.frontier()?.unknown !== true;
-    return snapshot.status === 'running' || (process.control.pauseReason !== undefined && snapshot.status === 'waiting');
+    return hasRunnableWork(process.snapshot, process.control);
   }
 
   #jobCount(): number {
@@ -623,6 +629,7 @@ export class TreeRuntime {
   }
 
   #ensureRunning(): void {
+    if (this.#released !== undefined) throw this.#released;
     if (this.#stopped !== undefined) throw this.#stopped;
   }
 
@@ -1555,6 +1562,33 @@ export class TreeRuntime {
     };
     await this.whenIdle();
     return release;
+  }
+
+  /**
+   * Releases a parked tree. Once every earlier owner operation is done, if nothing is left for this
+   * runtime to do — no job, no adjudication, nothing runnable, no capture, and no later operation
+   * queued behind this one (a command that arrived meanwhile cancels the release) — the runtime
+   * refuses every further operation with `tree_released`, calls `onReleased` in the same turn, and
+   * rejects the results it can no longer deliver. Nothing is committed: the acknowledged head is
+   * the whole state, and a restore continues from it. Resolves whether it released.
+   */
+  hibernate(onReleased: () => void): Promise<boolean> {
+    return this.#exclusive(() => {
+      if (!this.#parked()) return false;
+      const released = new KernelError(ErrorCode.treeReleased, `tree ${this.rootId.toString()} was released from this engine while parked; restore it from its head to change it`);
+      this.#released = released;
+      onReleased();
+      for (const process of this.processes()) process.result.reject(released);
+      return true;
+    });
+  }
+
+  #parked(): boolean {
+    if (this.#stopped !== undefined || this.#released !== undefined) return false;
+    if (this.#freezes > 0 || this.#queued > 0 || this.#driveQueued) return false;
+    return this.processes().every(
+      (process) => process.job === undefined && process.adjudication === undefined && (process.snapshot.isTerminal || !this.#runnable(process)),
+    );
   }
 
   /** Activation for a restore: fences the previous writer before anything is published. */

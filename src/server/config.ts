@@ -34,6 +34,7 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
+ * | `SCOPE_HIBERNATE_AFTER_MS` | 300000           | a parked tree idle this long leaves memory (its head stays; the next command restores it); 0 = never |
  * | `SCOPE_NODE_ID`          | (random)           | Redis mode: this node's id (1–64 of `[A-Za-z0-9._-]`)     |
  * | `SCOPE_ADVERTISE_URL`    | (the listen URL)   | Redis mode: where other nodes forward commands for this node's trees |
  * | `SCOPE_NODE_LEASE_MS`    | 10000              | Redis mode: the node lease's TTL (a node silent this long is dead) |
@@ -112,6 +113,8 @@ export interface ServerConfig {
   readonly eventLogMaxLen: number;
   /** Graceful shutdown deadline (ms). */
   readonly shutdownMs: number;
+  /** A parked tree idle this long is released from memory (0: never). */
+  readonly hibernateAfterMs: number;
   /** Lifetime of an idempotency record (ms). */
   readonly idempotencyTtlMs: number;
   /** What every new root is granted; a start may only narrow it. */
@@ -317,6 +320,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   });
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
+  const hibernateAfterMs = integer('SCOPE_HIBERNATE_AFTER_MS', 300_000, 0, 30 * 86_400_000);
   const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
   const node = readNodeConfig(read, integer, problems);
 
@@ -423,6 +427,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     sse: Object.freeze(sse),
     eventLogMaxLen,
     shutdownMs,
+    hibernateAfterMs,
     idempotencyTtlMs,
     grants: Object.freeze(grants),
     tenantGrants,

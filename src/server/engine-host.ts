@@ -43,6 +43,7 @@ import type {
   WaitView,
 } from './host.js';
 import { LogReader } from './log-reader.js';
+import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
 import { ProcessList } from './process-list.js';
 import { parseProcessId, processFinished, snapshotOf, TreeResidency, treeNotFound, type Located } from './residency.js';
@@ -52,12 +53,13 @@ import { storeCall } from './store-call.js';
 import { deploymentView, processView, resultView, toNumber } from './views.js';
 import { WaitInbox } from './waits.js';
 import { RedisNodeRegistry } from '../store/redis/node-registry.js';
+import { CommandRouting, isReleased } from './ownership/command-routing.js';
 import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -83,6 +85,8 @@ export interface EngineHostOptions {
    * has, it changes no tree. `scope serve` sets it; a Host that never joins runs alone.
    */
   readonly joinsCluster?: boolean;
+  /** Monotonic milliseconds for hibernation's idle times (tests inject one; default `performance.now`). */
+  readonly monotonic?: () => number;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -116,6 +120,8 @@ export class EngineHost implements Host {
   readonly #backend: Backend;
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
+  readonly #hibernation: Hibernation;
+  readonly #routing: CommandRouting;
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
@@ -181,6 +187,13 @@ export class EngineHost implements Host {
       rootLookup: backend.rootOf,
     });
     this.#residency = residency;
+    this.#hibernation = new Hibernation({
+      afterMs: config.hibernateAfterMs ?? 0,
+      release: (root) => this.#hibernate(root),
+      now: options.monotonic,
+      logger: options.logger?.child({ component: 'hibernation' }),
+    });
+    this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
@@ -205,13 +218,29 @@ export class EngineHost implements Host {
         isLocal: (root) => residency.inspectLocal(root) !== undefined,
         takeOver: async (root, expected) => {
           this.#admit();
-          await this.#restoreHere(root, expected);
+          await this.#routing.restoreHere(root, expected);
         },
+        tookOver: () => this.#metrics.treesTakenOver.inc(),
       });
       (backend.committer as RedisHostCommitter).setOwnership(ownership);
       if (options.joinsCluster === true) ownership.expectJoin();
       this.#ownership = ownership;
     }
+    this.#routing = new CommandRouting({
+      residency,
+      ownership: this.#ownership,
+      hibernation: this.#hibernation,
+      admit: () => this.#admit(),
+      restored: async (root, head, woken) => {
+        if (woken) this.#metrics.treesWoken.inc();
+        this.#list.forget(root);
+        // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
+        // nor for a tree woken from hibernation (the embedded inbox kept following it).
+        if (this.#backend.inbox === undefined && !woken) {
+          await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
+        }
+      },
+    });
     this.#reader = new LogReader({
       log: backend.log,
       rootFinished: (root) => residency.rootFinished(root),
@@ -242,6 +271,7 @@ export class EngineHost implements Host {
 
   #onEvent(event: Event): void {
     this.#residency.observe(event);
+    this.#hibernation.touch(event.relation.rootId.toString());
     if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
@@ -253,7 +283,31 @@ export class EngineHost implements Host {
 
   #onDelta(delta: Delta): void {
     const pid = delta.processId.toString();
-    this.#backend.log.append(this.#residency.rootOf(pid), [{ type: deltaType, processId: pid, data: delta.json() }]);
+    const root = this.#residency.rootOf(pid);
+    this.#hibernation.touch(root);
+    this.#backend.log.append(root, [{ type: deltaType, processId: pid, data: delta.json() }]);
+  }
+
+  /**
+   * Hibernation's release of an idle tree (docs/host.md "Hibernation"): only a parked one leaves, and
+   * nothing is written — the head is the whole state, the owner record keeps naming this node (so
+   * routing still sends its commands here), and the wait index and the log keep listing it. Resolves
+   * whether the tree is out of memory (also when something else released it first).
+   */
+  async #hibernate(root: string): Promise<boolean> {
+    if (this.#closing) return false;
+    if (this.#residency.inspectLocal(root) === undefined) return true;
+    const released = await this.#residency.hibernate(root);
+    if (released) {
+      this.#backend.committer.released(root);
+      this.#metrics.treesHibernated.inc();
+    }
+    return released;
+  }
+
+  /** Runs one hibernation sweep now (tests and benchmarks; the timer runs it every period). */
+  hibernateIdle(): Promise<number> {
+    return this.#hibernation.sweep();
   }
 
   #admit(): void {
@@ -339,6 +393,8 @@ export class EngineHost implements Host {
       return { done: true, result: resultView(await located.handle.await({ signal })) };
     } catch (error) {
       if (error instanceof RuntimeError) throw error;
+      // Hibernated while waiting: the stored head and the log answer from here on.
+      if (isReleased(error) && !signal.aborted) return this.#awaitStoredResult(processId, located.root, signal);
       return this.#poll(await this.#residency.locateOrThrow(processId));
     }
   }
@@ -356,7 +412,11 @@ export class EngineHost implements Host {
     // Restored here meanwhile (a takeover, a command that restored it): its runtime answers.
     if (located.kind === 'local') return this.#awaitLocalResult(processId, located, signal);
     await watchForFinish(this.#backend.log, root, processId, from, signal);
-    return this.#poll(await this.#residency.locateOrThrow(processId));
+    const now = await this.#residency.locateOrThrow(processId);
+    const answer = this.#poll(now);
+    // Restored here meanwhile, and the log ran ahead of the runtime's installed head: its handle answers.
+    if (answer.done || now.kind !== 'local' || signal.aborted) return answer;
+    return this.#awaitLocalResult(processId, now, signal);
   }
 
   /** The result if terminal, else where the process stands (`work: inactive` when nothing here moves it). */
@@ -367,9 +427,13 @@ export class EngineHost implements Host {
     return { done: false, status: snapshot.status, work: located.kind === 'local' ? located.entry.work : 'inactive', rootId: located.root };
   }
 
-  async deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
+  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
+    return this.#routing.acrossRelease(() => this.#deliverSignals(processId, signals));
+  }
+
+  async #deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
     const requests = signalRequests(signals);
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') {
       if (this.#residency.answersAsFinished(located)) return signalsToFinished(located.snapshot, requests);
       throw this.#residency.refuseStored(located);
@@ -378,7 +442,7 @@ export class EngineHost implements Host {
     try {
       return { accepted: await located.handle.deliverSignals(...requests) };
     } catch (error) {
-      await this.#fencedOut(located.root, error);
+      await this.#routing.fencedOut(located.root, error);
       // The process may have finished between the check and the delivery.
       if (error instanceof KernelError && error.code === ErrorCode.signalRejected) {
         const now = snapshotOf(await this.#residency.locateOrThrow(processId));
@@ -393,16 +457,20 @@ export class EngineHost implements Host {
    * with its commit). Storage that cannot take that commit is `committer_unavailable`: nothing was
    * acknowledged, and the tree's writer has stopped (a restore applies whatever did land).
    */
-  async control(processId: string, action: ControlAction, reason?: string): Promise<void> {
+  control(processId: string, action: ControlAction, reason?: string): Promise<void> {
+    return this.#routing.acrossRelease(() => this.#control(processId, action, reason));
+  }
+
+  async #control(processId: string, action: ControlAction, reason?: string): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
     // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
     const stoppedBefore = located.inspection.stopped;
     try {
       await this.#command(located.handle, action, reason);
     } catch (error) {
-      await this.#fencedOut(located.root, error);
+      await this.#routing.fencedOut(located.root, error);
       if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
         throw new KernelError(ErrorCode.committerUnavailable, `the ${action} of ${processId} was not acknowledged: storage could not take its commit`, { cause: error });
       }
@@ -457,16 +525,24 @@ export class EngineHost implements Host {
     return { items, nextCursor: offset + limit < views.length ? String(offset + limit) : null };
   }
 
-  async replayEffect(processId: string, effectId: string): Promise<EffectView> {
+  replayEffect(processId: string, effectId: string): Promise<EffectView> {
+    return this.#routing.acrossRelease(() => this.#replayEffect(processId, effectId));
+  }
+
+  async #replayEffect(processId: string, effectId: string): Promise<EffectView> {
     const id = parseEffectId(effectId);
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#rethrow(located.root, error));
+    await located.handle.replayUnknownEffect(id).catch((error: unknown) => this.#routing.rethrow(located.root, error));
     return this.#effectView(processId, id);
   }
 
-  async resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
+  resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
+    return this.#routing.acrossRelease(() => this.#resolveEffect(processId, effectId, resolution));
+  }
+
+  async #resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView> {
     const id = parseEffectId(effectId);
     // A library caller may pass what the HTTP schema never lets through: a resolution is never "unknown".
     if (resolution.status !== 'succeeded' && resolution.status !== 'failed') throw invalidRequest('a resolution is {status: "succeeded" | "failed", payload}');
@@ -476,10 +552,10 @@ export class EngineHost implements Host {
     } catch (error) {
       throw invalidRequest(`payload is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, error);
     }
-    const located = await this.#commandable(processId);
+    const located = await this.#routing.commandable(processId);
     await this.#checkEffect(located, id);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
-    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#rethrow(located.root, error));
+    await located.handle.resolveUnknownEffect(id, Settlement.of(resolution.status, payload)).catch((error: unknown) => this.#routing.rethrow(located.root, error));
     const view = await this.#effectView(processId, id);
     // Once the process consumed it the snapshot no longer holds the settlement; this one is what the
     // host just established, acknowledged by the commit.
@@ -542,7 +618,7 @@ export class EngineHost implements Host {
 
   async captureTree(rootId: string): Promise<SnapshotView> {
     const root = parseRoot(rootId);
-    if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#commandable(root);
+    if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#routing.commandable(root);
     return snapshotView(await this.#residency.capture(root));
   }
 
@@ -555,96 +631,12 @@ export class EngineHost implements Host {
       const local = this.#residency.inspectLocal(root);
       if (local === undefined || local.stopped) {
         if ((await this.#residency.loadHead(root)) === undefined) throw treeNotFound(root);
-        await this.#takeOrForward(root, options.force === true);
+        await this.#routing.takeOrForward(root, options.force === true);
       }
     } else {
-      await this.#restoreHere(root, undefined);
+      await this.#routing.restoreHere(root, undefined);
     }
     return this.inspectTree(root);
-  }
-
-  /** Restores `root` here (a takeover guarded by the owner record `expected` replaces, when joined). */
-  async #restoreHere(root: string, expected: string | undefined): Promise<void> {
-    const ownership = this.#ownership;
-    const restore = (): Promise<TreeSnapshot | undefined> => this.#residency.restore(root);
-    const head = ownership?.joined === true && expected !== undefined ? await ownership.guarded(root, expected, restore) : await restore();
-    if (head !== undefined) {
-      this.#list.forget(root);
-      // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay.
-      if (this.#backend.inbox === undefined) {
-        await storeCall('event log read', () => this.#inbox.restored(root, head.processSnapshots().map((process) => process.processId.toString())));
-      }
-    }
-    ownership?.adopted(root);
-  }
-
-  /**
-   * Where a command on `processId` runs (docs/host.md "Nodes and ownership"). A Host that has not
-   * joined (embedded mode, in-process use) has only its own trees: the located process as before.
-   * Joined: a live local tree runs here; any other is routed by its owner record: owned by a live
-   * other node → {@link OwnedElsewhereError} (the HTTP edge forwards the command there); this node's,
-   * or ownerless (its owner's lease is gone) → restored here first, then run here.
-   */
-  async #commandable(processId: string): Promise<Located> {
-    const located = await this.#residency.locateOrThrow(processId);
-    const ownership = this.#ownership;
-    if (ownership?.gating !== true || this.#residency.answersAsFinished(located)) return located;
-    // Also refuses before the join: only a joined node with a valid lease routes or takes over.
-    ownership.lease.assertValid();
-    if (located.kind === 'local' && !located.inspection.stopped) return located;
-    this.#admit();
-    await this.#takeOrForward(located.root, false);
-    return this.#residency.locateOrThrow(processId);
-  }
-
-  /**
-   * Takes `root` over here, or throws where it lives. A takeover names the owner record it replaces;
-   * losing the race to another node (`tree_incarnation_conflict`) reads the record again, so the
-   * command follows the winner. `force` (an operator's restore) takes a tree from a live owner too:
-   * the fenced owner's next commit fails, and it drops the tree and forwards from then on.
-   */
-  async #takeOrForward(root: string, force: boolean): Promise<void> {
-    const ownership = this.#ownership as Ownership;
-    for (let attempt = 0; ; attempt += 1) {
-      const route = await storeCall('owner record read', () => ownership.route(root));
-      if (route.kind === 'elsewhere' && !force) {
-        // A writer the live owner fenced: drop it from memory; its commands go there from now on.
-        const local = this.#residency.inspectLocal(root);
-        if (local !== undefined && local.stopped) await this.#residency.release(root).catch(() => undefined);
-        throw route.error;
-      }
-      try {
-        await this.#restoreHere(root, route.expected);
-        return;
-      } catch (error) {
-        if (attempt < 2 && error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict) continue;
-        throw error;
-      }
-    }
-  }
-
-  /**
-   * After a local command failed: when its tree was fenced by a takeover elsewhere (the commit met
-   * another incarnation), the tree leaves this node's memory and the command goes to the owner
-   * (nothing of it was committed here): throws where it lives. Otherwise returns: the failure is
-   * the command's own.
-   */
-  async #fencedOut(root: string, error: unknown): Promise<void> {
-    const ownership = this.#ownership;
-    const fenced = error instanceof KernelError && (error.code === ErrorCode.treeIncarnationConflict || (error.cause instanceof KernelError && error.cause.code === ErrorCode.treeIncarnationConflict));
-    if (ownership?.joined === true && fenced) {
-      const route = await storeCall('owner record read', () => ownership.route(root));
-      if (route.kind === 'elsewhere') {
-        await this.#residency.release(root).catch(() => undefined);
-        throw route.error;
-      }
-    }
-  }
-
-  /** {@link #fencedOut}, then the command's own failure. */
-  async #rethrow(root: string, error: unknown): Promise<never> {
-    await this.#fencedOut(root, error);
-    throw error;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -687,7 +679,10 @@ export class EngineHost implements Host {
       if (route.kind === 'elsewhere') throw route.error;
     }
     const wasLocal = await this.#residency.release(root);
-    if (wasLocal) this.#ownership?.dropped(root);
+    if (wasLocal) {
+      this.#ownership?.dropped(root);
+      this.#backend.committer.released(root);
+    }
     if (!purge) {
       if (!wasLocal && (await this.#residency.loadHead(root)) === undefined) throw treeNotFound(root);
       return;
@@ -706,7 +701,7 @@ export class EngineHost implements Host {
     const scope = query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) };
     // Redis mode lists from the open-wait index (every node's trees, verified against their heads).
     const inbox = this.#backend.inbox;
-    const waits = inbox === undefined ? this.#inbox.list(scope) : await storeCall('wait index read', () => inbox.list(scope));
+    const waits = inbox === undefined ? await this.#inbox.list(scope) : await storeCall('wait index read', () => inbox.list(scope));
     const { tenant } = query;
     if (tenant === undefined) return waits;
     const owned = await Promise.all(waits.map(async (wait) => (await this.#treeTenant(wait.rootId)) === tenant));
@@ -787,6 +782,7 @@ export class EngineHost implements Host {
 
   async #close(deadlineMs: number): Promise<void> {
     this.#closing = true;
+    this.#hibernation.stop();
     const deadline = performance.now() + deadlineMs;
     const left = (): number => Math.max(0, deadline - performance.now());
     const quiesce = this.#residency.localRoots().map((root) => this.#engine.captureTree(ProcessId.parse(root)).catch(() => undefined));

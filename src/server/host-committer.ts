@@ -33,6 +33,8 @@ export interface HostCommitter extends TreeStore {
   purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'>;
   /** The tenant recorded with the tree's start commit (tenancy.ts), or undefined. */
   readTenant(rootId: ProcessId): Promise<string | undefined>;
+  /** The tree left this node's memory (released, hibernated): forget what was kept to spare index writes. */
+  released(rootId: string): void;
 }
 
 type CommitKind = 'start' | 'checkpoint' | 'effect' | 'activation';
@@ -91,6 +93,10 @@ export abstract class CommitterBase implements HostCommitter {
 
   commitPending(rootId: string): boolean {
     return (this.#inflight.get(rootId) ?? 0) > 0;
+  }
+
+  released(_rootId: string): void {
+    // Nothing kept per tree by default.
   }
 
   seal(): void {

@@ -21,6 +21,9 @@ export class HostMetrics {
   readonly sseClients: Gauge;
   readonly sseStreamsEnded: Counter<'reason'>;
   readonly logAppendFailures: Counter;
+  readonly treesHibernated: Counter;
+  readonly treesWoken: Counter;
+  readonly treesTakenOver: Counter;
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly liveWorkers: Gauge<'ref'>;
 
@@ -63,6 +66,21 @@ export class HostMetrics {
       name: 'scope_steps_total',
       help: 'Steps run, by outcome (succeeded, failed, discarded)',
       labelNames: ['status'],
+      registers,
+    });
+    this.treesHibernated = new Counter({
+      name: 'scope_trees_hibernated_total',
+      help: 'Parked trees released from memory after their idle time (their heads stay in the store)',
+      registers,
+    });
+    this.treesWoken = new Counter({
+      name: 'scope_trees_woken_total',
+      help: 'Hibernated trees restored into memory by a command',
+      registers,
+    });
+    this.treesTakenOver = new Counter({
+      name: 'scope_trees_taken_over_total',
+      help: "Trees this node's sweep took over from nodes whose lease lapsed (or from its own earlier epoch)",
       registers,
     });
     this.stepsCommitted = new Counter({ name: 'scope_steps_committed_total', help: 'Steps whose result committed', registers });

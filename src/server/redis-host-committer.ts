@@ -78,6 +78,12 @@ export class RedisHostCommitter extends CommitterBase {
     return this.#store.readRecord(rootId, tenantRecordSuffix);
   }
 
+  override released(rootId: string): void {
+    // The next activation of the tree reads what it needs again (the wait index, the directory).
+    this.#waits?.forget(rootId);
+    this.#mapped.delete(rootId);
+  }
+
   async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
     const head = await this.#store.loadTree(rootId);
     const outcome = await this.#store.purgeTree(rootId);
@@ -139,14 +145,17 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
-    await this.#mapMembers(activation.snapshot, true);
-    const plan = await this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context?.events ?? [] });
-    const writes = this.#permits?.writesFor(activation);
     const owner = this.#ownerRecord(activation.snapshot);
+    // The three index writes that must precede the commit do not depend on one another: one round trip.
+    const [, plan] = await Promise.all([
+      this.#mapMembers(activation.snapshot, true),
+      this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context?.events ?? [] }),
+      owner === undefined ? undefined : this.#owning(activation.rootId.toString()),
+    ]);
+    const writes = this.#permits?.writesFor(activation);
     if (owner === undefined) {
       await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes });
     } else {
-      await this.#owning(activation.rootId.toString());
       const records = [...(writes?.records ?? []), owner];
       const expected = this.#ownership?.expected(activation.rootId.toString());
       const full = { events: context?.events ?? [], ...writes, records };

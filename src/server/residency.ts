@@ -76,6 +76,8 @@ export class TreeResidency {
   readonly #finished = new Set<string>();
   /** Finished roots released only to bound memory: they keep answering as finished. Bounded, oldest dropped. */
   readonly #evicted = new Set<string>();
+  /** Parked roots released from memory (hibernated): the next command restores them here. */
+  readonly #hibernated = new Set<string>();
   #releases: Promise<void> = Promise.resolve();
   /** Captures in progress per root (inspection's freeze phase). */
   readonly #captures = new Map<string, number>();
@@ -113,6 +115,7 @@ export class TreeResidency {
   /** Marks a tree this Engine just started or restored as owned here. */
   adopt(root: string, head?: TreeSnapshot): void {
     this.#localRoots.add(root);
+    this.#hibernated.delete(root);
     for (const snapshot of head?.processSnapshots() ?? []) {
       const pid = snapshot.processId.toString();
       if (pid !== root) this.#processRoots.set(pid, root);
@@ -205,6 +208,42 @@ export class TreeResidency {
     return located.snapshot.isTerminal;
   }
 
+  /**
+   * Releases a parked tree from memory (the Engine decides whether it is parked; a command queued
+   * meanwhile cancels the release). Its head stays the authority; {@link isHibernated} tells a
+   * command to restore it first. Resolves whether it was released.
+   */
+  async hibernate(root: string): Promise<boolean> {
+    if (this.capturing(root) || this.#restores.has(root)) return false;
+    let released: boolean;
+    try {
+      released = await this.#engine.hibernateTree(ProcessId.parse(root));
+    } catch (error) {
+      if (error instanceof KernelError && error.code === ErrorCode.treeNotFound) return false;
+      throw error;
+    }
+    if (!released) return false;
+    this.#localRoots.delete(root);
+    this.#finished.delete(root);
+    this.#hibernated.add(root);
+    return true;
+  }
+
+  /** The tree this server hibernated was taken over elsewhere: it is no longer this server's to wake. */
+  movedOn(root: string): void {
+    this.#hibernated.delete(root);
+  }
+
+  /** Roots this server hibernated (copy). */
+  hibernatedRoots(): string[] {
+    return [...this.#hibernated];
+  }
+
+  /** Whether this server released the parked tree `root` (the next command restores it here). */
+  isHibernated(root: string): boolean {
+    return this.#hibernated.has(root);
+  }
+
   /** Whether a capture of the tree is in progress. */
   capturing(root: string): boolean {
     return (this.#captures.get(root) ?? 0) > 0;
@@ -219,6 +258,8 @@ export class TreeResidency {
       const head = await this.loadHead(root);
       if (head === undefined) throw treeNotFound(root);
       if (this.#evicted.has(root) && head.processSnapshots().every((process) => process.isTerminal)) return head;
+      // A hibernated tree was parked when it left, and nothing changed it since: its head is the cut.
+      if (this.#hibernated.has(root)) return head;
       throw treeNotActive(root);
     }
     this.#captures.set(root, (this.#captures.get(root) ?? 0) + 1);
@@ -235,23 +276,25 @@ export class TreeResidency {
    * Takes a tree over from its stored head (a new incarnation fences the previous writer); a tree
    * already owned here is a no-op unless its writer stopped. Concurrent restores of one tree join.
    * Resolves with the head the tree was restored from (undefined: it was already owned and live).
+   * `head`, when given, is one the caller just loaded: it saves a second read (a head that moved on
+   * meanwhile fails the activation's compare-and-swap, and nothing is restored).
    */
-  restore(root: string): Promise<TreeSnapshot | undefined> {
+  restore(root: string, head?: TreeSnapshot): Promise<TreeSnapshot | undefined> {
     const running = this.#restores.get(root);
     if (running !== undefined) return running;
     const local = this.inspectLocal(root);
     if (local !== undefined && !local.stopped) return Promise.resolve(undefined);
-    const restore = this.#restore(root, local !== undefined);
+    const restore = this.#restore(root, local !== undefined, head);
     this.#restores.set(root, restore);
     return restore.finally(() => this.#restores.delete(root));
   }
 
-  async #restore(root: string, stopped: boolean): Promise<TreeSnapshot> {
+  async #restore(root: string, stopped: boolean, loaded: TreeSnapshot | undefined): Promise<TreeSnapshot> {
     if (stopped) {
       await this.#engine.releaseTree(ProcessId.parse(root));
       this.#forget(root);
     }
-    const head = await this.loadHead(root);
+    const head = stopped || loaded === undefined ? await this.loadHead(root) : loaded;
     if (head === undefined) throw treeNotFound(root);
     let deployment: Deployment;
     try {
@@ -331,6 +374,7 @@ export class TreeResidency {
     this.#localRoots.delete(root);
     this.#evicted.delete(root);
     this.#finished.delete(root);
+    this.#hibernated.delete(root);
     if (!purged) return;
     for (const [pid, owner] of this.#processRoots) {
       if (owner === root) this.#processRoots.delete(pid);

@@ -1,4 +1,4 @@
-import { type DeploymentRef, type Descriptor, Event, eventNames } from '../kernel/index.js';
+import { type DeploymentRef, type Descriptor, Event, eventNames, type ProcessSnapshot } from '../kernel/index.js';
 import type { EventLog, StoredLogRecord } from '../store/event-log.js';
 import type { Json, WaitQuery, WaitView } from './host.js';
 import type { TreeResidency } from './residency.js';
@@ -62,14 +62,13 @@ export class WaitInbox {
     }
   }
 
-  /** Unanswered waits of the trees this server owns, oldest first. */
-  list(query: WaitQuery = {}): WaitView[] {
+  /** Unanswered waits of the trees this server owns (hibernated ones from their heads), oldest first. */
+  async list(query: WaitQuery = {}): Promise<WaitView[]> {
     const waits: WaitView[] = [];
-    const roots = query.rootId === undefined ? this.#residency.localRoots() : [query.rootId];
+    const roots = query.rootId === undefined ? [...this.#residency.localRoots(), ...this.#residency.hibernatedRoots()] : [query.rootId];
     for (const root of roots) {
-      const inspection = this.#residency.inspectLocal(root);
-      if (inspection === undefined || inspection.stopped) continue;
-      for (const { snapshot } of inspection.processes) {
+      const snapshots = await this.#snapshotsOf(root);
+      for (const snapshot of snapshots) {
         const waitId = snapshot.waitId;
         const waitKind = snapshot.waitKind;
         if (snapshot.isTerminal || waitId === undefined || waitKind === undefined) continue;
@@ -94,6 +93,14 @@ export class WaitInbox {
       }
     }
     return waits.sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0));
+  }
+
+  /** The members of a tree this server owns: from its runtime, or, hibernated, from its head. */
+  async #snapshotsOf(root: string): Promise<readonly ProcessSnapshot[]> {
+    const inspection = this.#residency.inspectLocal(root);
+    if (inspection !== undefined) return inspection.stopped ? [] : inspection.processes.map((process) => process.snapshot);
+    if (!this.#residency.isHibernated(root)) return [];
+    return (await this.#residency.loadHead(root))?.processSnapshots() ?? [];
   }
 }
 

@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import request from 'supertest';
 import { buildApp } from '../../src/app/app.js';
+import { JwtVerifier } from '../../src/app/auth/jwt-verifier.js';
 import { createKey } from '../../src/app/auth/key-store.js';
 import { loadConfig } from '../../src/server/config.js';
 import { EngineHost } from '../../src/server/engine-host.js';
@@ -107,5 +108,27 @@ describe('JWTs', () => {
     writeFileSync(privateSet, JSON.stringify({ keys: [await exportJWK(signing)] }));
     const config = loadConfig({ SCOPE_JWKS_FILE: privateSet });
     await assert.rejects(buildApp({ host: new EngineHost({ config, defaultMetrics: false }), config }), /public keys only/);
+  });
+
+  test('the key set is reread when its file changes: a rotated signing key is accepted without a restart; a broken file keeps the last keys', async () => {
+    const file = join(directory, 'rotating-jwks.json');
+    const next = await generateKeyPair('ES256', { extractable: true });
+    writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).publicKey)), kid: 'old', alg: 'ES256' }] }));
+    let now = 1_000_000;
+    const reloadErrors: string[] = [];
+    const verifier = new JwtVerifier({ jwksFile: file, issuer, audience }, { now: () => now, onReloadError: (error) => reloadErrors.push(error.message) });
+    const rotated = await token({ sub: 'svc', tenant: 'acme', scope: 'processes:read' }, { key: next.privateKey });
+    assert.equal(await verifier.authenticate(rotated), undefined, 'not yet in the set');
+
+    writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK(next.publicKey)), kid: 'k1', alg: 'ES256' }] }));
+    assert.equal(await verifier.authenticate(rotated), undefined, 'looked at again at most once a second');
+    now += 1_000;
+    assert.equal((await verifier.authenticate(rotated))?.tenant, 'acme');
+
+    writeFileSync(file, '{"keys": [{"kty": "EC", "d": "secret"}]}');
+    now += 1_000;
+    assert.equal((await verifier.authenticate(rotated))?.tenant, 'acme', 'the last good key set stays in force');
+    assert.equal(reloadErrors.length, 1);
+    assert.match(reloadErrors[0] as string, /public keys only/);
   });
 });

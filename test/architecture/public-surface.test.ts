@@ -30,6 +30,8 @@ const pinned = [
   'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'parseCapability',
   'replayPolicyValues', 'settlementStatusValues', 'statusValues', 'systemClock', 'terminalStatusValues', 'terminationCauseValues',
   'treeIncarnationConflict',
+  // What hibernation and a takeover read of a head: whether anything but a command would move it.
+  'isParkedTree',
 ].sort();
 
 /** Every name `src/kernel/index.ts` exports, types included, as the compiler sees them. */

@@ -34,6 +34,7 @@ test('a signal sent to the non-owner is admitted by the owner: the process moves
   assert.equal(answered.status, 200, await answered.clone().text());
   assert.deepEqual(await json(answered), { accepted: true });
   assert.equal(answered.headers.get('scope-served-by'), 'a');
+  assert.match(await (await fetch(`${b.url}/metrics`)).text(), /^scope_forwards_total\{outcome="relayed"\} [1-9]/m);
 
   const result = await json(await fetch(processUrl(b, id, '/result?waitMs=10000')));
   assert.equal(result.status, 'completed');

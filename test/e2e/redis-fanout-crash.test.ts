@@ -87,10 +87,13 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
   // The stream replays the log from its start, then follows it live: kill once two children are
   // published, while the root's frontier is still admitting the rest.
   const live = await openSse(`${first.url}${streamPath(rootId)}`);
-  let published = 0;
+  const published = new Set<string>();
+  const seen: string[] = [];
   await live.waitFor((event) => {
-    if (event.event === 'agent.process.started' && event.data.phase === 'committed' && event.data.processId !== rootId) published += 1;
-    return published >= 2;
+    // The wire form of an event names its process `process_id` (the root's own start is not a child's).
+    seen.push(`${event.id} ${event.event} ${event.data.phase} ${event.data.process_id}`);
+    if (event.event === 'agent.process.started' && event.data.phase === 'committed' && event.data.process_id !== rootId) published.add(event.data.process_id as string);
+    return published.size >= 2;
   }, 'two published children');
   first.child.kill('SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
@@ -100,7 +103,10 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
   const crashed = await readLog(second.url, rootId);
   const publishedBefore = committedCounts(crashed, 'agent.process.started');
   publishedBefore.delete(rootId);
-  assert.ok(publishedBefore.size >= 2, `the children seen on the stream are in the log: ${JSON.stringify(crashed.slice(0, 40).map((entry) => [entry.type, entry.data.phase, entry.processId === rootId]))}`);
+  assert.ok(
+    publishedBefore.size >= 2,
+    `the children seen on the stream are in the log: ${JSON.stringify(crashed.slice(0, 40).map((entry) => [entry.position, entry.type, entry.data.phase, entry.processId]))}; the stream showed ${JSON.stringify(seen)}`,
+  );
   assert.ok(publishedBefore.size < fanout, `the crash cut the fan-out short (${publishedBefore.size} of ${fanout} children were published)`);
   assert.ok(!crashed.some((entry) => entry.type === 'agent.process.finished' && entry.processId === rootId), 'the root had not finished');
 
@@ -117,7 +123,7 @@ test(`a SIGKILL in the middle of a fan-out of ${fanout}: after restore every chi
     status: string;
     output: { outputs: Array<{ processId: string; value: string }>; canceled: string[] };
   };
-  assert.equal(result.status, 'completed');
+  assert.equal(result.status, 'completed', JSON.stringify(result));
   assert.deepEqual(result.output.outputs.map((entry) => entry.value), values, 'every child completed with its own value, in input order');
   const childIds = result.output.outputs.map((entry) => entry.processId);
   assert.equal(new Set(childIds).size, fanout);

@@ -21,6 +21,7 @@ test('defaults: embedded mode on 127.0.0.1:3000 with demos, 1 MiB bodies and the
   assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 0, maxHeapBytes: Math.floor(getHeapStatistics().heap_size_limit * 0.9), maxRssBytes: 0 });
   assert.equal(config.eventLogMaxLen, 10_000);
   assert.equal(config.shutdownMs, 10_000);
+  assert.equal(config.hibernateAfterMs, 300_000);
   assert.equal(config.idempotencyTtlMs, 86_400_000);
   assert.equal(config.grants.budget.steps.unlimited, true);
   // Safe defaults: one client cannot grow one tree without end (the structure issue's defect 4).
@@ -52,6 +53,7 @@ test('every variable is read', () => {
     SCOPE_MAX_RSS_BYTES: '1073741824',
     SCOPE_EVENT_LOG_MAXLEN: '500',
     SCOPE_SHUTDOWN_MS: '2500',
+    SCOPE_HIBERNATE_AFTER_MS: '0',
     SCOPE_IDEMPOTENCY_TTL_MS: '60000',
     SCOPE_GRANTS: JSON.stringify({ budget: { steps: { maximum: 10 } }, treeLimits: { maxDepth: 0 }, capabilities: ['net.http'] }),
     // A non-loopback HOST without authentication is refused unless asked for knowingly (the security issue).
@@ -71,6 +73,7 @@ test('every variable is read', () => {
   assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 250, maxHeapBytes: 512 * 1024 * 1024, maxRssBytes: 1024 * 1024 * 1024 });
   assert.equal(config.eventLogMaxLen, 500);
   assert.equal(config.shutdownMs, 2_500);
+  assert.equal(config.hibernateAfterMs, 0, 'zero turns hibernation off');
   assert.equal(config.idempotencyTtlMs, 60_000);
   assert.equal(config.grants.budget.steps.maximum, 10n);
   assert.equal(config.grants.budget.effects.unlimited, true);
@@ -93,6 +96,7 @@ test('one error lists every bad variable, never a secret', () => {
       SCOPE_SSE_BUFFER: '0',
       SCOPE_EVENT_LOG_MAXLEN: '-5',
       SCOPE_SHUTDOWN_MS: 'soon',
+      SCOPE_HIBERNATE_AFTER_MS: '-1',
       SCOPE_GRANTS: '{"budget":{"steps":{"maximum":"many"}}}',
     });
   } catch (error) {
@@ -112,6 +116,7 @@ test('one error lists every bad variable, never a secret', () => {
     'SCOPE_SSE_BUFFER',
     'SCOPE_EVENT_LOG_MAXLEN',
     'SCOPE_SHUTDOWN_MS',
+    'SCOPE_HIBERNATE_AFTER_MS',
     'SCOPE_GRANTS',
   ]);
   assert.doesNotMatch(caught.message, /hunter2/);

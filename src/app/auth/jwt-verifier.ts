@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, errors, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { Principal } from './key-store.js';
+import { ReloadingFile, type ReloadingFileOptions } from './reloading-file.js';
 import { isScope } from './scopes.js';
 
 export interface JwtConfig {
@@ -25,20 +25,12 @@ const tenantPattern = /^[A-Za-z0-9._-]{1,64}$/;
  * tenant or subject is refused: an unattributable caller gets nothing.
  */
 export class JwtVerifier {
-  readonly #keys: ReturnType<typeof createLocalJWKSet>;
+  readonly #keys: ReloadingFile<ReturnType<typeof createLocalJWKSet>>;
   readonly #config: JwtConfig;
 
-  constructor(config: JwtConfig) {
-    let set: JSONWebKeySet;
-    try {
-      set = JSON.parse(readFileSync(config.jwksFile, 'utf8')) as JSONWebKeySet;
-    } catch (error) {
-      throw new Error(`the JWKS file ${config.jwksFile} could not be read as JSON: ${(error as Error).message}`);
-    }
-    if (!Array.isArray(set?.keys) || set.keys.some((key) => 'd' in key)) {
-      throw new Error(`the JWKS file ${config.jwksFile} must be {"keys": [...]} of public keys only`);
-    }
-    this.#keys = createLocalJWKSet(set);
+  /** Reads the key set now (a bad file is an error); a changed file is read again, so signing keys rotate without a restart. */
+  constructor(config: JwtConfig, options: ReloadingFileOptions = {}) {
+    this.#keys = new ReloadingFile(config.jwksFile, (text) => createLocalJWKSet(parseKeySet(config.jwksFile, text)), options);
     this.#config = config;
   }
 
@@ -46,7 +38,7 @@ export class JwtVerifier {
   async authenticate(token: string): Promise<Principal | undefined> {
     let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(token, this.#keys, {
+      ({ payload } = await jwtVerify(token, this.#keys.current(), {
         clockTolerance: 30,
         ...(this.#config.issuer === undefined ? {} : { issuer: this.#config.issuer }),
         ...(this.#config.audience === undefined ? {} : { audience: this.#config.audience }),
@@ -63,4 +55,18 @@ export class JwtVerifier {
     const keyId = `jwt-${createHash('sha256').update(`${issuer}\u0000${subject}`).digest('hex').slice(0, 24)}`;
     return Object.freeze({ keyId, tenant, scopes: new Set(scopes) });
   }
+}
+
+/** A JSON Web Key Set of public keys only (a private member would mean the file leaks signing power). */
+function parseKeySet(path: string, text: string): JSONWebKeySet {
+  let set: JSONWebKeySet;
+  try {
+    set = JSON.parse(text) as JSONWebKeySet;
+  } catch (error) {
+    throw new Error(`the JWKS file ${path} could not be read as JSON: ${(error as Error).message}`);
+  }
+  if (!Array.isArray(set?.keys) || set.keys.some((key) => 'd' in key)) {
+    throw new Error(`the JWKS file ${path} must be {"keys": [...]} of public keys only`);
+  }
+  return set;
 }

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { ReloadingFile, type ReloadingFileOptions } from './reloading-file.js';
 import { isScope, type Scope } from './scopes.js';
 
 /**
@@ -65,51 +65,19 @@ export function parseKeys(text: string): KeyEntry[] {
 }
 
 export class ApiKeyStore {
-  readonly #path: string;
-  readonly #onReloadError: (error: Error) => void;
-  readonly #now: () => number;
-  #byDigest = new Map<string, Principal>();
-  #mtimeMs = -1;
-  #checkedAt: number;
-  #lastError = '';
+  readonly #file: ReloadingFile<ReadonlyMap<string, Principal>>;
 
   /** Reads the file now: a bad file at startup is an error, not an open door. */
-  constructor(path: string, options: { onReloadError?: (error: Error) => void; now?: () => number } = {}) {
-    this.#path = path;
-    this.#onReloadError = options.onReloadError ?? (() => undefined);
-    this.#now = options.now ?? Date.now;
-    this.#checkedAt = this.#now();
-    this.#load();
+  constructor(path: string, options: ReloadingFileOptions = {}) {
+    const principals = (text: string): ReadonlyMap<string, Principal> =>
+      new Map(parseKeys(text).map((entry) => [entry.sha256, Object.freeze({ keyId: entry.id, tenant: entry.tenant, scopes: new Set(entry.scopes) })]));
+    this.#file = new ReloadingFile(path, principals, options);
   }
 
   /** The principal of a presented token, or undefined. */
   authenticate(token: string): Principal | undefined {
-    this.#refresh();
+    const byDigest = this.#file.current();
     if (!token.startsWith(tokenPrefix)) return undefined;
-    return this.#byDigest.get(digestOf(token));
-  }
-
-  #refresh(): void {
-    const now = this.#now();
-    if (now - this.#checkedAt < 1_000) return;
-    this.#checkedAt = now;
-    try {
-      if (statSync(this.#path).mtimeMs !== this.#mtimeMs) this.#load();
-      this.#lastError = '';
-    } catch (error) {
-      // The last good keys stay in force; each new reason is reported once.
-      const message = (error as Error).message;
-      if (message !== this.#lastError) this.#onReloadError(error as Error);
-      this.#lastError = message;
-    }
-  }
-
-  #load(): void {
-    const mtimeMs = statSync(this.#path).mtimeMs;
-    const entries = parseKeys(readFileSync(this.#path, 'utf8'));
-    this.#byDigest = new Map(
-      entries.map((entry) => [entry.sha256, Object.freeze({ keyId: entry.id, tenant: entry.tenant, scopes: new Set(entry.scopes) })]),
-    );
-    this.#mtimeMs = mtimeMs;
+    return byDigest.get(digestOf(token));
   }
 }

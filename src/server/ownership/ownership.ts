@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import type { DeploymentRef, TreeSnapshot } from '../../kernel/index.js';
+import { type DeploymentRef, isParkedTree, type TreeSnapshot } from '../../kernel/index.js';
 import { codedError, HostErrorCode } from '../../errors.js';
 import type { RedisNodeRegistry, StoredNodeLease } from '../../store/redis/node-registry.js';
 import type { NodeConfig } from '../config.js';
 import type { NodeView } from '../host.js';
 import { NodeLease } from './node-lease.js';
-import { type CommitOwnership, decodeOwner, type NodeStamp } from './owner-record.js';
+import { type CommitOwnership, decodeOwner, encodeOwner, type NodeStamp } from './owner-record.js';
 import { OwnedElsewhereError } from './owned-elsewhere.js';
 import { rendezvousWinner } from './rendezvous.js';
 
@@ -28,6 +28,8 @@ export interface OwnershipOptions {
   readonly isLocal: (root: string) => boolean;
   /** Restores `root` here, the takeover guarded by `expected` (the owner record it replaces). */
   readonly takeOver: (root: string, expected: string) => Promise<void>;
+  /** Called after each takeover the sweep made (metrics). */
+  readonly tookOver?: (root: string) => void;
 }
 
 /**
@@ -143,6 +145,16 @@ export class Ownership implements CommitOwnership {
       return { kind: 'elsewhere', expected: raw, error: new OwnedElsewhereError(root, { nodeId: record.node, url: lease.url }) };
     }
     return { kind: 'here', expected: raw, mine: false };
+  }
+
+  /**
+   * The owner record this node wrote for `head` if it still owns it (it hibernated the tree): what a
+   * takeover of it guards against without reading the record first — a record that moved on fails the
+   * takeover's compare, and the caller reads the route then.
+   */
+  presumedRecord(head: TreeSnapshot): string | undefined {
+    if (!this.joined) return undefined;
+    return encodeOwner({ node: this.nodeId, epoch: this.lease.epoch, incarnation: head.incarnationId.toString() });
   }
 
   /** Runs `restore` with the takeover guard for `root` set (the host committer reads it in the activation). */
@@ -272,8 +284,10 @@ export class Ownership implements CommitOwnership {
       }
       if (this.#options.isLocal(root)) continue;
       const head = await this.#options.loadHead(root);
-      if (head === undefined || head.processSnapshots().every((process) => process.isTerminal)) {
-        // Nothing left to run: it stays ownerless, and the next command restores it where it lands.
+      if (head === undefined || isParkedTree(head)) {
+        // Nothing to run (finished, or every process waiting, paused or blocked on an Unknown): it
+        // stays ownerless, and the next command restores it where it lands. A dead node's thousands
+        // of parked trees cost the survivors nothing until someone needs one.
         await this.#registry.removeTree(nodeId, root);
         continue;
       }
@@ -295,6 +309,7 @@ export class Ownership implements CommitOwnership {
       }
       try {
         await this.#options.takeOver(root, raw ?? '');
+        this.#options.tookOver?.(root);
         this.#logger?.info({ rootId: root, from: nodeId, epoch: record.epoch }, 'took over a tree from a node whose lease lapsed');
         await this.#registry.removeTree(nodeId, root);
       } catch (error) {
