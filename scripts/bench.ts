@@ -66,7 +66,8 @@ const suites: Record<string, () => Promise<void>> = {
 
 // Flags (`--quick`) belong to the suites, which read them from process.argv themselves.
 const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
-const names = requested.length > 0 ? requested : Object.keys(suites);
+// `compare` drives the shared harness outside the repo (and may install its peers): only when named.
+const names = requested.length > 0 ? requested : Object.keys(suites).filter((name) => name !== 'compare');
 for (const name of names) {
   const suite = suites[name];
   if (suite === undefined) {
