@@ -49,6 +49,11 @@ const suites: Record<string, () => Promise<void>> = {
       await part();
     }
   },
+  // Issue 13's acceptance: Scope vs the floor prototypes and Restate, one run (`-- --quick`: ≤ 2 min).
+  compare: async () => {
+    const { benchCompare } = await import('./bench/compare.js');
+    await benchCompare();
+  },
   inbox: async () => {
     const { benchInbox } = await import('./bench/inbox.js');
     await benchInbox();
@@ -59,8 +64,10 @@ const suites: Record<string, () => Promise<void>> = {
   },
 };
 
-const requested = process.argv.slice(2);
-const names = requested.length > 0 ? requested : Object.keys(suites);
+// Flags (`--quick`) belong to the suites, which read them from process.argv themselves.
+const requested = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+// `compare` drives the shared harness outside the repo (and may install its peers): only when named.
+const names = requested.length > 0 ? requested : Object.keys(suites).filter((name) => name !== 'compare');
 for (const name of names) {
   const suite = suites[name];
   if (suite === undefined) {

@@ -38,6 +38,8 @@ export class Delta {
   readonly #effectSequence: bigint;
   readonly #emittedAt: string;
   readonly #payload: Payload;
+  /** The canonical encoding, made on first use (the log append and every stream reader ask for it). */
+  #json: string | undefined;
 
   private constructor(config: DeltaConfig, emittedAt: string) {
     this.#attemptId = config.attemptId;
@@ -163,7 +165,8 @@ export class Delta {
   }
 
   json(): string {
-    return encodeWire(this.toWire());
+    this.#json ??= encodeWire(this.toWire());
+    return this.#json;
   }
 
   equals(other: Delta | undefined): boolean {

@@ -4,7 +4,7 @@ import { describe, Digest } from './digest.js';
 import { Descriptor } from './descriptor.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { isQualifiedName } from './identity.js';
-import { encodeWire, WireRecord, type WireValue } from './wire.js';
+import { encodeWire, RawJson, WireRecord, type WireValue } from './wire.js';
 
 /** The five identity members of a DeploymentRef; its `digest` is derived from them. */
 export interface DeploymentRefParts {
@@ -33,6 +33,7 @@ export class DeploymentRef {
   readonly #configurationDigest: Digest;
   readonly #bindingsDigest: Digest;
   readonly #digest: Digest;
+  #wire: RawJson | undefined;
 
   private constructor(parts: DeploymentRefParts) {
     this.#name = parts.name;
@@ -161,7 +162,16 @@ export class DeploymentRef {
   }
 
   json(): string {
-    return encodeWire(this.toWire());
+    return this.wire().text;
+  }
+
+  /**
+   * The canonical JSON as a wire value to splice into the records that carry the ref (every Event,
+   * Effect and ProcessSnapshot of a Deployment carries the same one), encoded once.
+   */
+  wire(): RawJson {
+    this.#wire ??= new RawJson(encodeWire(this.toWire()));
+    return this.#wire;
   }
 }
 

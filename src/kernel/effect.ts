@@ -206,7 +206,7 @@ export class ChildSpec {
   toWire(): WireValue {
     return {
       key: this.#key.toString(),
-      deployment_ref: this.#deploymentRef.toWire(),
+      deployment_ref: this.#deploymentRef.wire(),
       input: new RawJson(this.#input.json()),
       budget: this.#budget.toWire(),
       capabilities: this.#capabilities.toWire(),

@@ -6,7 +6,7 @@ import { isEffectTarget, effectTargetValues, type EffectTarget } from './effect.
 import { ErrorCode, KernelError } from './errors.js';
 import { FailureClassification } from './failure.js';
 import { EffectAttemptId, EffectId, ProcessId, SignalId, TreeIncarnationId, WaitId } from './identity.js';
-import { Payload } from './payload.js';
+import { Payload, payloadOfWire } from './payload.js';
 import { ProcessRelation } from './relation.js';
 import { formatUtcTimestamp, isUtcTimestamp, timestampToDate, type Result } from './result.js';
 import { isSettlementStatus, settlementStatusValues, type SettlementStatus } from './settlement.js';
@@ -263,7 +263,7 @@ export class ProcessFinished implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: ProcessFinished | undefined): boolean {
@@ -334,7 +334,7 @@ export class RuntimeStopped implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: RuntimeStopped | undefined): boolean {
@@ -399,7 +399,7 @@ export class SignalAccepted implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: SignalAccepted | undefined): boolean {
@@ -482,7 +482,7 @@ export class StepFinished implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: StepFinished | undefined): boolean {
@@ -535,7 +535,7 @@ export class StepCommitted implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: StepCommitted | undefined): boolean {
@@ -597,7 +597,7 @@ export class EffectStarted implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: EffectStarted | undefined): boolean {
@@ -718,7 +718,7 @@ export class EffectFinished implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: EffectFinished | undefined): boolean {
@@ -801,7 +801,7 @@ export class EffectResolved implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: EffectResolved | undefined): boolean {
@@ -872,7 +872,7 @@ export class DeltaDropped implements EventFact {
   }
 
   payload(): Payload {
-    return Payload.parse(this.json());
+    return payloadOfWire(this.json());
   }
 
   equals(other: DeltaDropped | undefined): boolean {
@@ -966,6 +966,8 @@ export class Event {
   readonly #occurredAt: string;
   readonly #payload: Payload;
   readonly #fact: EventFact | undefined;
+  /** The canonical encoding, made on first use: the log, the commit and the stream all ask for it. */
+  #json: string | undefined;
 
   private constructor(fields: EventFields) {
     this.#processSequence = fields.processSequence;
@@ -1199,7 +1201,7 @@ export class Event {
     return {
       process_sequence: this.#processSequence,
       process_id: this.#processId.toString(),
-      deployment_ref: this.#deploymentRef.toWire(),
+      deployment_ref: this.#deploymentRef.wire(),
       relation: this.#relation.toWire(),
       tree_incarnation_id: this.#treeIncarnationId?.toString(),
       step_sequence: this.#stepSequence,
@@ -1212,7 +1214,8 @@ export class Event {
   }
 
   json(): string {
-    return encodeWire(this.toWire());
+    this.#json ??= encodeWire(this.toWire());
+    return this.#json;
   }
 
   equals(other: Event | undefined): boolean {

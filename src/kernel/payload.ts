@@ -19,6 +19,9 @@ import { ErrorCode, KernelError } from './errors.js';
 
 const utf8Encoder = new TextEncoder();
 
+/** Set by Payload's static block: its private constructor, for {@link payloadOfWire}. */
+let wrapCanonicalWire: (json: string) => Payload;
+
 /**
  * An immutable canonical JSON value. Every factory copies and normalises its input to the canonical
  * form (sorted members, verbatim numbers, `<>&` and U+2028/9 escaped, at most
@@ -142,6 +145,20 @@ export class Payload implements JsonNodeSource {
   [toJsonNode](): JsonNode {
     return this.node();
   }
+
+  static {
+    wrapCanonicalWire = (json) => Payload.#bounded(json);
+  }
+}
+
+/**
+ * The payload of a record's own `encodeWire` text, without parsing it again: the wire encoding is
+ * already canonical (sorted members, the same escapes, integer numbers, spliced canonical texts),
+ * so re-canonicalising what the kernel just built only repeats work. Kernel-internal (not in
+ * index.ts): input from outside goes through {@link Payload.parse}.
+ */
+export function payloadOfWire(json: string): Payload {
+  return wrapCanonicalWire(json);
 }
 
 /**

@@ -874,7 +874,7 @@ function toWire(f: NormalizedFields): WireValue {
     process_id: f.relation.processId.toString(),
     relation: { parent_id: f.relation.parentId?.toString(), child_key: f.relation.childKey?.toString() },
     child_request_digest: f.childRequestDigest?.toString(),
-    deployment_ref: f.deploymentRef.toWire(),
+    deployment_ref: f.deploymentRef.wire(),
     started_at: f.startedAt,
     finished_at: f.finishedAt,
     status: f.status,

@@ -18,6 +18,9 @@ const timestampPattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(
 /** True for a canonical UTC RFC 3339 timestamp with up to nanosecond precision and a valid calendar date. */
 export function isUtcTimestamp(text: unknown): text is string {
   if (typeof text !== 'string') return false;
+  // The text this module formatted last is canonical by construction (records built from one
+  // clock reading check it again and again).
+  if (text === lastFormatted.text) return true;
   const match = timestampPattern.exec(text);
   if (match === null) return false;
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
@@ -44,12 +47,20 @@ export function formatUtcTimestamp(date: Date): string {
   if (!(date instanceof Date) || Number.isNaN(date.getTime())) {
     throw new KernelError(ErrorCode.invalidResult, 'a timestamp needs a valid Date');
   }
+  // One commit stamps several records within the same millisecond: format each instant once.
+  const millis = date.getTime();
+  if (millis === lastFormatted.millis && lastFormatted.text !== undefined) return lastFormatted.text;
   const iso = date.toISOString();
   if (!/^\d{4}-/.test(iso)) {
     throw new KernelError(ErrorCode.invalidResult, `timestamp ${iso} is outside years 0000–9999`);
   }
-  return iso.replace(/\.?0+Z$/, 'Z');
+  const text = iso.replace(/\.?0+Z$/, 'Z');
+  lastFormatted = { millis, text };
+  return text;
 }
+
+/** The last instant formatted and its text (a one-entry cache; NaN and undefined match nothing). */
+let lastFormatted: { readonly millis: number; readonly text: string | undefined } = { millis: Number.NaN, text: undefined };
 
 /** The Date of a canonical timestamp, truncated to milliseconds (a Date cannot hold more). */
 export function timestampToDate(text: string): Date {

@@ -30,6 +30,24 @@ export type WireValue =
   | readonly WireValue[]
   | { readonly [name: string]: WireValue | undefined };
 
+/**
+ * `"<name>":` of each member name met so far: records repeat a small set of names, and quoting
+ * (well-formedness check, escape scan) each one on every encoding was a visible share of a commit.
+ * Bounded, so names that come from data cannot grow it without limit.
+ */
+const memberPrefixes = new Map<string, { readonly text: string; readonly byteLength: number }>();
+const maxMemberPrefixes = 4_096;
+
+function memberPrefix(name: string): { readonly text: string; readonly byteLength: number } {
+  let prefix = memberPrefixes.get(name);
+  if (prefix === undefined) {
+    const text = `${quoteString(name)}:`;
+    prefix = { text, byteLength: utf8Length(text) };
+    if (memberPrefixes.size < maxMemberPrefixes) memberPrefixes.set(name, prefix);
+  }
+  return prefix;
+}
+
 /** Encodes a record canonically; `undefined` members are omitted (the wire's "optional"). */
 export function encodeWire(value: WireValue): string {
   if (typeof value === 'string') return quoteString(value);
@@ -41,12 +59,23 @@ export function encodeWire(value: WireValue): string {
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (value === null) return 'null';
   if (value instanceof RawJson) return value.text;
-  if (Array.isArray(value)) return `[${value.map((item: WireValue) => encodeWire(item)).join(',')}]`;
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let index = 0; index < value.length; index++) text += (index === 0 ? '' : ',') + encodeWire(value[index] as WireValue);
+    return `${text}]`;
+  }
   const record = value as { readonly [name: string]: WireValue | undefined };
-  const names = Object.keys(record)
-    .filter((name) => record[name] !== undefined)
-    .sort();
-  return `{${names.map((name) => `${quoteString(name)}:${encodeWire(record[name] as WireValue)}`).join(',')}}`;
+  // Sorted by UTF-16 code units (the default sort), absent members skipped.
+  const names = Object.keys(record).sort();
+  let text = '{';
+  let first = true;
+  for (const name of names) {
+    const member = record[name];
+    if (member === undefined) continue;
+    text += (first ? '' : ',') + memberPrefix(name).text + encodeWire(member);
+    first = false;
+  }
+  return `${text}}`;
 }
 
 /**
@@ -67,10 +96,16 @@ export function encodedWireLength(value: WireValue): number {
     return length;
   }
   const record = value as { readonly [name: string]: WireValue | undefined };
-  const names = Object.keys(record).filter((name) => record[name] !== undefined);
-  let length = 2 + Math.max(0, names.length - 1);
-  for (const name of names) length += utf8Length(quoteString(name)) + 1 + encodedWireLength(record[name] as WireValue);
-  return length;
+  let members = 0;
+  let length = 2;
+  for (const name in record) {
+    if (!Object.hasOwn(record, name)) continue;
+    const member = record[name];
+    if (member === undefined) continue;
+    length += memberPrefix(name).byteLength + encodedWireLength(member);
+    members += 1;
+  }
+  return length + Math.max(0, members - 1);
 }
 
 const uint64Max = (1n << 64n) - 1n;

@@ -108,7 +108,12 @@ export class RedisHostCommitter extends CommitterBase {
     const intent = checkpoint.kind === 'start' ? intentOf(context?.hostValues) : undefined;
     const root = checkpoint.rootId.toString();
     if (checkpoint.kind === 'start') {
-      await this.#directory(root, rootEntryOf(checkpoint.snapshot), intent);
+      const owner = this.#ownerRecord(checkpoint.snapshot);
+      // Both directory writes precede the commit and neither needs the other: they travel together
+      // (one write and one round trip, not three in a row).
+      await this.#store.together(() =>
+        Promise.all([this.#directory(root, rootEntryOf(checkpoint.snapshot), intent), owner === undefined ? undefined : this.#owning(root)]),
+      );
       if (intent !== undefined) {
         records.push({
           suffix: idempotencyRecordSuffix,
@@ -119,11 +124,7 @@ export class RedisHostCommitter extends CommitterBase {
       // The tenant lands with the head or not at all: a tree is never readable without its owner.
       const tenant = tenantOfHostValues(context?.hostValues);
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
-      const owner = this.#ownerRecord(checkpoint.snapshot);
-      if (owner !== undefined) {
-        await this.#owning(root);
-        records.push(owner);
-      }
+      if (owner !== undefined) records.push(owner);
     }
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });

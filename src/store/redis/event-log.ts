@@ -56,6 +56,9 @@ export const eventEntryFields = { name: 'name', event: 'event' } as const;
 /** The data field of a Delta's entry (its name field is `agent.delta`). */
 export const deltaField = 'delta';
 
+/** Entries of one coalesced append script: bounds one script's run (Redis serves nothing else meanwhile). */
+const maxEntriesPerAppend = 100;
+
 const streamIdPattern = /^\d{1,20}(-\d{1,20})?$/;
 
 function checkStreamId(id: unknown, what: string): string {
@@ -107,6 +110,14 @@ export interface EventLogOptions {
   readonly maxLen?: number;
   /** Called with each failed best-effort append and the number of entries it lost. */
   readonly onAppendError?: (error: unknown, lost: number) => void;
+  /**
+   * Best-effort appends wait for the end of the event loop turn (setImmediate) and leave as one
+   * script per tree: a Step's attempt events and an attempt's deltas are one command, not one each.
+   * Whoever issues other commands on the same client must call {@link RedisEventLog.flush} first,
+   * so that an append still precedes what follows it (the tree committer does, before each commit).
+   * Default false: each append is issued at once.
+   */
+  readonly coalesceAppends?: boolean;
   /** The shared tail's reads: entries per read, longest BLOCK, entries a tail may leave unread; its grouping (Redis Cluster). */
   readonly tail?: Pick<SharedTailOptions<EventLogEntry>, 'count' | 'blockMs' | 'maxBuffered' | 'group' | 'connect'>;
 }
@@ -126,6 +137,10 @@ export class RedisEventLog implements EventLog {
   readonly #onAppendError: ((error: unknown, lost: number) => void) | undefined;
   readonly #tail: SharedTail<EventLogEntry>;
   readonly #closing = new AbortController();
+  readonly #coalesce: boolean;
+  /** Coalesced appends not issued yet, per tree in arrival order (see `coalesceAppends`). */
+  #unsent = new Map<string, LogRecord[]>();
+  #flushScheduled = false;
   #failed = 0;
   #closed = false;
 
@@ -138,6 +153,7 @@ export class RedisEventLog implements EventLog {
     if (!Number.isSafeInteger(maxLen) || maxLen < 1) throw new TypeError(`maxLen must be a positive safe integer, got ${String(maxLen)}`);
     this.#maxLen = String(maxLen);
     this.#onAppendError = options.onAppendError;
+    this.#coalesce = options.coalesceAppends === true;
     this.#tail = new SharedTail<EventLogEntry>({
       ...options.tail,
       redis: this.#redis,
@@ -154,11 +170,41 @@ export class RedisEventLog implements EventLog {
 
   /**
    * Best-effort append of attempt events and deltas, each linked to the entry before it. Issued
-   * synchronously on the shared client (so ordered with the commits issued after it), never awaited;
-   * a failure loses the entries and is counted.
+   * synchronously on the shared client (so ordered with the commits issued after it), or, when
+   * coalescing, at the end of this turn or at the next {@link RedisEventLog.flush}, whichever comes
+   * first; never awaited. A failure loses the entries and is counted.
    */
   append(rootId: string, records: readonly LogRecord[]): void {
     if (this.#closed || records.length === 0) return;
+    if (!this.#coalesce) {
+      this.#send(rootId, records);
+      return;
+    }
+    const unsent = this.#unsent.get(rootId);
+    if (unsent === undefined) this.#unsent.set(rootId, [...records]);
+    else unsent.push(...records);
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /**
+   * Issues every coalesced append now, one script per tree (at most {@link maxEntriesPerAppend}
+   * entries each). Synchronous: a command issued after it on the same client reaches Redis after
+   * these entries.
+   */
+  flush(): void {
+    this.#flushScheduled = false;
+    if (this.#unsent.size === 0) return;
+    const unsent = this.#unsent;
+    this.#unsent = new Map();
+    for (const [rootId, records] of unsent) {
+      for (let start = 0; start < records.length; start += maxEntriesPerAppend) this.#send(rootId, records.slice(start, start + maxEntriesPerAppend));
+    }
+  }
+
+  #send(rootId: string, records: readonly LogRecord[]): void {
     const args: string[] = [this.#maxLen];
     for (const record of records) {
       args.push(record.type, record.type === deltaType ? deltaField : eventEntryFields.event, record.data);
@@ -205,6 +251,7 @@ export class RedisEventLog implements EventLog {
   }
 
   async lastPosition(rootId: string): Promise<string> {
+    this.flush();
     const key = eventsKey(this.#prefix, rootId);
     const raw = await this.#deadlines.run('event log head', () => this.#redis.xrevrange(key, '+', '-', 'COUNT', 1));
     return entriesOf(raw)[0]?.id ?? '0';
@@ -215,12 +262,14 @@ export class RedisEventLog implements EventLog {
     checkStreamId(afterId, 'afterId');
     if (!Number.isSafeInteger(count) || count < 1) throw new TypeError(`count must be a positive integer, got ${String(count)}`);
     const key = eventsKey(this.#prefix, rootId);
+    this.flush();
     const raw = await this.#deadlines.run('event log read', () => this.#redis.xrange(key, `(${afterId}`, '+', 'COUNT', count));
     return entriesOf(raw);
   }
 
   /** The number of entries the log holds now (after trimming). */
   async length(rootId: ProcessId | string): Promise<number> {
+    this.flush();
     return this.#deadlines.run('event log length', () => this.#redis.xlen(eventsKey(this.#prefix, rootId)));
   }
 
@@ -250,6 +299,7 @@ export class RedisEventLog implements EventLog {
   async #openTail(rootId: ProcessId | string, afterId: string, signal: AbortSignal | undefined): Promise<AsyncIterable<readonly EventLogEntry[]> | undefined> {
     if (afterId !== '$') checkStreamId(afterId, 'afterId');
     if (this.#closed) throw committerUnavailable('event log tail', 'the event log is closed');
+    this.flush();
     const key = eventsKey(this.#prefix, rootId);
     const signals = [signal, this.#shutdown, this.#closing.signal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
     const stop = AbortSignal.any(signals);
@@ -269,6 +319,7 @@ export class RedisEventLog implements EventLog {
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
   async close(): Promise<void> {
+    this.flush();
     this.#closed = true;
     this.#closing.abort();
     this.#tail.close();

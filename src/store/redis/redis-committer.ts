@@ -1,4 +1,4 @@
-import { closeRedis, duplicateRedis, type RedisClient } from './connection.js';
+import { closeRedis, corked, duplicateRedis, type RedisClient } from './connection.js';
 import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
@@ -114,6 +114,7 @@ export class RedisTreeCommitter implements TreeStore {
       shutdown: options.shutdown,
       maxLen: this.#maxLen,
       onAppendError: options.onLogAppendError,
+      coalesceAppends: true,
     });
   }
 
@@ -314,8 +315,21 @@ export class RedisTreeCommitter implements TreeStore {
   }
 
   #call<T>(what: string, run: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(committerUnavailable(what, 'the committer is closed'));
-    return this.#deadlines.run(what, run);
+    return corked(this.#redis, () => {
+      // Best-effort entries appended so far go first (in the same write): an attempt event
+      // published before a commit stays before that commit's entries in the log.
+      this.events.flush();
+      if (this.#closed) return Promise.reject(committerUnavailable(what, 'the committer is closed'));
+      return this.#deadlines.run(what, run);
+    });
+  }
+
+  /**
+   * Runs `send` so that the commands it issues synchronously on this committer's client leave in
+   * one write (see {@link corked}): a host's writes that precede a commit, issued together.
+   */
+  together<T>(send: () => T): T {
+    return corked(this.#redis, send);
   }
 
   #script(what: string, name: string, keys: readonly string[], args: readonly string[]): Promise<ScriptResult> {
