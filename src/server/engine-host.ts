@@ -236,6 +236,7 @@ export class EngineHost implements Host {
       ownership: this.#ownership,
       hibernation: this.#hibernation,
       admit: () => this.#admit(),
+      recovering: (root) => this.#recovering.has(root),
       restored: async (root, head, woken) => {
         if (woken) this.#metrics.treesWoken.inc();
         this.#list.forget(root);

@@ -13,6 +13,8 @@ export interface CommandRoutingOptions {
   readonly admit: () => void;
   /** After a restore from `head`: the Host's caches catch up (`woken`: it came back from hibernation). */
   readonly restored: (root: string, head: TreeSnapshot, woken: boolean) => Promise<void>;
+  /** Whether the Host is restoring `root` after its runtime stopped (a command joins that restore). */
+  readonly recovering?: (root: string) => boolean;
 }
 
 /** Whether a command met a runtime hibernation released (nothing was committed). */
@@ -32,8 +34,10 @@ export class CommandRouting {
   readonly #hibernation: Hibernation;
   readonly #admit: () => void;
   readonly #restored: (root: string, head: TreeSnapshot, woken: boolean) => Promise<void>;
+  readonly #recovering: (root: string) => boolean;
 
   constructor(options: CommandRoutingOptions) {
+    this.#recovering = options.recovering ?? (() => false);
     this.#residency = options.residency;
     this.#ownership = options.ownership;
     this.#hibernation = options.hibernation;
@@ -67,7 +71,9 @@ export class CommandRouting {
     if (this.#residency.answersAsFinished(located)) return located;
     if (ownership?.gating !== true) {
       if (located.kind === 'local') this.#hibernation.touch(located.root);
-      if (located.kind === 'local' || !this.#residency.isHibernated(located.root)) return located;
+      // A tree it hibernated, or one whose stopped runtime it is restoring, is restored here first.
+      const restorable = this.#residency.isHibernated(located.root) || this.#recovering(located.root);
+      if (located.kind === 'local' || !restorable) return located;
       this.#admit();
       await this.restoreHere(located.root, undefined, located.head);
       return this.#residency.locateOrThrow(processId);
