@@ -329,6 +329,12 @@ export class EngineHost implements Host {
         this.#recovering.delete(root);
         return;
       }
+      // Alone, a writer fenced by another one (an operator's restore elsewhere) is not taken back.
+      const fenced = local?.processes.some((entry) => entry.runtimeError?.causeCode === ErrorCode.treeIncarnationConflict) === true;
+      if (this.#ownership?.gating !== true && fenced) {
+        this.#recovering.delete(root);
+        return;
+      }
       try {
         this.#admit();
         if (this.#ownership?.gating === true) await this.#routing.takeOrForward(root, false);
