@@ -333,6 +333,7 @@ export class EngineHost implements Host {
       const fenced = local?.processes.some((entry) => entry.runtimeError?.causeCode === ErrorCode.treeIncarnationConflict) === true;
       if (this.#ownership?.gating !== true && fenced) {
         this.#recovering.delete(root);
+        this.#logger?.warn({ rootId: root }, 'another writer fenced this tree; it is left to that writer');
         return;
       }
       try {

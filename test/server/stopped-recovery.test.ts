@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { freshPrefix, redisHost, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
 
@@ -51,5 +52,34 @@ test('a stopped runtime is restored from the head without a command once storage
     await host.close(1_000);
     redis.disconnect();
     admin.disconnect();
+  }
+});
+
+test('running alone, a writer that another writer fenced does not take the tree back', { timeout: 30_000 }, async () => {
+  const prefix = freshPrefix();
+  // The first Host's log is the barrier: it says when it decided about the fenced tree.
+  let decided: () => void = () => undefined;
+  const decision = new Promise<void>((resolve) => (decided = resolve));
+  const logger = pino({ level: 'warn' }, { write: (line: string) => (line.includes('another writer fenced this tree') ? decided() : undefined) });
+  const first = redisHost({ url: server.url, prefix, logger });
+  const second = redisHost({ url: server.url, prefix });
+  try {
+    const pid = (await start(first.host, 'demo.approval', { subject: 'fenced' })).processId;
+    await untilSettled(first.host, pid, stepCommittedWith('waiting'));
+    const waitId = (await first.host.inspectProcess(pid)).waitId as string;
+    await second.host.restoreTree(pid);
+    const taken = (await second.host.inspectTree(pid)).incarnationId;
+    // The first writer's next commit meets the new incarnation: it stops, and leaves the tree alone.
+    await assert.rejects(first.host.deliverSignals(pid, [{ id: 'late', waitId, payload: { approved: false } }]));
+    await decision;
+    const stored = JSON.parse((await second.host.snapshot(pid)).json) as { incarnation_id: string };
+    assert.equal(stored.incarnation_id, taken, 'the head still belongs to the writer that took it');
+    await second.host.deliverSignals(pid, [{ id: 'answer', waitId, payload: { approved: true } }]);
+    assert.equal((await second.host.awaitResult(pid, 10_000)).done, true);
+  } finally {
+    await first.host.close(1_000);
+    await second.host.close(1_000);
+    first.redis.disconnect();
+    second.redis.disconnect();
   }
 });
