@@ -15,7 +15,7 @@ import {
   stateRecord,
   statePhase,
   stateString,
-} from './machine.js';
+} from '../internal/machine.js';
 
 /**
  * demo.approval: opens one external wait (Engine-minted WaitID) and completes with the answer

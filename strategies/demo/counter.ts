@@ -13,7 +13,7 @@ import {
   stateRecord,
   statePhase,
   stateString,
-} from './machine.js';
+} from '../internal/machine.js';
 
 /**
  * demo.counter: counts to `target` in rounds. Each round opens a wait (key `round-<n>`), takes the

@@ -1,7 +1,7 @@
 import { Descriptor } from '../../src/kernel/descriptor.js';
 import { Failure } from '../../src/kernel/failure.js';
 import { Schema } from '../../src/kernel/schema.js';
-import { objectOf } from './machine.js';
+import { objectOf } from '../internal/machine.js';
 import { singleEffectDefinition } from './single-effect.js';
 
 /**

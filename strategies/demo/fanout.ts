@@ -11,7 +11,7 @@ import { Quota } from '../../src/kernel/quota.js';
 import { Schema } from '../../src/kernel/schema.js';
 import type { Signal } from '../../src/kernel/signal.js';
 import { Transition } from '../../src/kernel/transition.js';
-import { invalidState, machineDefinition, objectOf, statePhase, stateRecord } from './machine.js';
+import { invalidState, machineDefinition, objectOf, statePhase, stateRecord } from '../internal/machine.js';
 
 /**
  * demo.fanout: a process tree in one deployment. It starts one `demo.echo` child per input value

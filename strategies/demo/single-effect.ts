@@ -5,7 +5,7 @@ import type { Failure } from '../../src/kernel/failure.js';
 import { Payload } from '../../src/kernel/payload.js';
 import type { Signal } from '../../src/kernel/signal.js';
 import { Transition } from '../../src/kernel/transition.js';
-import { contractFailure, invalidState, machineDefinition, stateRecord, statePhase } from './machine.js';
+import { contractFailure, invalidState, machineDefinition, stateRecord, statePhase } from '../internal/machine.js';
 
 /**
  * The shape of echo, sleep and unreliable: Step 1 declares one dispatcher Effect built from the

@@ -10,13 +10,13 @@ import type { Signal } from '../../src/kernel/signal.js';
 import type { Transition } from '../../src/kernel/transition.js';
 
 /**
- * The small state-machine frame the demo Definitions share. A demo is a pure reducer over a
+ * The small state-machine frame the demo and built-in strategy Definitions share. A machine is a pure reducer over a
  * JSON-shaped state: `start` builds the first state from input, `step` maps (state, window) to the
  * next state and a Transition, and the whole state lives in the ExecutionState, so `restore` is
  * exact. Nothing reads a clock, randomness, I/O or shared mutable data; every Step and Restore
  * honours its AbortSignal.
  */
-export interface DemoMachine<S extends object> {
+export interface StateMachine<S extends object> {
   readonly descriptor: Descriptor;
   /** The ExecutionState kind (a qualified name). */
   readonly stateKind: string;
@@ -30,8 +30,8 @@ export interface DemoMachine<S extends object> {
   step(state: S, signals: readonly Signal[]): { readonly state: S; readonly transition: Transition };
 }
 
-/** A Definition over a {@link DemoMachine}. */
-export function machineDefinition<S extends object>(machine: DemoMachine<S>): Definition {
+/** A Definition over a {@link StateMachine}. */
+export function machineDefinition<S extends object>(machine: StateMachine<S>): Definition {
   const restoreState = (state: ExecutionState): S => {
     if (!(state instanceof ExecutionState)) throw invalidState(machine.stateKind, 'restore needs an ExecutionState');
     return machine.check(state.decode<unknown>(machine.stateKind));
@@ -51,10 +51,10 @@ export function machineDefinition<S extends object>(machine: DemoMachine<S>): De
 }
 
 class MachineExecution<S extends object> implements Execution {
-  readonly #machine: DemoMachine<S>;
+  readonly #machine: StateMachine<S>;
   #state: S;
 
-  constructor(machine: DemoMachine<S>, state: S) {
+  constructor(machine: StateMachine<S>, state: S) {
     this.#machine = machine;
     this.#state = state;
   }
