@@ -8,6 +8,7 @@ import { EngineHost } from '../server/engine-host.js';
 import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
 import { loadDeploymentsModule } from './deployments-module.js';
+import { ProcessDispatchers } from './process-dispatchers.js';
 import { startWorker, type RunningWorker } from './worker.js';
 
 /**
@@ -54,8 +55,22 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 /** Builds and starts the server; resolves once it listens. */
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
-  const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
-  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }), joinsCluster: config.mode === 'redis' });
+  const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
+  const shutdown = new AbortController();
+  const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes });
+  const host = new EngineHost({
+    config,
+    deployments,
+    logger: logger.child({ component: 'host' }),
+    joinsCluster: config.mode === 'redis',
+    // With the BullMQ transport the workers run the commands; this process never does.
+    ...(config.transport === 'bullmq' ? {} : { readinessChecks: () => processes.checks() }),
+  });
+  processes.registerMetrics(host.telemetry.registry);
+  const stopProcesses = async (deadlineMs: number): Promise<void> => {
+    shutdown.abort();
+    await processes.close(deadlineMs);
+  };
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
@@ -69,6 +84,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   } catch (error) {
     await host.close(0).catch(() => undefined);
     if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
+    await stopProcesses(0);
     throw error;
   }
   try {
@@ -77,6 +93,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   } catch (error) {
     await app.close().catch(() => undefined);
     if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
+    await stopProcesses(0);
     throw error;
   }
   logger.info(
@@ -93,7 +110,8 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     url,
     stop() {
       // app.close() runs the app's preClose hook, which closes the Host within the deadline.
-      stopping ??= app.close();
+      // The commands stop last: dispatches still running during the drain keep their processes.
+      stopping ??= app.close().finally(() => stopProcesses(1_000));
       return stopping;
     },
   };

@@ -90,6 +90,8 @@ export interface EngineHostOptions {
   readonly monotonic?: () => number;
   /** Redis mode: each storage call's deadline in ms (default 5000; tests shorten it). */
   readonly storageTimeoutMs?: number;
+  /** More readiness checks (the app's process dispatchers: one per supervisor key), merged into `readiness()`. */
+  readonly readinessChecks?: () => Readonly<Record<string, string>>;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -120,6 +122,7 @@ export class EngineHost implements Host {
   readonly #logger: Logger | undefined;
   readonly #catalog = new DeploymentCatalog();
   readonly #metrics: HostMetrics;
+  readonly #readinessChecks: (() => Readonly<Record<string, string>>) | undefined;
   readonly #backend: Backend;
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
@@ -150,6 +153,7 @@ export class EngineHost implements Host {
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
+    this.#readinessChecks = options.readinessChecks;
     this.#metrics = new HostMetrics({
       rootProcesses: async () => (backend === undefined ? 0 : backend.roots.size()),
       residentByStatus: () => residency?.residentByStatus() ?? new Map(),
@@ -786,6 +790,7 @@ export class EngineHost implements Host {
     // A node without a valid lease changes no tree: a load balancer should send it nothing.
     if (this.#ownership?.gating === true) checks.node = this.#ownership.lease.valid() ? 'ok' : `lease ${this.#ownership.lease.state()}`;
     if (this.#transport !== undefined) Object.assign(checks, await this.#workerChecks(this.#transport));
+    if (this.#readinessChecks !== undefined) Object.assign(checks, this.#readinessChecks());
     return { ready: Object.values(checks).every((value) => value === 'ok'), checks };
   }
 

@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
+import { ProcessDispatchers } from '../../../src/app/process-dispatchers.js';
 import { type Deployment, Payload } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
@@ -193,7 +194,7 @@ test('bullmq: a worker SIGKILLed mid-effect of a never effect leaves it Unknown:
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
   const first = await spawnWorker(prefix, own);
   const shutdown = new AbortController();
-  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   try {
     const root = (await start(host, 'demo.sleep', { ms: 600_000 })).processId;
@@ -220,7 +221,7 @@ test('bullmq: a worker whose lease is lost mid-execution (process stopped) yield
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
   const first = await spawnWorker(prefix, { ...own, SCOPE_LOG_LEVEL: 'debug' });
   const shutdown = new AbortController();
-  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   let second: ChildProcess | undefined;
   try {
@@ -312,7 +313,7 @@ test('bullmq: your own deployments module on both sides; a never-replay effect w
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
   const worker = await spawnWorker(prefix, own);
   const shutdown = new AbortController();
-  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   try {
     assert.deepEqual(host.deployments().map((deployment) => deployment.name), ['demo.sleep'], 'the module is the whole catalog');
@@ -333,6 +334,31 @@ test('bullmq: your own deployments module on both sides; a never-replay effect w
   } finally {
     shutdown.abort();
     await host.close(2_000);
+  }
+});
+
+test('bullmq: a process deployment runs its command under the worker, never under the API process', async () => {
+  const prefix = freshPrefix();
+  const module = 'test/fixtures/process-deployments.ts';
+  const worker = await spawnWorker(prefix, { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module });
+  const shutdown = new AbortController();
+  const processes = new ProcessDispatchers();
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes }));
+  try {
+    assert.equal((await host.readiness()).checks['worker:example.shout'], 'ok', 'the worker holds the same ref: the secret value is not part of it');
+    const shout = await start(host, 'example.shout', { text: 'far away' });
+    const done = await result(host, shout.processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    const output = done.output as unknown as { text: string; ppid: number };
+    assert.equal(output.text, 'FAR AWAY!');
+    assert.equal(output.ppid, worker.pid, 'the worker supervises the command');
+    assert.deepEqual(processes.status().map((status) => status.generations.length), [0], 'the API process started no command');
+    worker.kill('SIGTERM');
+    await once(worker, 'exit');
+  } finally {
+    shutdown.abort();
+    await host.close(2_000);
+    await processes.close(0);
   }
 });
 
