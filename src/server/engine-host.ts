@@ -8,6 +8,7 @@ import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
+import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
@@ -170,7 +171,8 @@ export class EngineHost implements Host {
     backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, storageTimeoutMs: options.storageTimeoutMs, permits, describeWait });
     this.#backend = backend;
     // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
-    // by the queue transport (same ref), so nothing can fall back to running in this process.
+    // by the queue transport (same ref), so nothing can fall back to running in this process —
+    // except a dispatcher marked to run in the owner (timers, ports into this Host).
     if (config.transport === 'bullmq') {
       if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
       this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
@@ -810,7 +812,7 @@ export class EngineHost implements Host {
     this.#metrics.observeQueues(queued, live);
     const checks: Record<string, string> = {};
     for (const deployment of this.#catalog.current()) {
-      if (deployment.dispatcher === undefined) continue;
+      if (deployment.dispatcher === undefined || isOwnerDispatched(deployment.dispatcher)) continue;
       const workers = live.get(deployment.ref.digest.hex) ?? 0;
       checks[`worker:${deployment.ref.name}`] = workers > 0 ? 'ok' : `no live worker holds ${deployment.ref.toString()}`;
     }

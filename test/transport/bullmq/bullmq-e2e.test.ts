@@ -12,7 +12,10 @@ import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
 import { ProcessDispatchers } from '../../../src/app/process-dispatchers.js';
-import { type Deployment, Payload } from '../../../src/kernel/index.js';
+import { Deployment, Digest, Payload, Settlement } from '../../../src/kernel/index.js';
+import { ownerDispatched } from '../../../src/transport/owner-dispatched.js';
+import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
+import { echoDefinition } from '../../../strategies/demo/echo.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { drainStream, effectsOf, freshPrefix, ofType, rejectsWith, result, start, testConfig, untilSettled } from '../../server/harness.js';
@@ -359,6 +362,36 @@ test('bullmq: a process deployment runs its command under the worker, never unde
     shutdown.abort();
     await host.close(2_000);
     await processes.close(0);
+  }
+});
+
+test('bullmq: a dispatcher marked ownerDispatched runs in the owner process, needs no worker and no queue', async () => {
+  const prefix = freshPrefix();
+  const ran: number[] = [];
+  const local = Deployment.create({
+    definition: echoDefinition,
+    dispatcher: ownerDispatched({
+      async dispatch(request) {
+        ran.push(process.pid);
+        return Settlement.of('succeeded', request.effect.payload);
+      },
+      replayPolicy: () => 'same_identity' as const,
+    }),
+    implementationDigest: Digest.of('test:owner-echo:implementation:v1'),
+    configurationDigest: Digest.of('test:owner-echo:configuration:v1'),
+  });
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, [local]);
+  try {
+    const readiness = await host.readiness();
+    assert.equal(readiness.checks['worker:demo.echo'], undefined, 'no worker is awaited for it');
+    assert.equal(readiness.ready, true, JSON.stringify(readiness));
+    const echo = await start(host, 'demo.echo', { value: 'here' });
+    const done = await result(host, echo.processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.deepEqual(ran, [process.pid], 'it ran here, once, with no worker running');
+    assert.deepEqual(await redis.keys(`${bullPrefixOf(prefix)}*`), [], 'no queue was written');
+  } finally {
+    await host.close(2_000);
   }
 });
 
