@@ -43,6 +43,7 @@ import type {
   WaitQuery,
   WaitView,
 } from './host.js';
+import { defaultCaptureWaitMs } from './host.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -672,10 +673,20 @@ export class EngineHost implements Host {
     return snapshotView(head);
   }
 
-  async captureTree(rootId: string): Promise<SnapshotView> {
+  async captureTree(rootId: string, waitMs = defaultCaptureWaitMs): Promise<SnapshotView> {
     const root = parseRoot(rootId);
     if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#routing.commandable(root);
-    return snapshotView(await this.#residency.capture(root));
+    const busy = codedError(
+      HostErrorCode.treeBusy,
+      `tree ${root} still had Effects in flight after ${waitMs} ms; nothing was held: retry with a longer waitMs, or once they settle`,
+    );
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(busy), waitMs);
+    try {
+      return snapshotView(await this.#residency.capture(root, deadline.signal));
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async restoreTree(rootId: string, options: { readonly force?: boolean } = {}): Promise<TreeView> {
