@@ -1,9 +1,10 @@
+import { ClassifiedError } from '../../src/kernel/classified-error.js';
 import { Descriptor } from '../../src/kernel/descriptor.js';
 import { Failure } from '../../src/kernel/failure.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Schema } from '../../src/kernel/schema.js';
 import { Transition } from '../../src/kernel/transition.js';
-import { contractFailure, invalidState, machineDefinition, objectOf, stateRecord, statePhase } from '../internal/machine.js';
+import { invalidState, machineDefinition, objectOf, stateRecord, statePhase } from '../internal/machine.js';
 import { message, messageEffect, messageWire } from './message.js';
 
 /**
@@ -43,6 +44,8 @@ export const notifyDescriptor: Descriptor = Descriptor.create({
   }),
 });
 
+const missingSettlement = new ClassifiedError('contract', `${notifyName}.missing_settlement`, 'the step after the message received no settlement');
+
 type Phase = 'ready' | 'sent';
 const phases: readonly Phase[] = ['ready', 'sent'];
 const kind = 'example.messaging.notify';
@@ -80,9 +83,8 @@ export const notifyDefinition = machineDefinition<NotifyState>({
       return { state: { ...state, phase: 'sent' }, transition: Transition.continue(0, [messageEffect(current)]) };
     }
     const settlement = signals[0];
-    if (settlement === undefined || settlement.status === undefined) {
-      return { state, transition: Transition.fail(0, contractFailure(`${notifyName}.missing_settlement`, 'the step after the message received no settlement')) };
-    }
+    // The Engine delivers the settlement first in the next window; anything else is a broken contract.
+    if (settlement === undefined || settlement.status === undefined) throw missingSettlement.wrap('the step after the message');
     const receipt = objectOf(settlement.payload);
     if (settlement.status !== 'succeeded' || typeof receipt?.signal_id !== 'string') {
       const error = objectOf(Payload.encode(receipt?.error ?? null));
