@@ -6,8 +6,8 @@ import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
-import type { DeliveryPort } from './dispatchers/messaging.js';
 import { messagingDeployments } from './examples/messaging.js';
+import type { DeliveryHost } from './messaging-delivery.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -28,10 +28,10 @@ function demo(name: string, definition: Definition, dispatcher?: Dispatcher): De
 
 /**
  * Fresh demo deployments (each call builds new dispatchers; unreliable keeps per-instance state).
- * `shutdown` ends demo sleeps early when the server stops waiting for dispatches; `delivery` is the Host's
- * port for cross-tree messages (without it the messaging example refuses every message).
+ * `shutdown` ends demo sleeps early when the server stops waiting for dispatches; `host` is the Host whose
+ * delivery port carries cross-tree messages (without it the messaging example refuses every message).
  */
-export function demoDeployments(options: { shutdown?: AbortSignal; delivery?: DeliveryPort } = {}): Deployment[] {
+export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => DeliveryHost } = {}): Deployment[] {
   // demo.fanout binds this exact echo Deployment, so its children start and restore from the binding.
   const echo = demo('demo.echo', echoDefinition, echoDispatcher());
   return [
@@ -41,6 +41,6 @@ export function demoDeployments(options: { shutdown?: AbortSignal; delivery?: De
     demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
-    ...messagingDeployments({ delivery: options.delivery }),
+    ...messagingDeployments({ host: options.host }),
   ];
 }

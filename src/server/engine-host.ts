@@ -11,7 +11,6 @@ import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
-import { hostDeliveryPort } from './messaging-delivery.js';
 import { effectViews, hasEffect } from './effect-history.js';
 import { watchForFinish } from './finish-watch.js';
 import type {
@@ -147,9 +146,8 @@ export class EngineHost implements Host {
     const config = options.config;
     this.#config = config;
     this.#logger = options.logger;
-    // The messaging example's port reaches this Host's own signal admission (resolved at delivery time).
-    const delivery = hostDeliveryPort({ host: () => this });
-    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, delivery }) : []), ...(options.deployments ?? [])];
+    // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
+    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 
@@ -22,7 +22,9 @@ function sources(dir: string): string[] {
 
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)].map((match) => (match[1] ?? match[2]) as string);
+  // `import … from`, `export … from`, a bare `import '…'` and a dynamic `import('…')`.
+  const forms = /(?:^|\n)\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+  return [...text.matchAll(forms)].map((match) => (match[1] ?? match[2] ?? match[3]) as string);
 }
 
 /** The text of a file without its comments (what the compiler sees). */
@@ -50,19 +52,37 @@ function isRegistrationModule(target: string): boolean {
 /** The words a concrete strategy or its kinds would leave in code: family names and deployment prefixes. */
 const strategyNames = /\b(workflow|coordination|collaboration|interaction|planning|goap|messaging)\b|['"`](demo|example)\.[a-z]/i;
 
+/** The module a relative specifier names (`./x.js` → `./x.ts`), or undefined for a package. */
+function resolveImport(file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  const target = resolve(dirname(file), specifier);
+  const ts = target.replace(/\.js$/, '.ts');
+  return existsSync(ts) ? ts : target;
+}
+
+/**
+ * Every path from `files` to a module under strategies/, following relative imports transitively but not
+ * through a registration module (naming strategies is what those are for).
+ */
 function boundaryViolations(files: readonly string[]): string[] {
   const violations: string[] = [];
-  for (const file of files) {
+  const seen = new Set<string>();
+  const visit = (file: string, chain: readonly string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
     for (const specifier of imports(file)) {
-      if (!specifier.startsWith('.')) continue;
-      const target = resolve(dirname(file), specifier);
-      if (target.startsWith(`${strategies}/`)) violations.push(`${relative(root, file)} imports the strategy ${specifier}`);
+      const target = resolveImport(file, specifier);
+      if (target === undefined) continue;
+      const path = [...chain, relative(root, target)];
+      if (target.startsWith(`${strategies}/`)) violations.push(path.join(' → '));
+      else if (!isRegistrationModule(target) && target.endsWith('.ts') && existsSync(target)) visit(target, path);
     }
-  }
+  };
+  for (const file of files) visit(file, [relative(root, file)]);
   return violations;
 }
 
-test('src/kernel and the engine/host files import nothing from strategies/ (only the registration modules name strategies)', () => {
+test('src/kernel and the engine/host files reach nothing in strategies/, directly or transitively, except through the registration modules', () => {
   const files = engineFiles();
   assert.deepEqual(boundaryViolations(files), []);
   // The guard: the scan is not empty, sees the Host's engine file, and sees its one registration import.
