@@ -162,3 +162,19 @@ test('the recipient\'s own refusals before admission are definite: a malformed a
     await host.close(0);
   }
 });
+
+test('a hibernated recipient is woken by a message, as by any signal', async () => {
+  let now = 0;
+  const host = embeddedHost({ env: { ...grants, SCOPE_HIBERNATE_AFTER_MS: '1000' }, monotonic: () => now });
+  try {
+    const recipient = await waitingApproval(host);
+    now += 1_000;
+    assert.equal(await host.hibernateIdle(), 1);
+    assert.equal((await host.inspectProcess(recipient.id)).work, 'inactive', 'no runtime holds the recipient');
+    const sender = await start(host, 'example.messaging.notify', { recipient: recipient.id, waitId: recipient.waitId, payload: { approved: false } });
+    assert.equal((await result(host, sender.processId)).status, 'completed');
+    assert.deepEqual((await result(host, recipient.id)).output, { subject: 'messaging', approved: false, notes: [] });
+  } finally {
+    await host.close(0);
+  }
+});
