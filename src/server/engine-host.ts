@@ -151,7 +151,8 @@ export class EngineHost implements Host {
     const config = options.config;
     this.#config = config;
     this.#logger = options.logger;
-    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal }) : []), ...(options.deployments ?? [])];
+    // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
+    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;

@@ -109,7 +109,7 @@ test('demo definitions read no clock, randomness, timers or I/O', () => {
     const source = readFileSync(new URL(file, directory), 'utf8');
     for (const pattern of forbidden) assert.doesNotMatch(source, pattern, `${file} must not use ${pattern}`);
     for (const [, specifier] of source.matchAll(/from '([^']+)'/g)) {
-      assert.ok(specifier?.startsWith('./') || specifier?.startsWith('../../src/kernel/'), `${file} imports ${specifier}`);
+      assert.ok(specifier?.startsWith('./') || specifier?.startsWith('../internal/') || specifier?.startsWith('../../src/kernel/'), `${file} imports ${specifier}`);
     }
   }
 });
@@ -122,7 +122,7 @@ test('demo deployments have fixed refs, recomputed identically', () => {
   );
   assert.deepEqual(
     refs.map((ref) => ref.split('+')[0]),
-    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout'],
+    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify'],
   );
 });
 
