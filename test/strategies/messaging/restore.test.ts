@@ -85,3 +85,21 @@ test('redis: a message replayed after its sender was restored elsewhere delivers
     secondRun.redis.disconnect();
   }
 });
+
+test('redis + bullmq: the message is delivered by the sender\'s owner, with no worker running (the dispatcher stays in the owner)', async () => {
+  const prefix = freshPrefix();
+  const { host, redis } = redisHost({ url: server.url, prefix, env: { ...env, SCOPE_TRANSPORT: 'bullmq', SCOPE_TRANSPORT_CLAIM_MS: '2000' } });
+  try {
+    assert.equal((await host.readiness()).checks['worker:example.messaging.notify'], undefined, 'no worker is awaited for it');
+    const recipient = (await start(host, 'demo.approval', { subject: 'bullmq' })).processId;
+    await untilSettled(host, recipient, stepCommittedWith('waiting', recipient));
+    const sender = (await start(host, 'example.messaging.notify', { recipient, payload: { note: 'owner-side' } })).processId;
+    const sent = await result(host, sender);
+    assert.equal(sent.status, 'completed', JSON.stringify(sent.failure));
+    const receipts = (await host.signals(recipient, { limit: 1000 })).items.filter((item) => item.id.startsWith('signal:message:'));
+    assert.equal(receipts.length, 1);
+  } finally {
+    await host.close(1_000);
+    redis.disconnect();
+  }
+});
