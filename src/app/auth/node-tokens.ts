@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RedisClient } from '../../store/redis/connection.js';
+import { nodeTokenSecretKey } from '../../store/redis/keys.js';
 import type { Principal } from './key-store.js';
 import type { Scope } from './scopes.js';
 
@@ -70,7 +71,7 @@ export class NodeTokens {
  * read it. It never expires, so restarts and new nodes agree on it.
  */
 export async function loadClusterSecret(redis: RedisClient, keyPrefix: string): Promise<Buffer> {
-  const key = `${keyPrefix}:cluster:node-token-secret`;
+  const key = nodeTokenSecretKey(keyPrefix);
   await redis.set(key, randomBytes(32).toString('hex'), 'NX');
   const value = await redis.get(key);
   if (value === null || !/^[0-9a-f]{64}$/.test(value)) throw new Error(`${key} is missing or malformed`);
