@@ -7,58 +7,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Definition } from '../../../src/kernel/definition.js';
-import { ChildWaitCondition, ChildWaitSpec } from '../../../src/kernel/effect.js';
 import { ExecutionState } from '../../../src/kernel/execution-state.js';
 import { Failure } from '../../../src/kernel/failure.js';
-import { EffectId, ProcessId, SignalId, WaitId, WaitKey } from '../../../src/kernel/identity.js';
-import { childWaitOpenedPayload, childWaitSatisfiedPayload } from '../../../src/kernel/mailbox.js';
 import { Payload } from '../../../src/kernel/payload.js';
-import { frameworkSettlementPayload } from '../../../src/kernel/prepared-step.js';
-import { Result } from '../../../src/kernel/result.js';
 import { Signal } from '../../../src/kernel/signal.js';
 import { Termination } from '../../../src/kernel/termination.js';
 import type { Transition } from '../../../src/kernel/transition.js';
-import { Usage } from '../../../src/kernel/usage.js';
 import { runDefinitionConformance } from '../../../src/testing/definition-conformance.js';
 import { workflow, workflowStateKind } from '../../../strategies/workflow/index.js';
 import { double, echo, failingOn, leaf } from './fixtures.js';
-
-const root = ProcessId.parse('process:workflow-root');
-const effect = (step: bigint, index = 0): EffectId => EffectId.derive(root, step, index);
-const childOf = (step: bigint, index = 0): ProcessId => ProcessId.child(effect(step, index));
-const started = (step: bigint, index = 0): Signal =>
-  Signal.create({ id: SignalId.settlement(effect(step, index)), payload: frameworkSettlementPayload(effect(step, index), { operation: 'start_child' } as never) });
-const startFailed = (step: bigint, index: number, failure: Failure): Signal =>
-  Signal.create({ id: SignalId.settlement(effect(step, index)), payload: frameworkSettlementPayload(effect(step, index), { operation: 'start_child' } as never, failure) });
-const waitOf = (step: bigint): WaitId => WaitId.derive(effect(step));
-const opened = (step: bigint): Signal => Signal.create({ id: SignalId.waitOpened(waitOf(step)), waitId: waitOf(step), payload: childWaitOpenedPayload });
-
-interface Drained {
-  readonly child: ProcessId;
-  readonly output?: unknown;
-  readonly termination?: Termination;
-  readonly unresolved?: number;
-}
-
-/** The Engine's answer to the drained wait opened at `step`, one outcome per child in order. */
-function answer(step: bigint, outcomes: readonly Drained[]): Signal {
-  const spec = ChildWaitSpec.create({ key: WaitKey.parse('w'), children: outcomes.map((entry) => entry.child), boundary: 'subtree_drained', condition: ChildWaitCondition.all() });
-  const payload = childWaitSatisfiedPayload(
-    spec,
-    outcomes.map((entry) => ({
-      result: Result.create({
-        processId: entry.child,
-        startedAt: '2026-12-01T00:00:00Z',
-        finishedAt: '2026-12-01T00:00:01Z',
-        output: entry.output === undefined ? undefined : Payload.encode(entry.output),
-        termination: entry.termination ?? Termination.completed(),
-        usage: Usage.of(),
-      }),
-      subtreeUnresolved: Array.from({ length: entry.unresolved ?? 0 }, (_, index) => ({ processId: entry.child, effectId: EffectId.derive(entry.child, 1n, index) })),
-    })),
-  );
-  return Signal.create({ id: SignalId.childWaitSatisfied(waitOf(step)), waitId: waitOf(step), payload });
-}
+import { answer, childOf, opened, startFailed, started, waitOf } from './signals.js';
 
 const state = (value: unknown): ExecutionState => ExecutionState.encode(workflowStateKind, value);
 const base = { completed_fanout_outputs: [], active_fanout_window: [], loop_iteration: 0 };

@@ -6,7 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Budget } from '../../../src/kernel/budget.js';
 import type { Event } from '../../../src/kernel/event.js';
+import { Quota } from '../../../src/kernel/quota.js';
 import { Engine } from '../../../src/kernel/engine.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { MemoryTreeCommitter } from '../../../src/store/memory-committer.js';
@@ -180,5 +182,34 @@ test('the first stage input contract is checked at start', async () => {
   const definition = workflow.define({ name: 'test.wf.first', description: 'A test workflow.', inputSchema: true, outputSchema: true, stages: [workflow.loop({ id: 'twice', deployment: double, maxIterations: 2 })] });
   const host = engine();
   await assert.rejects(host.run(deployment(definition, 'first'), Payload.encode('not a number')), /schema|satisf/i);
+  await host.close();
+});
+
+test('fork windows: branches beyond the window start in the next batch', async () => {
+  const branches = ['a', 'b', 'c'].map((id) => ({ id, deployment: leaf(`test.branch.${id}`, () => id) }));
+  const { result, transitions } = await run('test.wf.forkwindow', [workflow.fork({ id: 'three', branches, windowSize: 2 })], null);
+  assert.deepEqual(result.output?.decode(), { a: 'a', b: 'b', c: 'c' });
+  const batches = transitions.filter((transition) => operations(transition).includes('start_child')).map((transition) => operations(transition).length);
+  assert.deepEqual(batches, [2, 1]);
+});
+
+test('budgets: each child gets its binding’s grant when it starts, charged to the workflow', async () => {
+  const childBudget = Budget.of({ steps: Quota.of(4), effects: Quota.of(2), signals: Quota.of(6) });
+  const definition = workflow.define({
+    name: 'test.wf.budget',
+    description: 'A test workflow.',
+    inputSchema: true,
+    outputSchema: true,
+    stages: [workflow.map({ id: 'double', deployment: double, budget: childBudget, maxItems: 5, windowSize: 1 })],
+  });
+  const host = new Engine({ committer: new MemoryTreeCommitter() });
+  const granted = await host.run(deployment(definition, 'budget'), Payload.encode([1, 2]));
+  assert.deepEqual(granted.output?.decode(), [2, 4]);
+  // The root's own signals (2 start results, 2 openings, 2 answers) plus 6 for the first child fit in 14; the second child's 6 do not.
+  const rootBudget = Budget.of({ steps: Quota.of(100), effects: Quota.of(100), signals: Quota.of(14) });
+  const starved = await host.run(deployment(definition, 'budget'), Payload.encode([1, 2]), { budget: rootBudget });
+  assert.equal(starved.status, 'failed');
+  assert.equal(starved.termination.failure?.code, 'item_engine.child.budget_exhausted', JSON.stringify(starved.termination.toWire()));
+  assert.match(starved.termination.failure?.message ?? '', /^item 1: /);
   await host.close();
 });
