@@ -176,7 +176,7 @@ class WorkflowRun {
         case 'map': {
           const listed = mapItems(stage, value);
           if ('problem' in listed) {
-            const code = listed.problem.includes('maxItems') ? 'workflow.map.too_many_items' : 'workflow.map.items_invalid';
+            const code = listed.tooMany ? 'workflow.map.too_many_items' : 'workflow.map.items_invalid';
             return failed(Failure.create('contract', code, normalizeDiagnostic(listed.problem)));
           }
           if (listed.items.length === 0) {

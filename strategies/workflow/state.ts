@@ -83,16 +83,16 @@ export function failureOf(entry: WindowEntry): Failure | undefined {
 }
 
 /** The items a map stage runs over, or a reason they cannot be run. */
-export function mapItems(stage: FanoutStage, value: Json): { readonly items: readonly Json[] } | { readonly problem: string } {
+export function mapItems(stage: FanoutStage, value: Json): { readonly items: readonly Json[] } | { readonly problem: string; readonly tooMany: boolean } {
   if (stage.kind === 'fork') return { items: stage.branches.map((branch) => branch.id) };
   let items: Json;
   try {
     items = stage.items(value);
   } catch (error) {
-    return { problem: `the items of map ${stage.id} could not be computed: ${error instanceof Error ? error.message : String(error)}` };
+    return { problem: `the items of map ${stage.id} could not be computed: ${error instanceof Error ? error.message : String(error)}`, tooMany: false };
   }
-  if (!Array.isArray(items)) return { problem: `the items of map ${stage.id} are not a list` };
-  if (items.length > stage.maxItems) return { problem: `map ${stage.id} has ${items.length} items, more than its maxItems ${stage.maxItems}` };
+  if (!Array.isArray(items)) return { problem: `the items of map ${stage.id} are not a list`, tooMany: false };
+  if (items.length > stage.maxItems) return { problem: `map ${stage.id} has ${items.length} items, more than its maxItems ${stage.maxItems}`, tooMany: true };
   return { items };
 }
 

@@ -213,3 +213,9 @@ test('budgets: each child gets its binding’s grant when it starts, charged to 
   assert.match(starved.termination.failure?.message ?? '', /^item 1: /);
   await host.close();
 });
+
+test('map: items that are not a list fail workflow.map.items_invalid', async () => {
+  const { result } = await run('test.wf.items', [workflow.map({ id: 'maxItems', deployment: double, maxItems: 3, items: () => 'not a list' })], 1);
+  assert.equal(result.termination.failure?.kind, 'contract');
+  assert.equal(result.termination.failure?.code, 'workflow.map.items_invalid');
+});
