@@ -173,6 +173,8 @@ const refusals: Array<[string, unknown]> = [
   ['outputs without an active window', { ...mapAt, completed_fanout_outputs: [2, 4] }],
   ['a window of a map whose items exceed maxItems', { ...base, stage_index: 4, current_value: [1, 2, 3, 4, 5], active_fanout_window: [{}, {}] }],
   ['starts settled for part of the window', { ...mapAt, active_fanout_window: [{ child_process_id: id(3n) }, {}] }],
+  ['a failure recorded before the window’s starts settled', { ...mapAt, active_fanout_window: [{}, { failure: { kind: 'execution', code: 'x.y', message: 'm' } }] }],
+  ['a wait over a window whose every start failed', { ...mapAt, active_fanout_window: [{ failure: { kind: 'execution', code: 'x.y', message: 'm' } }, { failure: { kind: 'execution', code: 'x.y', message: 'm' } }], fanout_wait_id: waitOf(4n).toString() }],
   ['a window entry with a child and a failure', { ...mapAt, active_fanout_window: [{ child_process_id: id(3n), failure: { kind: 'execution', code: 'x.y', message: 'm' } }, { child_process_id: id(3n, 1) }] }],
   ['a settled window with no started child', { ...mapAt, active_fanout_window: [{ failure: { kind: 'execution', code: 'x.y', message: 'm' } }, { failure: { kind: 'execution', code: 'x.y', message: 'm' } }] }],
   ['a wait opened before the starts settled', { ...mapAt, active_fanout_window: [{}, {}], fanout_wait_id: waitOf(4n).toString() }],
