@@ -4,6 +4,7 @@ import { echoDefinition } from '../../strategies/demo/echo.js';
 import { fanoutDefinition } from '../../strategies/demo/fanout.js';
 import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
+import { coordinationExamples } from './examples/coordination.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 
@@ -38,5 +39,6 @@ export function demoDeployments(options: { shutdown?: AbortSignal } = {}): Deplo
     demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
+    ...coordinationExamples({ echo, shutdown: options.shutdown }),
   ];
 }
