@@ -298,7 +298,7 @@ export function firstSuccessDefinition(config: FirstSuccessConfig): Definition {
           const outcomes: Outcome[] = [];
           signals.slice(0, count).forEach((signal, index) => {
             const result = recordOf(signal.payload.decode<unknown>());
-            if (signal.status === undefined || result?.operation !== 'start_child') protocolError(`signal ${signal.id.toString()} is not a start result`);
+            if (!signal.engineOwned || result?.operation !== 'start_child') protocolError(`signal ${signal.id.toString()} is not a start result`);
             const failure = recordOf(result.failure);
             if (failure !== undefined) {
               started.push(null);
@@ -322,7 +322,7 @@ export function firstSuccessDefinition(config: FirstSuccessConfig): Definition {
         case 'canceling': {
           const count = state.canceled.length;
           const receipts = signals.slice(0, count);
-          if (receipts.length < count || receipts.some((signal) => signal.status === undefined || recordOf(signal.payload.decode<unknown>())?.operation !== 'cancel_child')) {
+          if (receipts.length < count || receipts.some((signal) => !signal.engineOwned || recordOf(signal.payload.decode<unknown>())?.operation !== 'cancel_child')) {
             protocolError(`expected ${count} cancellation receipts`);
           }
           if (signals.length > count) protocolError(`unexpected signal ${signals[count]?.id.toString()} after the cancellation receipts`);

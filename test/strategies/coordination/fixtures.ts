@@ -77,8 +77,10 @@ export function childAnswer(wait: WaitId, results: ReadonlyArray<{ id: ProcessId
   return Signal.create({ id: SignalId.childWaitSatisfied(wait), waitId: wait, payload: Payload.encode({ operation: 'child_wait_satisfied', outcomes }) });
 }
 
+/** A Framework Effect's settlement: engine-owned, no status (that is only on Dispatcher settlements). */
+export const receipt = (effect: EffectId, payload: unknown): Signal => Signal.create({ id: SignalId.settlement(effect), payload: Payload.encode(payload) });
 export const startResult = (step: number, index: number): Signal =>
-  settlement(effectAt(step, index), 'succeeded', { operation: 'start_child', process_id: childAt(step, index).toString() });
+  receipt(effectAt(step, index), { operation: 'start_child', process_id: childAt(step, index).toString() });
 export const startRefused = (step: number, index: number, code: string): Signal =>
-  settlement(effectAt(step, index), 'failed', { operation: 'start_child', failure: { kind: 'external', code, message: 'refused' } });
-export const cancelReceipt = (step: number, index: number): Signal => settlement(effectAt(step, index), 'succeeded', { operation: 'cancel_child' });
+  receipt(effectAt(step, index), { operation: 'start_child', failure: { kind: 'external', code, message: 'refused' } });
+export const cancelReceipt = (step: number, index: number): Signal => receipt(effectAt(step, index), { operation: 'cancel_child' });
