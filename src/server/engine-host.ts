@@ -11,6 +11,7 @@ import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
+import { runsInOwner } from './dispatchers/deadline.js';
 import { effectViews, hasEffect } from './effect-history.js';
 import { watchForFinish } from './finish-watch.js';
 import type {
@@ -171,7 +172,8 @@ export class EngineHost implements Host {
       if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
       this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
     }
-    for (const deployment of deployments) this.#catalog.register(this.#transport?.bind(deployment) ?? deployment);
+    // Owner-process dispatchers (the Deadline timer) stay here under either transport.
+    for (const deployment of deployments) this.#catalog.register(runsInOwner(deployment.dispatcher) ? deployment : (this.#transport?.bind(deployment) ?? deployment));
 
     this.#engine = new Engine({
       committer: backend.committer,
@@ -805,7 +807,7 @@ export class EngineHost implements Host {
     this.#metrics.observeQueues(queued, live);
     const checks: Record<string, string> = {};
     for (const deployment of this.#catalog.current()) {
-      if (deployment.dispatcher === undefined) continue;
+      if (deployment.dispatcher === undefined || runsInOwner(deployment.dispatcher)) continue;
       const workers = live.get(deployment.ref.digest.hex) ?? 0;
       checks[`worker:${deployment.ref.name}`] = workers > 0 ? 'ok' : `no live worker holds ${deployment.ref.toString()}`;
     }

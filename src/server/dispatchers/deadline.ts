@@ -35,6 +35,19 @@ const systemClock: DeadlineClock = Object.freeze({
   clearTimer: (handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 });
 
+/** Every deadline dispatcher built here: the Host keeps them in the owner process (see {@link runsInOwner}). */
+const ownerDispatchers = new WeakSet<Dispatcher>();
+
+/**
+ * Whether `dispatcher` must run in the process that owns the tree, even when the Host sends every
+ * other deployment's Effects through the BullMQ transport. A timer holds no resource a worker
+ * pool would spread, and its guarantee ("fires at the instant, or within the lease TTL + 5 s of a
+ * node returning") is the owner's: a takeover replays it where the tree now lives.
+ */
+export function runsInOwner(dispatcher: Dispatcher | undefined): boolean {
+  return dispatcher !== undefined && ownerDispatchers.has(dispatcher);
+}
+
 function rejected(message: string): Settlement {
   return Settlement.of('failed', Payload.encode({ error: message }));
 }
@@ -77,7 +90,7 @@ function until(clock: DeadlineClock, targetMs: number, signal: AbortSignal): Pro
 
 export function deadlineDispatcher(options: DeadlineDispatcherOptions = {}): Dispatcher {
   const clock = options.clock ?? systemClock;
-  return Object.freeze({
+  const dispatcher: Dispatcher = Object.freeze({
     async dispatch(request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
       const instant = deadlineInstant(request);
       if (instant === undefined) return rejected(`a deadline needs {operation: "${deadlineOperation}", at: RFC 3339 instant}`);
@@ -88,4 +101,6 @@ export function deadlineDispatcher(options: DeadlineDispatcherOptions = {}): Dis
       return 'same_identity';
     },
   });
+  ownerDispatchers.add(dispatcher);
+  return dispatcher;
 }

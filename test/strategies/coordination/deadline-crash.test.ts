@@ -64,3 +64,24 @@ test('a Deadline fires after every node was SIGKILLed and one returned, within t
   const effects = await json(await fetch(processUrl(c, ids[0]!, '/effects')));
   assert.equal(effects.items.length, 1, 'one timer Effect, replayed under its identity');
 });
+
+test('with the BullMQ transport the Deadline timer still runs in the owner process: no worker needed, none asked for', async () => {
+  const queued = new Cluster();
+  await queued.start();
+  try {
+    const node = await queued.node('q', { SCOPE_TRANSPORT: 'bullmq' });
+    const at = ahead(500);
+    const id = await startProcess(node, 'example.coordination.deadline', at);
+    const result = await eventually(async () => {
+      const read = await json(await fetch(processUrl(node, id, '/result?waitMs=2000')));
+      return read?.status === 'completed' || read?.status === 'failed' ? read : undefined;
+    }, `${id} result`);
+    assert.equal(result.status, 'completed', JSON.stringify(result));
+    assert.equal(result.output, at);
+    const ready = await json(await fetch(`${node.url}/readyz`));
+    assert.equal(ready.checks['worker:example.coordination.deadline'], undefined, 'readiness asks no worker for the timer');
+    assert.notEqual(ready.checks['worker:demo.echo'], undefined, 'the other deployments go through the transport');
+  } finally {
+    await queued.stop();
+  }
+});
