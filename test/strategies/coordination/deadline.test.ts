@@ -192,16 +192,40 @@ test('Deadline (Engine): a restore replays the pending timer under its identity;
   const head = (await first.committer.store.loadTree(process.id)) as TreeSnapshot;
   assert.equal(head.process(process.id)?.prepared?.effects()[0]?.phase, 'pending');
 
-  // Another writer, later: its clock is already past the instant, so the replayed timer fires at once.
-  const later = new ManualClock(t0 + 60_000);
+  // Another writer, a second later: the replayed timer waits for the same instant, not for a new delay.
+  const later = new ManualClock(t0 + 1_000);
   const second = setup({ committer: new RecordingCommitter(first.committer.store) });
   const restored = await second.engine.restoreTree(deployment('test.coordination.deadline', deadlineTestDefinition, deadlineDispatcher({ clock: later })), head);
-  const result = await restored.await();
+  await published(second.recorder, restored.id, 'agent.effect.started');
+  const pending = restored.await();
+  later.advance(3_999);
+  assert.equal(await isSettled(pending), false, 'not before the instant');
+  later.advance(1);
+  const result = await pending;
   assert.equal(result.status, 'completed');
   assert.equal(result.output?.decode(), instant);
   const started = second.recorder.events().filter((event) => event.name === 'agent.effect.started');
   assert.equal(started.length, 1, 'the restored writer dispatched the timer once');
   assert.equal(started[0]?.effectId?.toString(), head.process(process.id)?.prepared?.effects()[0]?.id.toString(), 'under the same identity');
+  stop.abort(new Error('the fenced writer stops'));
+  await second.engine.close();
+});
+
+test('Deadline (Engine): a restore after the instant fires the replayed timer at once', async () => {
+  const first = setup();
+  const stop = new AbortController();
+  const process = await first.engine.start(
+    deployment('test.coordination.deadline', deadlineTestDefinition, deadlineDispatcher({ clock: new ManualClock(t0), shutdown: stop.signal })),
+    Payload.encode(instant),
+  );
+  await published(first.recorder, process.id, 'agent.effect.started');
+  const head = (await first.committer.store.loadTree(process.id)) as TreeSnapshot;
+  const second = setup({ committer: new RecordingCommitter(first.committer.store) });
+  const late = new ManualClock(t0 + 60_000);
+  const restored = await second.engine.restoreTree(deployment('test.coordination.deadline', deadlineTestDefinition, deadlineDispatcher({ clock: late })), head);
+  const result = await restored.await();
+  assert.equal(result.output?.decode(), instant);
+  assert.equal(late.timers.size, 0, 'no timer was needed');
   stop.abort(new Error('the fenced writer stops'));
   await second.engine.close();
 });
