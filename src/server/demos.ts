@@ -6,6 +6,7 @@ import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
+import { collaborationExamples } from './examples/collaboration.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -38,5 +39,6 @@ export function demoDeployments(options: { shutdown?: AbortSignal } = {}): Deplo
     demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
+    ...collaborationExamples(options),
   ];
 }
