@@ -16,6 +16,7 @@ import { Deployment } from '../../../src/kernel/deployment.js';
 import { Descriptor } from '../../../src/kernel/descriptor.js';
 import { Digest } from '../../../src/kernel/digest.js';
 import { Engine } from '../../../src/kernel/engine.js';
+import type { Event } from '../../../src/kernel/event.js';
 import type { Failure } from '../../../src/kernel/failure.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { Quota } from '../../../src/kernel/quota.js';
@@ -148,8 +149,27 @@ export function scripted(options: ScriptOptions): Scripted {
   return { deployment: deployment('test.collaboration', definition), turns };
 }
 
-export function newEngine(): Engine {
-  return new Engine({ committer: new MemoryTreeCommitter() });
+/** Resolves per child key once that child's terminal commit is published (an Engine event listener). */
+export class Finishes {
+  readonly #waiting = new Map<string, () => void>();
+  readonly #done = new Set<string>();
+
+  readonly listener = (event: Event): void => {
+    if (event.name !== 'agent.process.finished' || event.phase !== 'committed') return;
+    const key = event.relation.childKey?.toString();
+    if (key === undefined) return;
+    this.#done.add(key);
+    this.#waiting.get(key)?.();
+  };
+
+  of(key: string): Promise<void> {
+    if (this.#done.has(key)) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.set(key, resolve));
+  }
+}
+
+export function newEngine(finishes?: Finishes): Engine {
+  return new Engine({ committer: new MemoryTreeCommitter(), eventListeners: finishes === undefined ? [] : [finishes.listener] });
 }
 
 /** Task keys with their outcome status (or `-` when none), for compact assertions. */

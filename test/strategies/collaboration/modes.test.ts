@@ -9,7 +9,7 @@ import { completionCancelReason } from '../../../strategies/collaboration/collab
 import type { Decision } from '../../../strategies/collaboration/schemas.js';
 import { Failure } from '../../../src/kernel/failure.js';
 import { Payload } from '../../../src/kernel/payload.js';
-import { echoWorker, Gates, gatedWorker, newEngine, scripted, taskSummary } from './harness.js';
+import { echoWorker, Finishes, Gates, gatedWorker, newEngine, scripted, taskSummary } from './harness.js';
 
 const complete = (output: unknown): Decision => ({ mode: 'complete', state: {}, output });
 
@@ -53,13 +53,14 @@ test('continue: the next turn starts while the task runs; what drained during th
       return complete({ seen: taskSummary(turn) });
     },
   });
-  const engine = newEngine();
+  const finishes = new Finishes();
+  const engine = newEngine(finishes);
   const process = await engine.start(run.deployment, Payload.encode({}));
   // Turn 2 runs (it consults its gate) while the task is still at its own gate.
   await Promise.all([gates.started('task'), gates.started('turn-2')]);
   gates.open('task');
   // The task drains while turn 2 is still running: only then may turn 2 finish.
-  await waitFor(() => engine.inspectTree(process.id).processes.some((entry) => entry.snapshot.status === 'completed' && entry.snapshot.relation.childKey?.toString() === 'slow'));
+  await finishes.of('slow');
   gates.open('turn-2');
   const result = await process.await();
   assert.equal(result.status, 'completed', result.json());
@@ -177,7 +178,3 @@ test('task keys: the reserved turn prefix, a reused key and an unknown worker ar
   });
   await engine.close();
 });
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
-}
