@@ -134,7 +134,7 @@ function protocol(problem: string): never {
   throw protocolInvalid.wrap(problem);
 }
 
-/** A framework receipt of `operation` (engine-owned, unaddressed): its failure view, or undefined on success. */
+/** A framework receipt of one of `operations` (engine-owned, unaddressed): its failure view, the started child, or neither (a control that succeeded). */
 function receipt(signal: Signal | undefined, operations: readonly string[]): { readonly failure?: FailureView; readonly processId?: string } {
   if (signal === undefined) protocol('a receipt is missing from the window');
   const payload = objectOf(signal.payload.decode<unknown>());

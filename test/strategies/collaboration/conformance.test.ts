@@ -3,6 +3,8 @@
  * hidden mutable input, shared state, lossy restore, per-batch validation, rejected steps), over
  * windows shaped exactly like the Engine's: start receipts, watch openings and child-wait answers.
  */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { collaborationDefinition } from '../../../strategies/collaboration/collaboration.js';
 import { coordinatorDefinition } from '../../../strategies/collaboration/coordinator.js';
 import type { Decision, Turn } from '../../../strategies/collaboration/schemas.js';
@@ -148,4 +150,19 @@ runDefinitionConformance('collaboration', {
       failureCode: 'collaboration.protocol.invalid',
     },
   ],
+});
+
+test('restore refuses a state that breaks the phase invariants', () => {
+  const broken: Record<string, Record<string, unknown>> = {
+    'acting without receipts pending': { phase: 'acting', mode: 'wait' },
+    'acting without a mode': { phase: 'acting', tasks: [task('a', undefined)], attempts: 1, pending: [{ task: 0 }] },
+    'watching without the watch': { phase: 'watching' },
+    'a pending receipt for a task that does not exist': { phase: 'acting', mode: 'wait', pending: [{ task: 3 }] },
+    'completing without the output': { phase: 'completing', pending: [{ cancel: child(3) }] },
+    'more attempts than tasks': { phase: 'turn_starting', attempts: 1 },
+    'an unknown member': { phase: 'turn_starting', extra: true },
+  };
+  for (const [name, value] of Object.entries(broken)) {
+    assert.throws(() => definition.restore(state(value), new AbortController().signal), /invalid collaboration\.state state/, name);
+  }
 });

@@ -7,7 +7,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { completionCancelReason } from '../../../strategies/collaboration/collaboration.js';
 import type { Decision } from '../../../strategies/collaboration/schemas.js';
+import { Budget } from '../../../src/kernel/budget.js';
+import { Engine } from '../../../src/kernel/engine.js';
 import { Failure } from '../../../src/kernel/failure.js';
+import { Quota } from '../../../src/kernel/quota.js';
+import { MemoryTreeCommitter } from '../../../src/store/memory-committer.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { echoWorker, Finishes, Gates, gatedWorker, newEngine, scripted, taskSummary } from './harness.js';
 
@@ -176,5 +180,32 @@ test('task keys: the reserved turn prefix, a reused key and an unknown worker ar
       'a:collaboration.task.key_reused:-',
     ],
   });
+  await engine.close();
+});
+
+test('a turn that ends without a Failure (canceled by the host) fails the collaboration with collaboration.coordinator.not_completed', async () => {
+  const gates = new Gates();
+  const run = scripted({ workers: [echoWorker()], gates, consult: () => ({ gate: 'turn-1' }), decide: () => ({ mode: 'complete', state: {}, output: {} }) });
+  const engine = newEngine();
+  const process = await engine.start(run.deployment, Payload.encode({}));
+  await gates.started('turn-1');
+  const turn = engine.inspectTree(process.id).processes.find((entry) => entry.snapshot.relation.childKey?.toString() === 'collaboration:turn:1');
+  assert.ok(turn !== undefined);
+  await engine.process(turn.snapshot.processId)?.requestCancellation('the operator stopped this turn');
+  const result = await process.await();
+  assert.equal(result.status, 'failed');
+  assert.equal(result.termination.failure?.code, 'collaboration.coordinator.not_completed');
+  assert.match(result.termination.failure?.message ?? '', /turn 1 ended canceled: the operator stopped this turn/);
+  await engine.close();
+});
+
+test('a turn the Engine refuses to start fails the collaboration with the Engine failure unchanged', async () => {
+  const run = scripted({ workers: [echoWorker()], decide: () => ({ mode: 'complete', state: {}, output: {} }) });
+  // The root may use 8 signals in all; the coordinator's grant asks for 32.
+  const engine = new Engine({ committer: new MemoryTreeCommitter(), budget: Budget.of({ steps: Quota.unlimited(), effects: Quota.unlimited(), signals: Quota.of(8) }) });
+  const result = await engine.run(run.deployment, Payload.encode({}));
+  assert.equal(result.status, 'failed');
+  assert.equal(result.termination.failure?.code, 'engine.child.budget_exhausted', result.json());
+  assert.equal(run.turns.length, 0);
   await engine.close();
 });
