@@ -76,6 +76,7 @@ export const problemRegistry = {
   commit_conflict: { status: 409, title: 'Commit conflict' },
   tree_incarnation_conflict: { status: 409, title: 'Tree incarnation conflict' },
   tree_not_active: { status: 409, title: 'Tree not active' },
+  tree_busy: { status: 409, title: 'Tree busy' },
   tree_owned_elsewhere: { status: 409, title: 'Tree owned elsewhere' },
   cursor_ahead: { status: 409, title: 'Cursor ahead of the log' },
   tree_live: { status: 409, title: 'Tree still live' },

@@ -26,6 +26,8 @@ export const HostErrorCode = {
   idempotencyKeyInProgress: 'idempotency_key_in_progress',
   /** 409: the tree is stored but no runtime in this server owns it (restore it first). */
   treeNotActive: 'tree_not_active',
+  /** 409: a capture could not quiesce the tree within its wait: Effects were still in flight (nothing was held). */
+  treeBusy: 'tree_busy',
   /** 409: a log cursor beyond the newest position the tree's log holds (it was never issued). */
   cursorAhead: 'cursor_ahead',
   /** 410: the log no longer holds entries after the cursor (retention trimmed them). */

@@ -7,7 +7,7 @@ import type { FastifyReply } from 'fastify';
 import type { SnapshotView } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
 import { NoQuery, ref, TreeParams, wire } from '../shared.js';
-import { ReleaseQuery, RestoreQuery, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
+import { CaptureQuery, ReleaseQuery, RestoreQuery, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
 
 export { treeComponents } from './schemas.js';
 
@@ -76,15 +76,18 @@ const trees: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'captureTree',
         tags: ['trees'],
         summary: 'Quiesce at safe boundaries and commit the cut',
+        description:
+          'Waits for in-flight Effects to settle (new Steps and dispatches are held meanwhile), then answers the acknowledged head. ' +
+          'Past `waitMs` the hold is lifted and the answer is 409 `tree_busy`: nothing changed, the tree runs on.',
         params: TreeParams,
-        querystring: NoQuery,
+        querystring: CaptureQuery,
         response: {
           200: snapshotResponse,
-          ...problemResponses('tree_not_found', 'tree_not_active'),
+          ...problemResponses('tree_not_found', 'tree_not_active', 'tree_busy'),
         },
       },
     },
-    async (request, reply) => sendSnapshot(reply, await app.host.captureTree(request.params.rootId)),
+    async (request, reply) => sendSnapshot(reply, await app.host.captureTree(request.params.rootId, request.query.waitMs)),
   );
 
   app.post(

@@ -32,6 +32,12 @@ export const ReleaseQuery = closedObject({
   ),
 });
 
+export const CaptureQuery = closedObject({
+  waitMs: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 60_000, description: 'How long to wait for in-flight Effects to settle (default 10000); past it, 409 `tree_busy`.', example: 10000 }),
+  ),
+});
+
 export const RestoreQuery = closedObject({
   force: Type.Optional(
     Type.Boolean({

@@ -8,6 +8,8 @@ import { EngineHost } from '../server/engine-host.js';
 import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
 import { loadDeploymentsModule } from './deployments-module.js';
+import { ProcessDispatchers } from './process-dispatchers.js';
+import { loadClusterSecret, NodeTokens } from './auth/node-tokens.js';
 import { startWorker, type RunningWorker } from './worker.js';
 
 /**
@@ -54,14 +56,40 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 /** Builds and starts the server; resolves once it listens. */
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
-  const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: new AbortController().signal });
-  const host = new EngineHost({ config, deployments, logger: logger.child({ component: 'host' }), joinsCluster: config.mode === 'redis' });
+  const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
+  const shutdown = new AbortController();
+  const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes });
+  const stopProcesses = async (deadlineMs: number): Promise<void> => {
+    shutdown.abort();
+    await processes.close(deadlineMs);
+  };
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
       ? connectRedis(redisTargetOf(config), { name: 'scope-guards', onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
       : undefined;
-  const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }) });
+  // With authentication on, nodes of one Redis accept each other's tokens for the work they forward on their own behalf.
+  let nodeTokens: NodeTokens | undefined;
+  if (guardsRedis !== undefined && config.auth.mode === 'on') {
+    try {
+      nodeTokens = new NodeTokens(await loadClusterSecret(guardsRedis, config.keyPrefix));
+    } catch (error) {
+      await closeRedis(guardsRedis, 0);
+      await stopProcesses(0);
+      throw error;
+    }
+  }
+  const host: EngineHost = new EngineHost({
+    config,
+    deployments,
+    logger: logger.child({ component: 'host' }),
+    joinsCluster: config.mode === 'redis',
+    // With the BullMQ transport the workers run the commands; this process never does.
+    ...(config.transport === 'bullmq' ? {} : { readinessChecks: () => processes.checks() }),
+    ...(nodeTokens === undefined ? {} : { nodeCredential: (tenant: string): string => (nodeTokens as NodeTokens).mint(host.nodeId, tenant) }),
+  });
+  processes.registerMetrics(host.telemetry.registry);
+  const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }), ...(nodeTokens === undefined ? {} : { nodeTokens }) });
   if (guardsRedis !== undefined) app.addHook('onClose', async () => closeRedis(guardsRedis, 1_000));
   let url: string;
   try {
@@ -69,6 +97,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   } catch (error) {
     await host.close(0).catch(() => undefined);
     if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
+    await stopProcesses(0);
     throw error;
   }
   try {
@@ -77,6 +106,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   } catch (error) {
     await app.close().catch(() => undefined);
     if (guardsRedis !== undefined) await closeRedis(guardsRedis, 0);
+    await stopProcesses(0);
     throw error;
   }
   logger.info(
@@ -93,7 +123,8 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     url,
     stop() {
       // app.close() runs the app's preClose hook, which closes the Host within the deadline.
-      stopping ??= app.close();
+      // The commands stop last: dispatches still running during the drain keep their processes.
+      stopping ??= app.close().finally(() => stopProcesses(1_000));
       return stopping;
     },
   };

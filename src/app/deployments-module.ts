@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Deployment } from '../kernel/index.js';
+import type { ProcessDispatchers } from './process-dispatchers.js';
 
 /**
  * Your own deployments: `SCOPE_DEPLOYMENTS` names a module that both `scope serve` and `scope worker`
@@ -11,6 +12,11 @@ import { Deployment } from '../kernel/index.js';
 export interface DeploymentsContext {
   /** Aborted when the process shuts down (long dispatches may end early). */
   readonly shutdown: AbortSignal;
+  /**
+   * Deployments whose Effects a long-lived command performs (JSON lines on stdin/stdout, supervised
+   * by this process): `processes.deployment({ definition, implementationDigest, process })`.
+   */
+  readonly processes: ProcessDispatchers;
 }
 
 export type DeploymentsModule =

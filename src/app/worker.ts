@@ -5,6 +5,7 @@ import { closeRedis, connectRedis, duplicateRedis, type RedisClient } from '../s
 import { EffectWorker } from '../transport/bullmq/effect-worker.js';
 import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
 import { loadDeploymentsModule } from './deployments-module.js';
+import { ProcessDispatchers } from './process-dispatchers.js';
 
 /**
  * `scope worker`: executes the Effects of the deployments it holds — the demos (unless SCOPE_DEMOS=off)
@@ -34,9 +35,10 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     throw error;
   }
   const shutdown = new AbortController();
+  const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
   const deployments = [
     ...(config.demos ? demoDeployments({ shutdown: shutdown.signal }) : []),
-    ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal })),
+    ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes })),
   ];
   const worker = new EffectWorker({
     redis,
@@ -58,6 +60,7 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     async stop(graceMs: number) {
       await worker.stop(graceMs);
       shutdown.abort();
+      await processes.close(1_000);
       await closeAll();
     },
   };

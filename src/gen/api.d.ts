@@ -326,7 +326,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Quiesce at safe boundaries and commit the cut */
+        /**
+         * Quiesce at safe boundaries and commit the cut
+         * @description Waits for in-flight Effects to settle (new Steps and dispatches are held meanwhile), then answers the acknowledged head. Past `waitMs` the hold is lifted and the answer is 409 `tree_busy`: nothing changed, the tree runs on.
+         */
         post: operations["captureTree"];
         delete?: never;
         options?: never;
@@ -534,7 +537,7 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed far enough to have one. */
@@ -2854,7 +2857,10 @@ export interface operations {
     };
     captureTree: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description How long to wait for in-flight Effects to settle (default 10000); past it, 409 `tree_busy`. */
+                waitMs?: number;
+            };
             header?: never;
             path: {
                 /** @description The root process id of the tree. */
@@ -2911,7 +2917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `tree_not_active` */
+            /** @description `tree_not_active`, `tree_busy` */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -456,12 +456,14 @@ export class Engine {
 
   /**
    * Quiesces the tree at safe boundaries (in-flight Effects settle first) and returns the
-   * acknowledged head. After a runtime failure, load the head from the store instead.
+   * acknowledged head. After a runtime failure, load the head from the store instead. An abort of
+   * `signal` while in-flight work is still settling ends the wait with its reason and lets the tree
+   * run on (nothing was held past it).
    */
-  async captureTree(rootId: ProcessId): Promise<TreeSnapshot> {
+  async captureTree(rootId: ProcessId, signal?: AbortSignal): Promise<TreeSnapshot> {
     this.#guardReentrancy();
     const tree = this.#tree(rootId);
-    const release = await tree.freeze();
+    const release = await tree.freeze(signal);
     try {
       if (tree.stopped !== undefined) throw tree.stopped;
       return tree.head;

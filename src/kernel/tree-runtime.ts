@@ -1553,8 +1553,13 @@ export class TreeRuntime {
     return effect;
   }
 
-  /** Holds new Steps and dispatches until `release` runs, once in-flight work has settled. */
-  async freeze(): Promise<() => void> {
+  /**
+   * Holds new Steps and dispatches until `release` runs, once in-flight work has settled. An abort
+   * of `signal` before then lifts the hold at once and rejects with the signal's reason: a caller
+   * that stops waiting leaves the tree running as before.
+   */
+  async freeze(signal?: AbortSignal): Promise<() => void> {
+    signal?.throwIfAborted();
     this.#freezes += 1;
     let released = false;
     const release = () => {
@@ -1563,7 +1568,25 @@ export class TreeRuntime {
       this.#freezes -= 1;
       this.wake();
     };
-    await this.whenIdle();
+    if (signal === undefined) {
+      await this.whenIdle();
+      return release;
+    }
+    let onAbort: (() => void) | undefined;
+    try {
+      await Promise.race([
+        this.whenIdle(),
+        new Promise<never>((_resolve, reject) => {
+          onAbort = () => reject(signal.reason);
+          signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } catch (error) {
+      release();
+      throw error;
+    } finally {
+      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+    }
     return release;
   }
 

@@ -55,6 +55,8 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
  * | `SCOPE_CORS_ORIGINS`     | (none)             | origins browsers may call the API from, comma-separated  |
  * | `SCOPE_DEPLOYMENTS`      | (none)             | a module whose default export lists your Deployments (serve and worker load it) |
+ * | `SCOPE_PROCESS_IDLE_MS`  | 600000             | a process dispatcher's command unleased this long is stopped (the next Effect starts it again) |
+ * | `SCOPE_PROCESS_START_TIMEOUT_MS` | 30000      | a command must answer its handshake within this (else `start_failed`, nothing sent) |
  * | `SCOPE_TENANT_GRANTS`    | (none)             | JSON `{"<tenant>": {budget?, treeLimits?, capabilities?}}`: narrower grants per tenant |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  */
@@ -128,6 +130,8 @@ export interface ServerConfig {
   readonly workerConcurrency: number;
   /** A module of your own deployments (`SCOPE_DEPLOYMENTS`), loaded by `scope serve` and `scope worker` alike. */
   readonly deploymentsModule: string | undefined;
+  /** Bounds of the supervisor behind process dispatchers (`SCOPE_PROCESS_IDLE_MS`, `SCOPE_PROCESS_START_TIMEOUT_MS`). */
+  readonly processSupervisor: { readonly idleTtlMs: number; readonly startTimeoutMs: number };
   /** Origins browsers may call the API from (`SCOPE_CORS_ORIGINS`, comma-separated); none by default. */
   readonly corsOrigins: readonly string[];
   /**
@@ -398,6 +402,10 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     stalledIntervalMs: integer('SCOPE_TRANSPORT_STALL_MS', defaultTransportTiming.stalledIntervalMs, 100, 600_000),
   });
   const workerConcurrency = integer('SCOPE_WORKER_CONCURRENCY', 4, 1, 1_000);
+  const processSupervisor = Object.freeze({
+    idleTtlMs: integer('SCOPE_PROCESS_IDLE_MS', 600_000, 1_000, 86_400_000),
+    startTimeoutMs: integer('SCOPE_PROCESS_START_TIMEOUT_MS', 30_000, 100, 600_000),
+  });
 
   const corsOrigins: string[] = [];
   for (const origin of (read('SCOPE_CORS_ORIGINS') ?? '').split(',').map((text) => text.trim()).filter((text) => text !== '')) {
@@ -440,6 +448,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     transport,
     transportTiming,
     workerConcurrency,
+    processSupervisor,
     node,
   });
 }

@@ -7,6 +7,9 @@ import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 import { collaborationExamples } from './examples/collaboration.js';
+import { messagingDeployments } from './examples/messaging.js';
+import { workflowExamples } from './examples/workflow.js';
+import type { DeliveryHost } from './messaging-delivery.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -27,9 +30,10 @@ function demo(name: string, definition: Definition, dispatcher?: Dispatcher): De
 
 /**
  * Fresh demo deployments (each call builds new dispatchers; unreliable keeps per-instance state).
- * `shutdown` ends demo sleeps early when the server stops waiting for dispatches.
+ * `shutdown` ends demo sleeps early when the server stops waiting for dispatches; `host` is the Host whose
+ * delivery port carries cross-tree messages (without it the messaging example refuses every message).
  */
-export function demoDeployments(options: { shutdown?: AbortSignal } = {}): Deployment[] {
+export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => DeliveryHost } = {}): Deployment[] {
   // demo.fanout binds this exact echo Deployment, so its children start and restore from the binding.
   const echo = demo('demo.echo', echoDefinition, echoDispatcher());
   return [
@@ -39,6 +43,8 @@ export function demoDeployments(options: { shutdown?: AbortSignal } = {}): Deplo
     demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
-    ...collaborationExamples(options),
+    ...messagingDeployments({ host: options.host }),
+    ...workflowExamples({ echo }),
+    ...collaborationExamples({ shutdown: options.shutdown }),
   ];
 }

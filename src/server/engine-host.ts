@@ -8,6 +8,7 @@ import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
+import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
@@ -42,6 +43,7 @@ import type {
   WaitQuery,
   WaitView,
 } from './host.js';
+import { defaultCaptureWaitMs } from './host.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -90,6 +92,13 @@ export interface EngineHostOptions {
   readonly monotonic?: () => number;
   /** Redis mode: each storage call's deadline in ms (default 5000; tests shorten it). */
   readonly storageTimeoutMs?: number;
+  /**
+   * With authentication on in Redis mode: the bearer token this node presents to another for work it
+   * forwards on its own behalf (cross-tree messages), acting for `tenant` (src/app/auth/node-tokens.ts).
+   */
+  readonly nodeCredential?: (tenant: string) => string;
+  /** More readiness checks (the app's process dispatchers: one per supervisor key), merged into `readiness()`. */
+  readonly readinessChecks?: () => Readonly<Record<string, string>>;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -120,6 +129,8 @@ export class EngineHost implements Host {
   readonly #logger: Logger | undefined;
   readonly #catalog = new DeploymentCatalog();
   readonly #metrics: HostMetrics;
+  readonly #readinessChecks: (() => Readonly<Record<string, string>>) | undefined;
+  readonly #nodeCredential: ((tenant: string) => string) | undefined;
   readonly #backend: Backend;
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
@@ -146,10 +157,13 @@ export class EngineHost implements Host {
     const config = options.config;
     this.#config = config;
     this.#logger = options.logger;
-    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal }) : []), ...(options.deployments ?? [])];
+    // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
+    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
+    this.#readinessChecks = options.readinessChecks;
+    this.#nodeCredential = options.nodeCredential;
     this.#metrics = new HostMetrics({
       rootProcesses: async () => (backend === undefined ? 0 : backend.roots.size()),
       residentByStatus: () => residency?.residentByStatus() ?? new Map(),
@@ -166,7 +180,8 @@ export class EngineHost implements Host {
     backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, storageTimeoutMs: options.storageTimeoutMs, permits, describeWait });
     this.#backend = backend;
     // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
-    // by the queue transport (same ref), so nothing can fall back to running in this process.
+    // by the queue transport (same ref), so nothing can fall back to running in this process —
+    // except a dispatcher marked to run in the owner (timers, ports into this Host).
     if (config.transport === 'bullmq') {
       if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
       this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
@@ -666,10 +681,20 @@ export class EngineHost implements Host {
     return snapshotView(head);
   }
 
-  async captureTree(rootId: string): Promise<SnapshotView> {
+  async captureTree(rootId: string, waitMs = defaultCaptureWaitMs): Promise<SnapshotView> {
     const root = parseRoot(rootId);
     if (this.#ownership?.joined === true && (await this.#residency.treeExists(root))) await this.#routing.commandable(root);
-    return snapshotView(await this.#residency.capture(root));
+    const busy = codedError(
+      HostErrorCode.treeBusy,
+      `tree ${root} still had Effects in flight after ${waitMs} ms; nothing was held: retry with a longer waitMs, or once they settle`,
+    );
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(busy), waitMs);
+    try {
+      return snapshotView(await this.#residency.capture(root, deadline.signal));
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async restoreTree(rootId: string, options: { readonly force?: boolean } = {}): Promise<TreeView> {
@@ -704,6 +729,11 @@ export class EngineHost implements Host {
   /** This node's id (embedded mode: the one implicit node). */
   get nodeId(): string {
     return this.#ownership?.nodeId ?? 'embedded';
+  }
+
+  /** The token this node presents to another for `tenant` (authentication on, Redis mode); else undefined. */
+  nodeCredential(tenant: string): string | undefined {
+    return this.#nodeCredential?.(tenant);
   }
 
   async nodes(): Promise<readonly NodeView[]> {
@@ -786,6 +816,7 @@ export class EngineHost implements Host {
     // A node without a valid lease changes no tree: a load balancer should send it nothing.
     if (this.#ownership?.gating === true) checks.node = this.#ownership.lease.valid() ? 'ok' : `lease ${this.#ownership.lease.state()}`;
     if (this.#transport !== undefined) Object.assign(checks, await this.#workerChecks(this.#transport));
+    if (this.#readinessChecks !== undefined) Object.assign(checks, this.#readinessChecks());
     return { ready: Object.values(checks).every((value) => value === 'ok'), checks };
   }
 
@@ -805,7 +836,7 @@ export class EngineHost implements Host {
     this.#metrics.observeQueues(queued, live);
     const checks: Record<string, string> = {};
     for (const deployment of this.#catalog.current()) {
-      if (deployment.dispatcher === undefined) continue;
+      if (deployment.dispatcher === undefined || isOwnerDispatched(deployment.dispatcher)) continue;
       const workers = live.get(deployment.ref.digest.hex) ?? 0;
       checks[`worker:${deployment.ref.name}`] = workers > 0 ? 'ok' : `no live worker holds ${deployment.ref.toString()}`;
     }

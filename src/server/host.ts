@@ -325,6 +325,9 @@ export interface TreeStream extends AsyncIterable<StreamItem> {
   readonly end: StreamEnd | undefined;
 }
 
+/** How long a capture waits for in-flight Effects to settle when the caller names no bound. */
+export const defaultCaptureWaitMs = 10_000;
+
 export interface Readiness {
   readonly ready: boolean;
   readonly checks: Readonly<Record<string, 'ok' | string>>;
@@ -376,7 +379,11 @@ export interface Host {
 
   inspectTree(rootId: string): Promise<TreeView>;
   snapshot(rootId: string): Promise<SnapshotView>;
-  captureTree(rootId: string): Promise<SnapshotView>;
+  /**
+   * Quiesces the tree (in-flight Effects settle first) and returns the acknowledged head; waits at
+   * most `waitMs` (default {@link defaultCaptureWaitMs}) for the Effects, then `tree_busy`.
+   */
+  captureTree(rootId: string, waitMs?: number): Promise<SnapshotView>;
   /**
    * Takes the tree over here from its stored head. Joined to other nodes: a tree a live other node
    * owns is forwarded there (`tree_owned_elsewhere`) unless `force`, which takes it from that owner.

@@ -253,7 +253,7 @@ export class TreeResidency {
    * Quiesces a local tree at safe boundaries and commits the cut. A finished tree released to bound
    * memory is quiescent: its stored head is the cut. Any other stored tree: `tree_not_active`.
    */
-  async capture(root: string): Promise<TreeSnapshot> {
+  async capture(root: string, signal?: AbortSignal): Promise<TreeSnapshot> {
     if (this.inspectLocal(root) === undefined) {
       const head = await this.loadHead(root);
       if (head === undefined) throw treeNotFound(root);
@@ -264,7 +264,7 @@ export class TreeResidency {
     }
     this.#captures.set(root, (this.#captures.get(root) ?? 0) + 1);
     try {
-      return await this.#engine.captureTree(ProcessId.parse(root));
+      return await this.#engine.captureTree(ProcessId.parse(root), signal);
     } finally {
       const left = (this.#captures.get(root) ?? 1) - 1;
       if (left === 0) this.#captures.delete(root);

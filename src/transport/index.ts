@@ -1,9 +1,10 @@
-/** Transports: the process dispatcher and its JSON-lines protocol. */
+/** Transports: the process dispatcher and its JSON-lines protocol; dispatchers that stay in the owner. */
 export { JsonLinesWorker, type JsonLinesWorkerOptions, type RequestOptions, type RequestOutcome } from './json-lines-worker.js';
 export { maxLineBytes, parseWorkerLine, requestLine, type AnswerStatus, type WorkerLine } from './json-lines-protocol.js';
 export { LineSplitter } from './line-splitter.js';
 export { ProcessDispatchError, ProcessDispatchErrorCode } from './process-dispatch-error.js';
 export { ProcessDispatcher, type ProcessDispatcherOptions } from './process-dispatcher.js';
+export { isOwnerDispatched, ownerDispatched } from './owner-dispatched.js';
 export {
   parseProcessDispatcherConfig,
   processDispatcherConfigJson,

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { loadDeploymentsModule } from '../../src/app/deployments-module.js';
+import { ProcessDispatchers } from '../../src/app/process-dispatchers.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { RedisEffectAttempts } from '../../src/store/redis/effect-attempts.js';
 import { treeKeyBase } from '../../src/store/redis/keys.js';
@@ -38,7 +39,7 @@ test('walkthrough: the page shows the fixture module exactly', () => {
 
 test('walkthrough: the module runs embedded', async () => {
   const shutdown = new AbortController();
-  const host = new EngineHost({ config: testConfig({ SCOPE_DEMOS: 'off' }), defaultMetrics: false, deployments: await loadDeploymentsModule(module, { shutdown: shutdown.signal }) });
+  const host = new EngineHost({ config: testConfig({ SCOPE_DEMOS: 'off' }), defaultMetrics: false, deployments: await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }) });
   try {
     const started = await start(host, 'example.greet', { name: 'Ada' });
     const outcome = await result(host, started.processId);
@@ -68,7 +69,7 @@ test('walkthrough: the module runs with Redis and a scope worker executing its E
     host = new EngineHost({
       config: testConfig({ ...env, SCOPE_TRANSPORT: 'bullmq' }),
       defaultMetrics: false,
-      deployments: await loadDeploymentsModule(module, { shutdown: shutdown.signal }),
+      deployments: await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }),
     });
     assert.equal((await host.readiness()).checks['worker:example.greet'], 'ok');
     const started = await start(host, 'example.greet', { name: 'Grace' });

@@ -60,6 +60,28 @@ test('POST capture: quiesces and returns the committed cut', async () => {
   assert.equal(snapshot.text, capture.text);
 });
 
+test('POST capture with Effects in flight past waitMs: 409 tree_busy, nothing held, the tree runs on', async () => {
+  const { processId } = await start(server, 'demo.sleep', { ms: 600_000 });
+  const id = encodeURIComponent(processId);
+  await until(() => server.client.GET('/v1/processes/{id}', { params: { path: { id: processId } } }), (r) => r.data?.usage.preparedEffects === 1);
+  const busy = await raw(server, 'POST', `/v1/trees/${id}/capture?waitMs=50`);
+  assert.equal(busy.status, 409, busy.text);
+  assert.equal(busy.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+  assert.equal(busy.body.code, 'tree_busy');
+  assert.match(busy.body.detail, /in flight after 50 ms/);
+  const tree = await server.client.GET('/v1/trees/{rootId}', { params: { path: { rootId: processId } } });
+  assert.equal(tree.data!.freeze, 'none', 'the hold was lifted');
+  // The tree still takes commands: the cancel reaches the sleeping Effect and the process ends.
+  assert.equal((await raw(server, 'POST', `/v1/processes/${id}/cancel`)).status, 202);
+  assert.equal((await resultOf(server, processId)).status, 'canceled');
+  assert.equal((await raw(server, 'POST', `/v1/trees/${id}/capture?waitMs=5000`)).status, 200, 'once settled, the capture succeeds');
+  for (const bad of ['0', '60001', 'soon']) {
+    const refused = await raw(server, 'POST', `/v1/trees/${id}/capture?waitMs=${bad}`);
+    assert.equal(refused.status, 400, `waitMs=${bad}`);
+    assert.equal(refused.body.code, 'invalid_request');
+  }
+});
+
 test('DELETE releases a finished tree (reads then come from the store); restore takes it back', async () => {
   const { processId } = await start(server, 'demo.echo', { value: 'release' });
   const before = await resultOf(server, processId);

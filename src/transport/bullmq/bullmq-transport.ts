@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
+import { isOwnerDispatched } from '../owner-dispatched.js';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, EffectAttemptId, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
@@ -84,11 +85,11 @@ export class BullmqTransport {
    * The same Deployment (same ref: the ref names behaviour, not the transport) whose dispatcher
    * sends every attempt through this transport. Replay policy stays the local dispatcher's answer
    * (pure, no I/O), so restores decide exactly as they would in-process. A deployment without a
-   * dispatcher is returned as it is.
+   * dispatcher, or whose dispatcher runs in the owner (`ownerDispatched`), is returned as it is.
    */
   bind(deployment: Deployment): Deployment {
     const local = deployment.dispatcher;
-    if (local === undefined) return deployment;
+    if (local === undefined || isOwnerDispatched(local)) return deployment;
     const bound = Deployment.create({
       definition: deployment.definition,
       dispatcher: this.dispatcherFor(deployment, local),

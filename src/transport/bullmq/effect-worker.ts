@@ -9,6 +9,7 @@ import { deltaType } from '../../store/event-log.js';
 import { encodeInboxEntry, requestOf, type EffectJobData, type InboxEntry } from './job-data.js';
 import { bullPrefixOf, queueNameOf } from './names.js';
 import { defaultTransportTiming, type TransportTiming } from './transport-options.js';
+import { isOwnerDispatched } from '../owner-dispatched.js';
 
 /**
  * `scope worker`'s engine: consumes the queue of every deployment it holds (one queue per exact
@@ -63,7 +64,7 @@ export class EffectWorker {
     this.#log = new RedisEventLog({ redis: options.redis, keyPrefix: options.keyPrefix, onAppendError: (error) => options.onError?.(error, 'delta append') });
     this.#workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     for (const deployment of options.deployments) {
-      if (deployment.dispatcher === undefined) continue;
+      if (deployment.dispatcher === undefined || isOwnerDispatched(deployment.dispatcher)) continue;
       this.#dispatchers.set(deployment.ref.digest.toString(), deployment.dispatcher);
       this.#refs.push(deployment.ref.digest.hex);
     }
@@ -84,7 +85,7 @@ export class EffectWorker {
     const heartbeatMs = this.#options.heartbeatMs ?? 1_000;
     this.#heartbeat = setInterval(() => void this.#beat(), heartbeatMs);
     for (const deployment of this.#options.deployments) {
-      if (deployment.dispatcher === undefined) continue;
+      if (deployment.dispatcher === undefined || isOwnerDispatched(deployment.dispatcher)) continue;
       const worker = new Worker(queueNameOf(deployment.ref), (job: Job<EffectJobData>) => this.run(job.data), {
         connection: this.#options.bullConnection,
         prefix: bullPrefixOf(this.#options.keyPrefix),

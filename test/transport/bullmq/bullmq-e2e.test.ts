@@ -11,7 +11,11 @@ import { Redis } from 'ioredis';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
-import { type Deployment, Payload } from '../../../src/kernel/index.js';
+import { ProcessDispatchers } from '../../../src/app/process-dispatchers.js';
+import { Deployment, Digest, Payload, Settlement } from '../../../src/kernel/index.js';
+import { ownerDispatched } from '../../../src/transport/owner-dispatched.js';
+import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
+import { echoDefinition } from '../../../strategies/demo/echo.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { drainStream, effectsOf, freshPrefix, ofType, rejectsWith, result, start, testConfig, untilSettled } from '../../server/harness.js';
@@ -193,7 +197,7 @@ test('bullmq: a worker SIGKILLed mid-effect of a never effect leaves it Unknown:
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
   const first = await spawnWorker(prefix, own);
   const shutdown = new AbortController();
-  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   try {
     const root = (await start(host, 'demo.sleep', { ms: 600_000 })).processId;
@@ -220,7 +224,7 @@ test('bullmq: a worker whose lease is lost mid-execution (process stopped) yield
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
   const first = await spawnWorker(prefix, { ...own, SCOPE_LOG_LEVEL: 'debug' });
   const shutdown = new AbortController();
-  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   let second: ChildProcess | undefined;
   try {
@@ -312,7 +316,7 @@ test('bullmq: your own deployments module on both sides; a never-replay effect w
   const own = { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module };
   const worker = await spawnWorker(prefix, own);
   const shutdown = new AbortController();
-  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal }));
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() }));
   const attempts = new RedisEffectAttempts({ redis, keyPrefix: prefix });
   try {
     assert.deepEqual(host.deployments().map((deployment) => deployment.name), ['demo.sleep'], 'the module is the whole catalog');
@@ -332,6 +336,61 @@ test('bullmq: your own deployments module on both sides; a never-replay effect w
     assert.equal((await result(host, root)).status, 'completed');
   } finally {
     shutdown.abort();
+    await host.close(2_000);
+  }
+});
+
+test('bullmq: a process deployment runs its command under the worker, never under the API process', async () => {
+  const prefix = freshPrefix();
+  const module = 'test/fixtures/process-deployments.ts';
+  const worker = await spawnWorker(prefix, { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module });
+  const shutdown = new AbortController();
+  const processes = new ProcessDispatchers();
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes }));
+  try {
+    assert.equal((await host.readiness()).checks['worker:example.shout'], 'ok', 'the worker holds the same ref: the secret value is not part of it');
+    const shout = await start(host, 'example.shout', { text: 'far away' });
+    const done = await result(host, shout.processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    const output = done.output as unknown as { text: string; ppid: number };
+    assert.equal(output.text, 'FAR AWAY!');
+    assert.equal(output.ppid, worker.pid, 'the worker supervises the command');
+    assert.deepEqual(processes.status().map((status) => status.generations.length), [0], 'the API process started no command');
+    worker.kill('SIGTERM');
+    await once(worker, 'exit');
+  } finally {
+    shutdown.abort();
+    await host.close(2_000);
+    await processes.close(0);
+  }
+});
+
+test('bullmq: a dispatcher marked ownerDispatched runs in the owner process, needs no worker and no queue', async () => {
+  const prefix = freshPrefix();
+  const ran: number[] = [];
+  const local = Deployment.create({
+    definition: echoDefinition,
+    dispatcher: ownerDispatched({
+      async dispatch(request) {
+        ran.push(process.pid);
+        return Settlement.of('succeeded', request.effect.payload);
+      },
+      replayPolicy: () => 'same_identity' as const,
+    }),
+    implementationDigest: Digest.of('test:owner-echo:implementation:v1'),
+    configurationDigest: Digest.of('test:owner-echo:configuration:v1'),
+  });
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off' }, [local]);
+  try {
+    const readiness = await host.readiness();
+    assert.equal(readiness.checks['worker:demo.echo'], undefined, 'no worker is awaited for it');
+    assert.equal(readiness.ready, true, JSON.stringify(readiness));
+    const echo = await start(host, 'demo.echo', { value: 'here' });
+    const done = await result(host, echo.processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.deepEqual(ran, [process.pid], 'it ran here, once, with no worker running');
+    assert.deepEqual(await redis.keys(`${bullPrefixOf(prefix)}*`), [], 'no queue was written');
+  } finally {
     await host.close(2_000);
   }
 });

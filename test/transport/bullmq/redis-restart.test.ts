@@ -13,6 +13,7 @@ import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js
 import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { effectsOf, freshPrefix, result, start, testConfig } from '../../server/harness.js';
+import { ProcessDispatchers } from '../../../src/app/process-dispatchers.js';
 
 let server: RedisServer;
 let redis: Redis;
@@ -89,7 +90,7 @@ test('bullmq: Redis restarted under a running worker: it reconnects and serves o
   const prefix = freshPrefix();
   const worker = await spawnWorker(prefix);
   const shutdown = new AbortController();
-  const deployments = await loadDeploymentsModule(module, { shutdown: shutdown.signal });
+  const deployments = await loadDeploymentsModule(module, { shutdown: shutdown.signal, processes: new ProcessDispatchers() });
   const host = new EngineHost({
     config: testConfig({ SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', ...timing }),
     defaultMetrics: false,
