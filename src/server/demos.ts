@@ -7,6 +7,7 @@ import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
 import { coordinationExamples } from './examples/coordination.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
+import { collaborationExamples } from './examples/collaboration.js';
 import { messagingDeployments } from './examples/messaging.js';
 import { workflowExamples } from './examples/workflow.js';
 import type { DeliveryHost } from './messaging-delivery.js';
@@ -46,5 +47,6 @@ export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => 
     ...messagingDeployments({ host: options.host }),
     ...workflowExamples({ echo }),
     ...coordinationExamples({ echo, shutdown: options.shutdown }),
+    ...collaborationExamples({ shutdown: options.shutdown }),
   ];
 }
