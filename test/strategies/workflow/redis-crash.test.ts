@@ -1,9 +1,6 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { after, before, test } from 'node:test';
-import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
-import { spawnServe } from '../../helpers/scope-serve.js';
-import { openSse, streamPath } from '../../plugins/sse-harness.js';
+import { test } from 'node:test';
+import { committed, crashFixture, type LogEntry, readLog, resultOf, startProcess, stop, untilChildrenPublished, untilTakenOver } from '../../helpers/crash-harness.js';
 
 /**
  * A workflow survives a SIGKILLed writer in the middle of its fan-out: `scope serve` in Redis mode
@@ -16,68 +13,17 @@ import { openSse, streamPath } from '../../plugins/sse-harness.js';
 
 const values = Array.from({ length: 40 }, (_, index) => `item-${index}`);
 const windowSize = 4;
-let redis: RedisServer;
-const servers: ChildProcess[] = [];
+const { serve } = crashFixture();
 
-before(async () => {
-  redis = await startRedisServer({ appendOnly: true, appendFsync: 'always' });
-});
-
-after(async () => {
-  for (const server of servers) server.kill('SIGKILL');
-  await redis?.stop();
-});
-
-const serve = (prefix: string) =>
-  spawnServe({ SCOPE_REDIS_URL: redis.url, SCOPE_KEY_PREFIX: prefix, SCOPE_NODE_LEASE_MS: '1500', SCOPE_NODE_RENEW_MS: '250' }, (child) => servers.push(child));
-
-const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
-interface LogEntry {
-  readonly position: string;
-  readonly type: string;
-  readonly processId: string;
-  readonly data: { readonly phase?: string };
-}
-
-async function readLog(url: string, rootId: string): Promise<LogEntry[]> {
-  const entries: LogEntry[] = [];
-  let cursor = '0';
-  for (;;) {
-    const response = await fetch(`${url}/v1/processes/${encodeURIComponent(rootId)}/events?after=${cursor}&limit=1000`);
-    assert.equal(response.status, 200);
-    const page = (await response.json()) as { items: LogEntry[]; nextCursor: string | null };
-    entries.push(...page.items);
-    if (page.nextCursor === null || page.items.length === 0) return entries;
-    cursor = page.nextCursor;
-  }
-}
-
-const committed = (entries: readonly LogEntry[], type: string) => entries.filter((entry) => entry.type === type && entry.data.phase === 'committed');
-
-async function startBatch(url: string): Promise<string> {
-  const response = await post(`${url}/v1/processes`, { deployment: 'example.workflow.batch', input: { values } });
-  assert.equal(response.status, 201, await response.clone().text());
-  return ((await response.json()) as { processId: string }).processId;
-}
-
-async function resultOf(url: string, rootId: string): Promise<{ status: string; output: unknown }> {
-  return (await (await fetch(`${url}/v1/processes/${encodeURIComponent(rootId)}/result?waitMs=30000`)).json()) as { status: string; output: unknown };
-}
+const startBatch = (url: string): Promise<string> => startProcess(url, 'example.workflow.batch', { values });
 
 test('example.workflow.batch SIGKILLed mid fan-out in Redis mode: taken over, it completes with the uninterrupted output', async () => {
   const prefix = `workflowcrash${process.pid}`;
   const first = await serve(prefix);
   const rootId = await startBatch(first.url);
 
-  const live = await openSse(`${first.url}${streamPath(rootId)}`);
-  const published = new Set<string>();
-  await live.waitFor((event) => {
-    if (event.event === 'agent.process.started' && event.data.phase === 'committed' && event.data.process_id !== rootId) published.add(event.data.process_id as string);
-    return published.size >= 6;
-  }, 'six published children (the second window under way)');
-  first.child.kill('SIGKILL');
-  await new Promise((resolve) => first.child.once('exit', resolve));
+  const live = await untilChildrenPublished(first.url, rootId, 6);
+  await stop(first, 'SIGKILL');
   live.close();
 
   const second = await serve(prefix);
@@ -86,11 +32,7 @@ test('example.workflow.batch SIGKILLed mid fan-out in Redis mode: taken over, it
   const before = new Set(committed(crashed, 'agent.process.started').map((entry) => entry.processId));
   assert.ok(before.size - 1 < values.length, `the crash cut the fan-out short (${before.size - 1} of ${values.length} children published)`);
 
-  const deadline = performance.now() + 15_000;
-  while (((await (await fetch(`${second.url}/v1/trees/${encodeURIComponent(rootId)}`)).json()) as { active: boolean }).active !== true) {
-    assert.ok(performance.now() < deadline, 'the tree was taken over');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await untilTakenOver(second.url, rootId);
   const recovered = await resultOf(second.url, rootId);
   assert.equal(recovered.status, 'completed', JSON.stringify(recovered));
 
@@ -117,6 +59,5 @@ test('example.workflow.batch SIGKILLed mid fan-out in Redis mode: taken over, it
   }
   assert.equal(committed(log, 'agent.process.finished').filter((entry) => entry.processId === rootId).length, 1, 'the workflow finishes once');
 
-  second.child.kill('SIGTERM');
-  await new Promise((resolve) => second.child.once('exit', resolve));
+  await stop(second, 'SIGTERM');
 });
