@@ -3,6 +3,21 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { Failure, Settlement } from '../processes/schemas.js';
 import { anyJson, closedObject, identity, nullable, ref, stringEnum } from '../shared.js';
 
+export const LateReport = closedObject(
+  {
+    attemptId: Type.String(),
+    status: stringEnum(['succeeded', 'failed', 'unknown'], { description: '`unknown`: the worker itself could not tell (its dispatcher threw).' }),
+    payload: anyJson('The reported settlement payload (null with status unknown and a reason).'),
+    reason: nullable(Type.String({ description: 'Why the worker could not tell.' })),
+  },
+  {
+    $id: 'LateReport',
+    description:
+      'What a BullMQ worker reported for an attempt it was still running when the effect was declared Unknown (a takeover, a lapsed deadline). ' +
+      'Transport evidence, not the record: resolve the effect with it (`POST …/resolve`) if you trust it.',
+  },
+);
+
 export const Effect = closedObject(
   {
     effectId: Type.String(),
@@ -13,6 +28,7 @@ export const Effect = closedObject(
     attempts: Type.Integer({ minimum: 0, description: 'Dispatch attempts this server made, replays included.' }),
     settlement: nullable(ref(Settlement)),
     diagnostic: nullable(ref(Failure)),
+    lateReport: Type.Optional(ref(LateReport)),
   },
   { $id: 'Effect', description: 'One effect of a process.' },
 );
@@ -47,4 +63,4 @@ export const EffectParams = closedObject({
   effectId: identity('The effect id.', 'effect:0123456789abcdef'),
 });
 
-export const effectComponents: readonly TSchema[] = [Effect, EffectList, EffectResolution];
+export const effectComponents: readonly TSchema[] = [LateReport, Effect, EffectList, EffectResolution];

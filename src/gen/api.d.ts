@@ -868,6 +868,18 @@ export interface components {
             /** @enum {string} */
             action: "pause" | "resume" | "cancel" | "kill";
         };
+        /** @description What a BullMQ worker reported for an attempt it was still running when the effect was declared Unknown (a takeover, a lapsed deadline). Transport evidence, not the record: resolve the effect with it (`POST …/resolve`) if you trust it. */
+        LateReport: {
+            attemptId: string;
+            /**
+             * @description `unknown`: the worker itself could not tell (its dispatcher threw).
+             * @enum {string}
+             */
+            status: "succeeded" | "failed" | "unknown";
+            /** @description The reported settlement payload (null with status unknown and a reason). */
+            payload: unknown;
+            reason: string | null;
+        };
         /** @description One effect of a process. */
         Effect: {
             effectId: string;
@@ -881,6 +893,7 @@ export interface components {
             attempts: number;
             settlement: components["schemas"]["Settlement"] | null;
             diagnostic: components["schemas"]["Failure"] | null;
+            lateReport?: components["schemas"]["LateReport"];
         };
         /** @description A page of a process's effects, in step order. */
         EffectList: {

@@ -8,6 +8,7 @@ import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
+import { decodeInboxEntry } from '../transport/bullmq/job-data.js';
 import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
@@ -42,6 +43,7 @@ import type {
   TreeView,
   WaitQuery,
   WaitView,
+  LateReportView,
 } from './host.js';
 import { defaultCaptureWaitMs } from './host.js';
 import { LogReader } from './log-reader.js';
@@ -586,8 +588,17 @@ export class EngineHost implements Host {
     }
     const located = await this.#residency.locateOrThrow(processId);
     const views = await storeCall('event log read', () => effectViews(this.#backend.log, located.root, snapshotOf(located)));
-    const items = views.slice(offset, offset + limit);
+    const page = views.slice(offset, offset + limit);
+    const transport = this.#transport;
+    const items = transport === undefined ? page : await Promise.all(page.map((view) => (view.status === 'unknown' ? this.#withLateReport(transport, located.root, view) : view)));
     return { items, nextCursor: offset + limit < views.length ? String(offset + limit) : null };
+  }
+
+  /** An Unknown effect's view with what a worker reported for it after it was declared Unknown (its inbox). */
+  async #withLateReport(transport: BullmqTransport, root: string, view: EffectView): Promise<EffectView> {
+    const inbox = await storeCall('effect inbox read', () => transport.attempts.inbox(root, view.effectId));
+    const report = lateReportOf(inbox);
+    return report === undefined ? view : { ...view, lateReport: report };
   }
 
   replayEffect(processId: string, effectId: string): Promise<EffectView> {
@@ -963,4 +974,27 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The report an effect's inbox holds (entries by attempt id): a definite one when any attempt left
+ * one (a `never` effect has at most one attempt), else a worker's own doubt; undefined when there is
+ * nothing readable.
+ */
+function lateReportOf(inbox: Readonly<Record<string, string>>): LateReportView | undefined {
+  let doubt: LateReportView | undefined;
+  for (const attemptId of Object.keys(inbox).sort()) {
+    let entry: ReturnType<typeof decodeInboxEntry>;
+    try {
+      entry = decodeInboxEntry(inbox[attemptId] as string);
+    } catch {
+      continue;
+    }
+    if (entry.outcome === 'unknown' || entry.settlement.status === 'unknown') {
+      doubt ??= { attemptId, status: 'unknown', payload: entry.outcome === 'unknown' ? null : entry.settlement.payload.decode<Json>(), reason: entry.outcome === 'unknown' ? entry.reason : null };
+      continue;
+    }
+    return { attemptId, status: entry.settlement.status, payload: entry.settlement.payload.decode<Json>(), reason: null };
+  }
+  return doubt;
 }

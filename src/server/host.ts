@@ -203,6 +203,21 @@ export interface EffectView {
   readonly attempts: number;
   readonly settlement: SettlementView | null;
   readonly diagnostic: FailureView | null;
+  /**
+   * Only on an `unknown` effect whose attempt a BullMQ worker was still running when the outcome was
+   * declared Unknown (a takeover, a lapsed deadline): what the worker reported afterwards. Transport
+   * evidence, not the record — resolve the effect with it if you trust it.
+   */
+  readonly lateReport?: LateReportView;
+}
+
+/** A worker's report for an attempt that finished after its effect was declared Unknown. */
+export interface LateReportView {
+  readonly attemptId: string;
+  /** `unknown`: the worker itself could not tell (its dispatcher threw). */
+  readonly status: 'succeeded' | 'failed' | 'unknown';
+  readonly payload: Json | null;
+  readonly reason: string | null;
 }
 
 export interface TreeView {

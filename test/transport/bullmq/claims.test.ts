@@ -11,6 +11,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { attemptKey, dispatchPermitSuffix, headKey, recordKey } from '../../../src/store/redis/keys.js';
+import { Deployment, Digest } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { EffectWorker } from '../../../src/transport/bullmq/effect-worker.js';
 import type { EffectJobData } from '../../../src/transport/bullmq/job-data.js';
@@ -203,4 +204,50 @@ test('claims: a restored owner waits for an earlier attempt still running, then 
   assert.deepEqual((await result(owner, root)).output, { value: 'waited' });
   const effectId = await effectIdOf(owner, root);
   assert.equal(await attempts.executions(root, effectId), 1);
+});
+
+test('claims: a never effect declared Unknown at a takeover shows the late report its still-running attempt left; a person resolves from it', async () => {
+  const prefix = freshPrefix();
+  const [gatedEcho] = deployments();
+  // The same gated echo, but replay-forbidden: a restore must not run it again, nor guess its outcome.
+  const never = Deployment.create({
+    definition: gatedEcho!.definition,
+    dispatcher: { dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const },
+    implementationDigest: Digest.of('test:never-echo:implementation:v1'),
+    configurationDigest: Digest.of('test:never-echo:configuration:v1'),
+  });
+  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [never] });
+  closers.push(() => first.host.close(200));
+  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [never] });
+  const queue = new Queue(queueNameOf(never.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
+  closers.push(() => queue.close());
+  const root = (await start(first.host, 'demo.echo', { value: 'late' })).processId;
+  let data: EffectJobData | undefined;
+  while (data === undefined) {
+    data = (await queue.getWaiting())[0]?.data as EffectJobData | undefined;
+    if (data === undefined) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const running = worker.run(data); // claims, then waits on the closed gate
+  while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
+  first.redis.disconnect(); // the owner vanishes with the attempt in flight
+
+  const owner = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [never] });
+  closers.push(() => owner.close(500));
+  await owner.restoreTree(root);
+  // The restored owner commits the Unknown right after the activation (no event marks it: it is no attempt).
+  let [declared] = await effectsOf(owner, root);
+  while (declared?.status === 'pending') {
+    await new Promise((resolve) => setImmediate(resolve));
+    [declared] = await effectsOf(owner, root);
+  }
+  assert.equal(declared?.status, 'unknown', 'a never effect in flight at restore is Unknown');
+  assert.equal(declared?.lateReport, undefined, 'nothing reported yet');
+
+  openGate();
+  assert.equal(await running, 'executed');
+  const [reported] = await effectsOf(owner, root);
+  assert.equal(reported?.status, 'unknown', 'the report is evidence, not the record');
+  assert.deepEqual(reported?.lateReport, { attemptId: data.attemptId, status: 'succeeded', payload: { value: 'late' }, reason: null });
+  await owner.resolveEffect(root, reported!.effectId, { status: 'succeeded', payload: reported!.lateReport!.payload! });
+  assert.deepEqual((await result(owner, root)).output, { value: 'late' });
 });
