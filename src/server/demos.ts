@@ -7,6 +7,7 @@ import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 import { messagingDeployments } from './examples/messaging.js';
+import { planningDeployments } from './examples/planning.js';
 import type { DeliveryHost } from './messaging-delivery.js';
 
 /**
@@ -42,5 +43,6 @@ export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => 
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
     ...messagingDeployments({ host: options.host }),
+    ...planningDeployments(),
   ];
 }
