@@ -282,7 +282,9 @@ export function planningDefinition(config: PlanningDefinitionConfig): Definition
           return sense(next, 1);
         }
         case 'starting': {
-          const result = objectOf(settlementOf(signals, 'child start').payload) ?? {};
+          // A framework settlement carries no status: the Engine-minted `{operation:"start_child",…}`.
+          const result = signals[0]?.engineOwned === true ? objectOf((signals[0] as Signal).payload) : undefined;
+          if (result?.operation !== 'start_child') throw stepFailure('contract', 'planning.missing_settlement', 'the window after the child start does not start with its result');
           if (result.failure !== undefined || typeof result.process_id !== 'string') {
             const code = (result.failure as { code?: unknown } | undefined)?.code;
             return sense(settleRound(state, 'failed', `the child did not start: ${typeof code === 'string' ? code : 'unknown'}`), 1);

@@ -11,7 +11,9 @@ import { goapPlanner } from '../../../strategies/planning/goap/planner.js';
 import { Budget } from '../../../src/kernel/budget.js';
 import { Deployment } from '../../../src/kernel/deployment.js';
 import { Digest } from '../../../src/kernel/digest.js';
+import { Payload } from '../../../src/kernel/payload.js';
 import { Quota } from '../../../src/kernel/quota.js';
+import { Settlement } from '../../../src/kernel/settlement.js';
 import { echoDefinition } from '../../../strategies/demo/echo.js';
 import { echoDispatcher } from '../../../src/server/demo-dispatchers.js';
 import { planningWorldDispatcher } from '../../../src/server/dispatchers/planning-world.js';
@@ -114,6 +116,83 @@ test('an unreachable goal fails with planning.no_plan; a planner out of budget w
     const exhausted = await result(host, budget.processId);
     assert.equal(exhausted.failure?.code, 'planning.planner_budget_exhausted');
     assert.match(exhausted.failure?.message ?? '', /expansions budget \(1\)/);
+  } finally {
+    await host.close(0);
+  }
+});
+
+/**
+ * A world with one fact `asked`: the delegated `ask_helper` (cost 1) runs a demo.echo child whose
+ * dispatcher sets it; `do_it_myself` (cost 10) is a dispatcher action that sets it.
+ */
+function helperWorld(childInput: unknown): { deployment: Deployment; operations: string[]; helped: () => number } {
+  let asked = false;
+  let helped = 0;
+  const inner = echoDispatcher();
+  const helper = Deployment.create({
+    definition: echoDefinition,
+    dispatcher: {
+      dispatch(request, emit, signal) {
+        helped += 1;
+        asked = true;
+        return inner.dispatch(request, emit, signal);
+      },
+      replayPolicy: (effect) => inner.replayPolicy(effect),
+    },
+    implementationDigest: Digest.of('test:planning:helper'),
+    configurationDigest: Digest.of('test:planning:helper'),
+  });
+  const budget = Budget.of({ steps: Quota.of(8), effects: Quota.of(4), signals: Quota.of(16) });
+  const actions: PlanningActionSpec[] = [
+    { name: 'ask_helper', effects: { asked: true }, cost: 1, execution: { kind: 'delegate', deployment: helper, input: childInput, budget } },
+    { name: 'do_it_myself', effects: { asked: true }, cost: 10, execution: { kind: 'dispatch' } },
+  ];
+  const world: Dispatcher = {
+    async dispatch(request) {
+      const payload = request.effect.payload.decode<{ operation: string }>();
+      if (payload.operation === 'planning.act') asked = true;
+      return Settlement.of('succeeded', Payload.encode({ world: { asked } }));
+    },
+    replayPolicy: () => 'same_identity',
+  };
+  const definition = planningDefinition({ name: 'test.planning.helper', description: 'asks a helper child, or does it itself', actions, planner: goapPlanner(), maxRounds: 4 });
+  const { deployment, operations } = recorded(definition, world, 'planning-helper');
+  return { deployment, operations, helped: () => helped };
+}
+
+test('a delegated action runs as a child Process, awaited until its subtree drained, then sensing confirms it', async () => {
+  const world = helperWorld({ value: 'please' });
+  const host = embeddedHost({ deployments: [world.deployment] });
+  try {
+    const { processId } = await start(host, 'test.planning.helper', { goal: { asked: true } });
+    const done = await result(host, processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done.failure));
+    const output = done.output as unknown as { rounds: RoundOut[] };
+    assert.deepEqual(output.rounds.map((round) => [round.action, round.outcome]), [['ask_helper', 'confirmed']]);
+    assert.equal(world.helped(), 1);
+    // Only the sensings went through the planning dispatcher: the action ran in the child.
+    assert.deepEqual(world.operations, ['sense', 'sense']);
+    const children = await host.children(processId);
+    assert.equal(children.items.length, 1);
+    assert.equal(children.items[0]?.status, 'completed');
+  } finally {
+    await host.close(0);
+  }
+});
+
+test('a refused child start is a failed attempt: the delegated action is excluded and the plan falls back', async () => {
+  const world = helperWorld({ nope: 1 });
+  const host = embeddedHost({ deployments: [world.deployment] });
+  try {
+    const { processId } = await start(host, 'test.planning.helper', { goal: { asked: true } });
+    const done = await result(host, processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done.failure));
+    const output = done.output as unknown as { rounds: RoundOut[]; excluded: string[] };
+    assert.deepEqual(output.rounds.map((round) => [round.action, round.outcome]), [['ask_helper', 'failed'], ['do_it_myself', 'confirmed']]);
+    assert.match(output.rounds[0]?.reason ?? '', /the child did not start: engine\.child\.input\.invalid/);
+    assert.deepEqual(output.excluded, ['ask_helper']);
+    assert.equal(world.helped(), 0);
+    assert.deepEqual(world.operations, ['sense', 'sense', 'do_it_myself', 'sense']);
   } finally {
     await host.close(0);
   }
