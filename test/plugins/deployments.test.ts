@@ -16,7 +16,7 @@ test('GET /v1/deployments lists the six demos with their contracts', async () =>
   assert.equal(response.status, 200);
   const items = response.body.items as Array<{ name: string; deploymentRef: string; inputSchema: unknown; outputSchema?: unknown; signalSchema?: unknown }>;
   const names = items.map((deployment) => deployment.name).sort();
-  assert.deepEqual(names, ['demo.approval', 'demo.counter', 'demo.echo', 'demo.fanout', 'demo.sleep', 'demo.unreliable', 'example.messaging.notify']);
+  assert.deepEqual(names, ['demo.approval', 'demo.counter', 'demo.echo', 'demo.fanout', 'demo.sleep', 'demo.unreliable', 'example.messaging.notify', 'example.planning.errands']);
   for (const deployment of items) {
     assert.match(deployment.deploymentRef, new RegExp(`^${deployment.name.replace('.', '\\.')}\\+sha256:[0-9a-f]{64}$`));
     assert.equal(typeof deployment.inputSchema, 'object');

@@ -122,7 +122,7 @@ test('demo deployments have fixed refs, recomputed identically', () => {
   );
   assert.deepEqual(
     refs.map((ref) => ref.split('+')[0]),
-    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify'],
+    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.planning.errands'],
   );
 });
 
