@@ -80,6 +80,20 @@ test('errands: senses after every action, excludes the failed and the unconfirme
   }
 });
 
+test('a goal that already holds completes after one sensing, with no round and no action', async () => {
+  const errands = recorded(errandsDefinition({ name: 'test.planning.home' }), errandsWorld(), 'planning-home');
+  const host = embeddedHost({ deployments: [errands.deployment] });
+  try {
+    const { processId } = await start(host, 'test.planning.home', { goal: { at: 'home' } });
+    const done = await result(host, processId);
+    assert.equal(done.status, 'completed', JSON.stringify(done.failure));
+    assert.deepEqual(done.output, { world: { at: 'home', car_at: 'home', groceries: false }, rounds: [], excluded: [] });
+    assert.deepEqual(errands.operations, ['sense']);
+  } finally {
+    await host.close(0);
+  }
+});
+
 test('the rounds bound fails the process with planning.rounds_exhausted', async () => {
   const host = embeddedHost();
   try {
