@@ -1,4 +1,3 @@
-// Over 300 lines: one state machine whose phases read each other's Effects; split, they would be read together anyway.
 import type { Budget } from '../../src/kernel/budget.js';
 import { CapabilitySet } from '../../src/kernel/capability.js';
 import { ClassifiedError } from '../../src/kernel/classified-error.js';
