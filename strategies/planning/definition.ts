@@ -181,7 +181,10 @@ export function planningDefinition(config: PlanningDefinitionConfig): Definition
     for (const member of ['child', 'waitId'] as const) {
       if (record[member] !== undefined && typeof record[member] !== 'string') throw invalidState(kind, `${member} must be a string`);
     }
-    if ((phase === 'acting' || phase === 'starting' || phase === 'opening' || phase === 'waiting') && rounds.length === 0) throw invalidState(kind, `${phase} needs a round`);
+    const running = phase === 'acting' || phase === 'starting' || phase === 'opening' || phase === 'waiting';
+    const lastOutcome = (rounds[rounds.length - 1] as { outcome?: unknown } | undefined)?.outcome;
+    if (running && lastOutcome !== 'pending') throw invalidState(kind, `${phase} needs a pending round`);
+    if (!running && lastOutcome === 'pending') throw invalidState(kind, `${phase} has no pending round`);
     if ((phase === 'opening' || phase === 'waiting') && record.child === undefined) throw invalidState(kind, `${phase} needs the child`);
     if (phase === 'waiting' && record.waitId === undefined) throw invalidState(kind, 'waiting needs the wait id');
     return record as unknown as PlanningState;

@@ -131,3 +131,17 @@ test('actions are validated when the Definition is built: costs finite and non-n
   assert.throws(build([], 0), (error: unknown) => error instanceof PlanningValueError && error.code === 'planning.invalid_budget');
   assert.throws(build([], 257), /maxRounds/);
 });
+
+test('restore is strict: a running phase needs a pending round, a sensing has none, unknown actions and members are refused', () => {
+  const bad = [
+    { phase: 'acting', goal, maxRounds: 4, excluded: [], rounds: [] },
+    { phase: 'sensing', goal, maxRounds: 4, excluded: [], rounds: [round('pending')] },
+    { phase: 'sensing', goal, maxRounds: 4, excluded: ['fly'], rounds: [] },
+    { phase: 'sensing', goal, maxRounds: 4, excluded: [], rounds: [round('confirmed', 'fly')] },
+    { phase: 'sensing', goal, maxRounds: 4, excluded: [], rounds: [], extra: 1 },
+    { phase: 'waiting', goal, maxRounds: 4, excluded: [], rounds: [round('pending')], child },
+  ];
+  for (const value of bad) {
+    assert.throws(() => definition.restore(ExecutionState.encode(kind, value), new AbortController().signal), /invalid test\.planning\.conformance state/, JSON.stringify(value));
+  }
+});
