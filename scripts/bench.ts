@@ -58,6 +58,11 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchInbox } = await import('./bench/inbox.js');
     await benchInbox();
   },
+  // Issue 14: a 100-item workflow map in windows of 10, embedded and Redis.
+  strategies: async () => {
+    const { benchStrategies } = await import('./bench/strategies.js');
+    await benchStrategies();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

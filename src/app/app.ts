@@ -54,6 +54,7 @@ import { installAuthentication } from './auth/authentication.js';
 import { installTenancyGuard } from './auth/tenancy-guard.js';
 import { apiKeyPrefix, ApiKeyStore } from './auth/key-store.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
+import { nodeTokenPrefix, type NodeTokens } from './auth/node-tokens.js';
 import { operationScopes, scopeDescriptions, securityOf } from './auth/scopes.js';
 
 declare module 'fastify' {
@@ -104,6 +105,8 @@ export interface BuildAppOptions {
    * this node counts alone. The caller owns it (the app does not close it).
    */
   readonly redis?: RedisClient;
+  /** With authentication on: accept other nodes' tokens (forwarded work of their own, e.g. cross-tree messages). */
+  readonly nodeTokens?: NodeTokens;
 }
 
 /**
@@ -384,7 +387,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       auth.jwt === undefined
         ? undefined
         : new JwtVerifier(auth.jwt, { onReloadError: (error: Error) => app.log.warn({ err: error }, 'the JWKS file could not be reread; the last keys stay in force') });
-    await installAuthentication(app, async (token) => (token.startsWith(apiKeyPrefix) ? keys?.authenticate(token) : jwts?.authenticate(token)));
+    const nodes = options.nodeTokens;
+    await installAuthentication(app, async (token) => {
+      if (token.startsWith(nodeTokenPrefix)) return nodes?.authenticate(token);
+      return token.startsWith(apiKeyPrefix) ? keys?.authenticate(token) : jwts?.authenticate(token);
+    });
     installTenancyGuard(app);
   }
   const keyPrefix = options.config?.keyPrefix ?? 'scope';

@@ -9,6 +9,7 @@ import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
 import { loadDeploymentsModule } from './deployments-module.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
+import { loadClusterSecret, NodeTokens } from './auth/node-tokens.js';
 import { startWorker, type RunningWorker } from './worker.js';
 
 /**
@@ -58,15 +59,6 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
   const shutdown = new AbortController();
   const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes });
-  const host = new EngineHost({
-    config,
-    deployments,
-    logger: logger.child({ component: 'host' }),
-    joinsCluster: config.mode === 'redis',
-    // With the BullMQ transport the workers run the commands; this process never does.
-    ...(config.transport === 'bullmq' ? {} : { readinessChecks: () => processes.checks() }),
-  });
-  processes.registerMetrics(host.telemetry.registry);
   const stopProcesses = async (deadlineMs: number): Promise<void> => {
     shutdown.abort();
     await processes.close(deadlineMs);
@@ -76,7 +68,28 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
       ? connectRedis(redisTargetOf(config), { name: 'scope-guards', onError: (error) => logger.warn({ err: error }, 'guards: Redis connection error') })
       : undefined;
-  const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }) });
+  // With authentication on, nodes of one Redis accept each other's tokens for the work they forward on their own behalf.
+  let nodeTokens: NodeTokens | undefined;
+  if (guardsRedis !== undefined && config.auth.mode === 'on') {
+    try {
+      nodeTokens = new NodeTokens(await loadClusterSecret(guardsRedis, config.keyPrefix));
+    } catch (error) {
+      await closeRedis(guardsRedis, 0);
+      await stopProcesses(0);
+      throw error;
+    }
+  }
+  const host: EngineHost = new EngineHost({
+    config,
+    deployments,
+    logger: logger.child({ component: 'host' }),
+    joinsCluster: config.mode === 'redis',
+    // With the BullMQ transport the workers run the commands; this process never does.
+    ...(config.transport === 'bullmq' ? {} : { readinessChecks: () => processes.checks() }),
+    ...(nodeTokens === undefined ? {} : { nodeCredential: (tenant: string): string => (nodeTokens as NodeTokens).mint(host.nodeId, tenant) }),
+  });
+  processes.registerMetrics(host.telemetry.registry);
+  const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }), ...(nodeTokens === undefined ? {} : { nodeTokens }) });
   if (guardsRedis !== undefined) app.addHook('onClose', async () => closeRedis(guardsRedis, 1_000));
   let url: string;
   try {

@@ -4,10 +4,12 @@ import { echoDefinition } from '../../strategies/demo/echo.js';
 import { fanoutDefinition } from '../../strategies/demo/fanout.js';
 import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { unreliableDefinition } from '../../strategies/demo/unreliable.js';
+import { coordinationExamples } from './examples/coordination.js';
 import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/index.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 import { messagingDeployments } from './examples/messaging.js';
 import { planningDeployments } from './examples/planning.js';
+import { workflowExamples } from './examples/workflow.js';
 import type { DeliveryHost } from './messaging-delivery.js';
 
 /**
@@ -43,6 +45,8 @@ export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => 
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
     ...messagingDeployments({ host: options.host }),
+    ...workflowExamples({ echo }),
+    ...coordinationExamples({ echo, shutdown: options.shutdown }),
     ...planningDeployments(),
   ];
 }

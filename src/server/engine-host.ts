@@ -92,6 +92,11 @@ export interface EngineHostOptions {
   readonly monotonic?: () => number;
   /** Redis mode: each storage call's deadline in ms (default 5000; tests shorten it). */
   readonly storageTimeoutMs?: number;
+  /**
+   * With authentication on in Redis mode: the bearer token this node presents to another for work it
+   * forwards on its own behalf (cross-tree messages), acting for `tenant` (src/app/auth/node-tokens.ts).
+   */
+  readonly nodeCredential?: (tenant: string) => string;
   /** More readiness checks (the app's process dispatchers: one per supervisor key), merged into `readiness()`. */
   readonly readinessChecks?: () => Readonly<Record<string, string>>;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
@@ -125,6 +130,7 @@ export class EngineHost implements Host {
   readonly #catalog = new DeploymentCatalog();
   readonly #metrics: HostMetrics;
   readonly #readinessChecks: (() => Readonly<Record<string, string>>) | undefined;
+  readonly #nodeCredential: ((tenant: string) => string) | undefined;
   readonly #backend: Backend;
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
@@ -157,6 +163,7 @@ export class EngineHost implements Host {
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
     this.#readinessChecks = options.readinessChecks;
+    this.#nodeCredential = options.nodeCredential;
     this.#metrics = new HostMetrics({
       rootProcesses: async () => (backend === undefined ? 0 : backend.roots.size()),
       residentByStatus: () => residency?.residentByStatus() ?? new Map(),
@@ -722,6 +729,11 @@ export class EngineHost implements Host {
   /** This node's id (embedded mode: the one implicit node). */
   get nodeId(): string {
     return this.#ownership?.nodeId ?? 'embedded';
+  }
+
+  /** The token this node presents to another for `tenant` (authentication on, Redis mode); else undefined. */
+  nodeCredential(tenant: string): string | undefined {
+    return this.#nodeCredential?.(tenant);
   }
 
   async nodes(): Promise<readonly NodeView[]> {

@@ -34,7 +34,13 @@ const definiteCodes: ReadonlySet<string> = new Set([
 ]);
 
 /** The part of the Host this port uses (the public Host surface, nothing more). */
-export type DeliveryHost = Pick<Host, 'inspectProcess' | 'tenantOf' | 'deliverSignals' | 'nodeId'>;
+export type DeliveryHost = Pick<Host, 'inspectProcess' | 'tenantOf' | 'deliverSignals' | 'nodeId'> & {
+  /**
+   * With authentication on: the bearer token this node presents to another node for `tenant` (a node
+   * token, src/app/auth/node-tokens.ts); undefined when authentication is off.
+   */
+  nodeCredential?(tenant: string): string | undefined;
+};
 
 export interface HostDeliveryOptions {
   /** Resolved at the first delivery: the Host that builds its deployments passes itself late. */
@@ -64,7 +70,10 @@ export function hostDeliveryPort(options: HostDeliveryOptions): DeliveryPort {
         const outcome = await host.deliverSignals(recipient.toString(), [input]);
         return { admitted: outcome.accepted };
       } catch (error) {
-        if (error instanceof OwnedElsewhereError) return forward(error.owner, host.nodeId, recipient, input, timeoutMs, signal);
+        if (error instanceof OwnedElsewhereError) {
+          const credential = host.nodeCredential?.(recipientTenant);
+          return forward(error.owner, host.nodeId, recipient, input, { timeoutMs, signal, credential });
+        }
         if (error instanceof KernelError && definiteCodes.has(error.code)) throw new DeliveryRefusedError(error.code, error.message, { cause: error });
         throw error;
       }
@@ -82,12 +91,24 @@ function notFound(recipient: ProcessId): DeliveryRefusedError {
  * node that does not own the tree either answers `tree_owned_elsewhere` naming the owner it sees, and the
  * delivery follows that hint once. The owner's definite refusals stay definite; anything else throws.
  */
-async function forward(owner: OwnerHint, self: string, recipient: ProcessId, input: SignalInput, timeoutMs: number, signal: AbortSignal): Promise<{ readonly admitted: boolean }> {
+async function forward(
+  owner: OwnerHint,
+  self: string,
+  recipient: ProcessId,
+  input: SignalInput,
+  options: { readonly timeoutMs: number; readonly signal: AbortSignal; readonly credential: string | undefined },
+): Promise<{ readonly admitted: boolean }> {
+  const { timeoutMs, signal, credential } = options;
   let target = owner;
   for (let attempt = 0; attempt < 2; attempt += 1) {
     const response = await fetch(`${target.url}/v1/processes/${encodeURIComponent(recipient.toString())}/signals`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'scope-forwarded-by': self },
+      headers: {
+        'content-type': 'application/json',
+        'scope-forwarded-by': self,
+        // The owner authenticates this node as acting for the sender's tenant, and checks the recipient is in it.
+        ...(credential === undefined ? {} : { authorization: `Bearer ${credential}` }),
+      },
       body: JSON.stringify({ signals: [input] }),
       signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
       redirect: 'manual',

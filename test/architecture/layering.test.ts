@@ -2,21 +2,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, dirname } from 'node:path';
 import { test } from 'node:test';
+import { imports, sources } from './source-scan.js';
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sources(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
-}
 
-function imports(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]/g)].map((match) => match[1] as string);
-}
 
 // The kernel is a pure library: storage, transport and HTTP depend on it, never the reverse.
 test('src/kernel imports only itself, node:crypto, node:buffer and ajv', () => {

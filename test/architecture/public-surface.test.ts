@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import { imports, sources } from './source-scan.js';
 import ts from 'typescript';
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '../..');
@@ -73,23 +74,7 @@ test('the package entry points are the curated surfaces', () => {
   assert.equal(manifest.exports['./testing'], './src/testing/index.ts');
 });
 
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sources(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
-}
 
-function imports(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  const specifiers = [
-    ...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]/g),
-    ...text.matchAll(/(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g),
-    ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
-  ];
-  return specifiers.map((match) => match[1] as string);
-}
 
 test('plugins reach the system only through the Host, the kernel surface and the code catalogue', () => {
   const allowedSource = new Set(['src/kernel/index.ts', 'src/server/host.ts', 'src/errors.ts']);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import { imports, sources } from './source-scan.js';
 
 /**
  * The Engine never imports or type-switches a concrete strategy (issue 14; contract §6): strategies are
@@ -12,20 +13,7 @@ import { test } from 'node:test';
 const root = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 const strategies = join(root, 'strategies');
 
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sources(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
-}
 
-function imports(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  // `import … from`, `export … from`, a bare `import '…'` and a dynamic `import('…')`.
-  const forms = /(?:^|\n)\s*(?:import|export)[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
-  return [...text.matchAll(forms)].map((match) => (match[1] ?? match[2] ?? match[3]) as string);
-}
 
 /** The text of a file without its comments (what the compiler sees). */
 function code(file: string): string {

@@ -22,7 +22,7 @@ before(async () => {
   const keysFile = join(directory, 'keys.json');
   writeFileSync(keysFile, JSON.stringify({ keys: [writer.entry, reader.entry] }));
   await cluster.start();
-  const env = { SCOPE_AUTH: 'keys', SCOPE_API_KEYS_FILE: keysFile, SCOPE_RATE_LIMIT: 'off' };
+  const env = { SCOPE_AUTH: 'keys', SCOPE_API_KEYS_FILE: keysFile, SCOPE_RATE_LIMIT: 'off', SCOPE_GRANTS: JSON.stringify({ capabilities: ['scope.messaging.send'] }) };
   [a, b] = await Promise.all([cluster.node('a', env), cluster.node('b', env)]);
 });
 
@@ -57,4 +57,24 @@ test('a forwarded signal is authenticated by the owner with the caller\'s token'
   assert.equal(answered.headers.get('scope-served-by'), 'a');
   const result = await json(await call(processUrl(a, id, '/result?waitMs=10000'), reader.token));
   assert.equal(result.status, 'completed');
+});
+
+test('a cross-tree message to a tree the other node owns is forwarded with a node token, and admitted there', async () => {
+  const recipient = await call(`${a.url}/v1/processes`, writer.token, { deployment: 'demo.approval', input: { subject: 'message' } });
+  assert.equal(recipient.status, 201);
+  const recipientId = (await json(recipient)).processId as string;
+  const waitId = await eventually(async () => {
+    const view = await json(await call(processUrl(a, recipientId), reader.token));
+    return view.status === 'waiting' ? (view.waitId as string) : undefined;
+  }, 'waiting');
+  const sender = await call(`${b.url}/v1/processes`, writer.token, { deployment: 'example.messaging.notify', input: { recipient: recipientId, waitId, payload: { approved: true } } });
+  assert.equal(sender.status, 201, await sender.clone().text());
+  const senderId = (await json(sender)).processId as string;
+  const sent = await json(await call(processUrl(b, senderId, '/result?waitMs=15000'), reader.token));
+  assert.equal(sent.status, 'completed', JSON.stringify(sent));
+  const answered = await json(await call(processUrl(a, recipientId, '/result?waitMs=15000'), reader.token));
+  assert.equal(answered.status, 'completed', JSON.stringify(answered));
+  // A token that only looks like a node's authenticates nothing.
+  const forged = `scope-node.${Buffer.from(JSON.stringify({ n: 'b', t: 'acme', e: Date.now() + 60_000 })).toString('base64url')}.AAAA`;
+  assert.equal((await call(processUrl(a, recipientId, '/signals'), forged, { signals: [{ id: 'forged', payload: {} }] })).status, 401);
 });

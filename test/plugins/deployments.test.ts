@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import request from 'supertest';
+import { coordinationExampleNames } from '../../src/server/examples/coordination.js';
 import { problemOf, startServer, type TestServer } from './server.js';
 
 let server: TestServer;
@@ -11,14 +12,14 @@ after(async () => {
   await server.close();
 });
 
-test('GET /v1/deployments lists the six demos with their contracts', async () => {
+test('GET /v1/deployments lists the six demos and the strategy examples with their contracts', async () => {
   const response = await request(server.url).get('/v1/deployments');
   assert.equal(response.status, 200);
   const items = response.body.items as Array<{ name: string; deploymentRef: string; inputSchema: unknown; outputSchema?: unknown; signalSchema?: unknown }>;
   const names = items.map((deployment) => deployment.name).sort();
-  assert.deepEqual(names, ['demo.approval', 'demo.counter', 'demo.echo', 'demo.fanout', 'demo.sleep', 'demo.unreliable', 'example.messaging.notify', 'example.planning.errands']);
+  assert.deepEqual(names, ['demo.approval', 'demo.counter', 'demo.echo', 'demo.fanout', 'demo.sleep', 'demo.unreliable', 'example.messaging.notify', 'example.workflow.batch', 'example.workflow.review', 'example.planning.errands', ...coordinationExampleNames].sort());
   for (const deployment of items) {
-    assert.match(deployment.deploymentRef, new RegExp(`^${deployment.name.replace('.', '\\.')}\\+sha256:[0-9a-f]{64}$`));
+    assert.match(deployment.deploymentRef, new RegExp(`^${deployment.name.replaceAll('.', '\\.')}\\+sha256:[0-9a-f]{64}$`));
     assert.equal(typeof deployment.inputSchema, 'object');
     assert.ok(deployment.outputSchema !== undefined && deployment.signalSchema !== undefined);
   }

@@ -21,6 +21,7 @@ import { Signal } from '../../src/kernel/signal.js';
 import type { SettlementStatus } from '../../src/kernel/settlement.js';
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from '../../src/server/demo-dispatchers.js';
 import { demoDeployments } from '../../src/server/demos.js';
+import { coordinationExampleNames } from '../../src/server/examples/coordination.js';
 import { runDefinitionConformance } from '../../src/testing/definition-conformance.js';
 
 const pid = ProcessId.parse('process:demo');
@@ -122,7 +123,7 @@ test('demo deployments have fixed refs, recomputed identically', () => {
   );
   assert.deepEqual(
     refs.map((ref) => ref.split('+')[0]),
-    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.planning.errands'],
+    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.workflow.review', 'example.workflow.batch', ...coordinationExampleNames, 'example.planning.errands'],
   );
 });
 

@@ -11,6 +11,7 @@ import { EmbeddedCommitter } from '../../src/server/embedded-committer.js';
 import { grantDefaults } from '../../src/server/config.js';
 import { idempotencyHostValue } from '../../src/server/idempotency.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
+import { coordinationExampleNames } from '../../src/server/examples/coordination.js';
 import { demoFlows } from './demo-flows.js';
 import { dataOf, drainStream, embeddedHost, ofType, rejectsWith, result, start, stepCommittedWith, streamOf, untilEntry, untilSettled } from './harness.js';
 
@@ -20,7 +21,7 @@ test('the catalog lists the six demos with their exact refs and schemas; --no-de
   const host = embeddedHost();
   try {
     const names = host.deployments().map((deployment) => deployment.name);
-    assert.deepEqual(names, ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.planning.errands']);
+    assert.deepEqual(names, ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.workflow.review', 'example.workflow.batch', ...coordinationExampleNames, 'example.planning.errands']);
     const echo = host.deployment('demo.echo');
     assert.match(echo.deploymentRef, /^demo\.echo\+sha256:[0-9a-f]{64}$/);
     assert.equal(echo.signalSchema, false);

@@ -222,6 +222,11 @@ function checkNodeId(nodeId: string): string {
   return nodeId;
 }
 
+/** The secret the nodes of one Redis share to sign node tokens (src/app/auth/node-tokens.ts). */
+export function nodeTokenSecretKey(prefix: string): string {
+  return `${prefix}:cluster:node-token-secret`;
+}
+
 /** The directory of registered node ids. */
 export function nodeRegistryKey(prefix: string): string {
   return `${prefix}:nodes`;
