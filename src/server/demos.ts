@@ -9,6 +9,7 @@ import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 import { collaborationExamples } from './examples/collaboration.js';
 import { messagingDeployments } from './examples/messaging.js';
+import { planningDeployments } from './examples/planning.js';
 import { workflowExamples } from './examples/workflow.js';
 import type { DeliveryHost } from './messaging-delivery.js';
 
@@ -48,5 +49,6 @@ export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => 
     ...workflowExamples({ echo }),
     ...coordinationExamples({ echo, shutdown: options.shutdown }),
     ...collaborationExamples({ shutdown: options.shutdown }),
+    ...planningDeployments(),
   ];
 }
