@@ -14,13 +14,22 @@ const waits: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listWaits',
         tags: ['waits'],
         summary: 'Unanswered waits',
+        description:
+          'Oldest first, in pages (`limit`, default and at most 1000; `nextCursor`). In Redis mode the list is read from the wait index and each entry verified against its head on every page.',
         querystring: WaitQuery,
-        response: { 200: { description: 'Every non-terminal process with an unanswered wait.', ...ref(WaitList) }, ...problemResponses() },
+        response: { 200: { description: 'A page of the unanswered waits of non-terminal processes.', ...ref(WaitList) }, ...problemResponses('invalid_request') },
       },
     },
     async (request) => {
-      const { deployment, rootId } = request.query;
-      return { items: wire([...(await app.host.waits({ ...(deployment === undefined ? {} : { deployment }), ...(rootId === undefined ? {} : { rootId }), ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }) }))]) };
+      const { deployment, rootId, cursor, limit } = request.query;
+      const page = await app.host.waitPage({
+        ...(deployment === undefined ? {} : { deployment }),
+        ...(rootId === undefined ? {} : { rootId }),
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(limit === undefined ? {} : { limit }),
+        ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
+      });
+      return { items: wire([...page.items]), nextCursor: page.nextCursor };
     },
   );
 };

@@ -20,11 +20,19 @@ export const Wait = closedObject(
   { $id: 'Wait', description: 'One unanswered wait.' },
 );
 
-export const WaitList = closedObject({ items: Type.Array(ref(Wait)) }, { $id: 'WaitList', description: 'Unanswered waits.' });
+export const WaitList = closedObject(
+  {
+    items: Type.Array(ref(Wait)),
+    nextCursor: nullable(Type.String({ description: 'Pass as `cursor` for the next page; null on the last page.' })),
+  },
+  { $id: 'WaitList', description: 'A page of unanswered waits, oldest first.' },
+);
 
 export const WaitQuery = closedObject({
   deployment: Type.Optional(qualifiedName('Only waits of processes of this deployment.', 'demo.approval')),
   rootId: Type.Optional(identity('Only waits in this tree.', 'process:0123456789abcdef0123456789abcdef')),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'From a previous page’s `nextCursor`.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size (default 1000).', example: 100 })),
 });
 
 export const waitComponents: readonly TSchema[] = [Wait, WaitList];

@@ -364,7 +364,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Unanswered waits */
+        /**
+         * Unanswered waits
+         * @description Oldest first, in pages (`limit`, default and at most 1000; `nextCursor`). In Redis mode the list is read from the wait index and each entry verified against its head on every page.
+         */
         get: operations["listWaits"];
         put?: never;
         post?: never;
@@ -961,9 +964,10 @@ export interface components {
             prompt: string | null;
             description: string | null;
         };
-        /** @description Unanswered waits. */
+        /** @description A page of unanswered waits, oldest first. */
         WaitList: {
             items: components["schemas"]["Wait"][];
+            nextCursor: string | null;
         };
         /** @description One node of the cluster. */
         Node: {
@@ -3064,6 +3068,10 @@ export interface operations {
                 deployment?: string;
                 /** @description Only waits in this tree. */
                 rootId?: string;
+                /** @description From a previous page’s `nextCursor`. */
+                cursor?: string;
+                /** @description Page size (default 1000). */
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -3071,7 +3079,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every non-terminal process with an unanswered wait. */
+            /** @description A page of the unanswered waits of non-terminal processes. */
             200: {
                 headers: {
                     [name: string]: unknown;

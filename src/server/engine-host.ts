@@ -105,7 +105,13 @@ export interface EngineHostOptions {
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
 
-const pageLimits = { events: { fallback: 100, max: 1_000 }, signals: { fallback: 100, max: 1_000 }, effects: { fallback: 100, max: 1_000 } } as const;
+const pageLimits = {
+  events: { fallback: 100, max: 1_000 },
+  signals: { fallback: 100, max: 1_000 },
+  effects: { fallback: 100, max: 1_000 },
+  // The inbox was one unpaged list before it was paged: a client that does not page still gets what it got, up to 1,000.
+  waits: { fallback: 1_000, max: 1_000 },
+} as const;
 const maxWaitMs = 60_000;
 const defaultReasons: Readonly<Record<Exclude<ControlAction, 'resume'>, string>> = {
   pause: 'paused by host request',
@@ -799,6 +805,18 @@ export class EngineHost implements Host {
     return waits.filter((_wait, index) => owned[index]);
   }
 
+  async waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>> {
+    const { cursor, limit, ...scope } = query;
+    const after = cursor === undefined ? undefined : decodeWaitCursor(cursor);
+    const size = pageLimit(limit, pageLimits.waits);
+    const ordered = [...(await this.waits(scope))].sort(compareWaits);
+    const start = after === undefined ? 0 : ordered.findIndex((wait) => compareWaits(wait, after) > 0);
+    const items = start < 0 ? [] : ordered.slice(start, start + size);
+    const last = items.at(-1);
+    const more = start >= 0 && start + size < ordered.length;
+    return { items, nextCursor: more && last !== undefined ? encodeWaitCursor(last) : null };
+  }
+
   async events(processId: string, query: LogQuery): Promise<LogPage> {
     const located = await this.#residency.locateOrThrow(processId);
     const limit = pageLimit(query.limit, pageLimits.events);
@@ -997,4 +1015,29 @@ function lateReportOf(inbox: Readonly<Record<string, string>>): LateReportView |
     return { attemptId, status: entry.settlement.status, payload: entry.settlement.payload.decode<Json>(), reason: null };
   }
   return doubt;
+}
+
+/** The inbox order: oldest wait first, then by process and wait id (a total order, so a cursor is exact). */
+function compareWaits(a: Pick<WaitView, 'since' | 'processId' | 'waitId'>, b: Pick<WaitView, 'since' | 'processId' | 'waitId'>): number {
+  for (const member of ['since', 'processId', 'waitId'] as const) {
+    if (a[member] !== b[member]) return a[member] < b[member] ? -1 : 1;
+  }
+  return 0;
+}
+
+function encodeWaitCursor(wait: WaitView): string {
+  return Buffer.from(JSON.stringify([wait.since, wait.processId, wait.waitId])).toString('base64url');
+}
+
+function decodeWaitCursor(cursor: string): Pick<WaitView, 'since' | 'processId' | 'waitId'> {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 3 && value.every((part) => typeof part === 'string')) {
+      const [since, processId, waitId] = value as [string, string, string];
+      return { since, processId, waitId };
+    }
+  } catch {
+    // falls through to the refusal
+  }
+  throw invalidRequest('cursor is not a cursor of this list');
 }

@@ -408,6 +408,11 @@ export interface Host {
 
   waits(query?: WaitQuery): Promise<readonly WaitView[]>;
   /**
+   * One page of {@link waits}, oldest first (by `since`, then process and wait id). The cursor names the
+   * last wait of the previous page, so waits opened or answered meanwhile neither repeat nor shift a page.
+   */
+  waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>>;
+  /**
    * A page of a tree's log (the tree of `processId`). A cursor whose successors were trimmed is
    * `history_trimmed` (a `HistoryTrimmedError`, errors.ts); when trimmed entries lie further on, the page ends
    * before them and the next page is refused.

@@ -107,6 +107,38 @@ describe('a wait owns its answer schema', () => {
     problemOf(await request(server.url).get('/v1/waits?rootId=not%20an%20id'), 400, 'invalid_request');
   });
 
+  test('/v1/waits pages oldest first; a cursor resumes after the last wait even when the list changed meanwhile', async () => {
+    for (let index = 0; index < 5; index += 1) await startWaiting('demo.approval', { subject: `page ${index}` });
+    const all = (await request(server.url).get('/v1/waits?deployment=demo.approval')).body as { items: Array<{ processId: string; since: string }>; nextCursor: string | null };
+    assert.equal(all.nextCursor, null, 'one page holds them all by default');
+    const order = all.items.map((item) => item.processId);
+    assert.deepEqual([...all.items].sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0)).map((item) => item.processId), order, 'oldest first');
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await request(server.url).get(`/v1/waits?deployment=demo.approval&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`);
+      assert.equal(page.status, 200, page.text);
+      assert.ok(page.body.items.length <= 2);
+      const items = page.body.items as Array<{ processId: string; waitId: string }>;
+      seen.push(...items.map((item) => item.processId));
+      cursor = page.body.nextCursor;
+      pages += 1;
+      // Answering a wait already listed does not shift the next page.
+      if (pages === 1) {
+        const first = items[0] as { processId: string; waitId: string };
+        assert.equal((await answer(first.processId, [{ id: 'answered-mid-paging', waitId: first.waitId, payload: { approved: true } }])).status, 200);
+      }
+    } while (cursor !== null);
+    assert.deepEqual(seen, order, 'every wait once, in order, across pages');
+    assert.equal(pages, Math.ceil(order.length / 2));
+
+    problemOf(await request(server.url).get('/v1/waits?cursor=bm90LWEtY3Vyc29y'), 400, 'invalid_request');
+    problemOf(await request(server.url).get('/v1/waits?limit=0'), 400, 'invalid_request');
+    problemOf(await request(server.url).get('/v1/waits?limit=1001'), 400, 'invalid_request');
+  });
+
   test('the deployment lists the waits it declares', async () => {
     const response = await request(server.url).get('/v1/deployments/demo.approval');
     assert.equal(response.status, 200);
