@@ -9,6 +9,7 @@ import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { decodeInboxEntry } from '../transport/bullmq/job-data.js';
+import { trustsLateReports } from '../transport/late-reports.js';
 import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
@@ -195,6 +196,10 @@ export class EngineHost implements Host {
       this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
     }
     for (const deployment of deployments) this.#catalog.register(this.#transport?.bind(deployment) ?? deployment);
+    // Deployments that opted in settle an Unknown from a worker's definite late report (src/transport/late-reports.ts).
+    if (this.#transport !== undefined && deployments.some((deployment) => trustsLateReports(deployment.dispatcher))) {
+      this.#transport.watchReports((root) => void this.#resolveFromLateReports(root)).catch(() => undefined);
+    }
 
     this.#engine = new Engine({
       committer: backend.committer,
@@ -598,6 +603,32 @@ export class EngineHost implements Host {
     const transport = this.#transport;
     const items = transport === undefined ? page : await Promise.all(page.map((view) => (view.status === 'unknown' ? this.#withLateReport(transport, located.root, view) : view)));
     return { items, nextCursor: offset + limit < views.length ? String(offset + limit) : null };
+  }
+
+  /**
+   * A worker delivered a report nobody here awaited. For every Unknown effect of this node's copy of the
+   * tree whose deployment trusts late reports, a definite report resolves it (committed like a person's
+   * resolution); a report of doubt, a tree held elsewhere, or an effect resolved meanwhile changes nothing.
+   */
+  async #resolveFromLateReports(root: string): Promise<void> {
+    const transport = this.#transport;
+    if (transport === undefined || this.#closing) return;
+    try {
+      const inspection = this.#residency.inspectLocal(root);
+      if (inspection === undefined || inspection.stopped) return;
+      for (const { snapshot } of inspection.processes) {
+        const unknown = snapshot.unknownEffectIds();
+        if (unknown.length === 0 || !trustsLateReports(this.#catalog.resolve(snapshot.deploymentRef).dispatcher)) continue;
+        for (const effectId of unknown) {
+          const report = lateReportOf(await transport.attempts.inbox(root, effectId.toString()));
+          if (report === undefined || report.status === 'unknown') continue;
+          await this.resolveEffect(snapshot.processId.toString(), effectId.toString(), { status: report.status, payload: report.payload as Json });
+          this.#logger?.info({ rootId: root, effectId: effectId.toString(), attemptId: report.attemptId, status: report.status }, 'resolved an Unknown effect from its worker\'s late report (the deployment trusts them)');
+        }
+      }
+    } catch (error) {
+      this.#logger?.warn({ err: error, rootId: root }, 'a late report could not be applied; the effect stays Unknown (its report is on the effect view)');
+    }
   }
 
   /** An Unknown effect's view with what a worker reported for it after it was declared Unknown (its inbox). */

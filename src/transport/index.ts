@@ -5,6 +5,7 @@ export { LineSplitter } from './line-splitter.js';
 export { ProcessDispatchError, ProcessDispatchErrorCode } from './process-dispatch-error.js';
 export { ProcessDispatcher, type ProcessDispatcherOptions } from './process-dispatcher.js';
 export { isOwnerDispatched, ownerDispatched } from './owner-dispatched.js';
+export { resolvesFromLateReports, trustsLateReports } from './late-reports.js';
 export {
   parseProcessDispatcherConfig,
   processDispatcherConfigJson,

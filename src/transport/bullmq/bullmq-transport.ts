@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
+import { resolvesFromLateReports, trustsLateReports } from '../late-reports.js';
 import { isOwnerDispatched } from '../owner-dispatched.js';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, EffectAttemptId, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
@@ -65,6 +66,7 @@ export class BullmqTransport {
    */
   readonly #followed = new Map<string, { notified: boolean; wake?: () => void }>();
   #subscriber: RedisClient | undefined;
+  readonly #reportListeners: ((rootId: string, attemptId: string) => void)[] = [];
   #subscribed: Promise<void> | undefined;
   #closed = false;
 
@@ -97,6 +99,8 @@ export class BullmqTransport {
       configurationDigest: deployment.ref.configurationDigest,
     });
     if (!bound.ref.equals(deployment.ref)) throw new Error(`binding ${deployment.ref.name} to the BullMQ transport changed its ref`);
+    // The opt-in belongs to the behaviour, not to the transport carrying it.
+    if (trustsLateReports(local) && bound.dispatcher !== undefined) resolvesFromLateReports(bound.dispatcher);
     return bound;
   }
 
@@ -272,13 +276,28 @@ export class BullmqTransport {
     });
   }
 
+  /**
+   * Calls `listener` for every settlement a worker delivers for an attempt no dispatch here awaits
+   * (a late report, or another node's attempt: the listener checks what it holds). Resolves once
+   * subscribed.
+   */
+  async watchReports(listener: (rootId: string, attemptId: string) => void): Promise<void> {
+    this.#reportListeners.push(listener);
+    await this.#subscribe();
+  }
+
   #subscribe(): Promise<void> {
     this.#subscribed ??= (async () => {
       const subscriber = duplicateRedis(this.#redis);
       subscriber.on('error', () => undefined);
       subscriber.on('message', (_channel: string, message: string) => {
         const followed = this.#followed.get(message);
-        if (followed === undefined) return;
+        if (followed === undefined) {
+          // Nobody here awaits this attempt: a late report (its effect was declared Unknown meanwhile).
+          const [rootId, attemptId] = message.split(' ');
+          if (rootId !== undefined && attemptId !== undefined) for (const listener of this.#reportListeners) listener(rootId, attemptId);
+          return;
+        }
         if (followed.wake !== undefined) followed.wake();
         else followed.notified = true;
       });

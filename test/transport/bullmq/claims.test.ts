@@ -14,6 +14,7 @@ import { attemptKey, dispatchPermitSuffix, headKey, recordKey } from '../../../s
 import { Deployment, Digest } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { EffectWorker } from '../../../src/transport/bullmq/effect-worker.js';
+import { resolvesFromLateReports } from '../../../src/transport/late-reports.js';
 import type { EffectJobData } from '../../../src/transport/bullmq/job-data.js';
 import { bullPrefixOf, queueNameOf } from '../../../src/transport/bullmq/names.js';
 import deployments, { closeGate, openGate } from '../../fixtures/gated-echo-deployments.js';
@@ -250,4 +251,46 @@ test('claims: a never effect declared Unknown at a takeover shows the late repor
   assert.deepEqual(reported?.lateReport, { attemptId: data.attemptId, status: 'succeeded', payload: { value: 'late' }, reason: null });
   await owner.resolveEffect(root, reported!.effectId, { status: 'succeeded', payload: reported!.lateReport!.payload! });
   assert.deepEqual((await result(owner, root)).output, { value: 'late' });
+});
+
+test('claims: a deployment that trusts late reports has its Unknown resolved by the owner from the definite report, with no person', async () => {
+  const prefix = freshPrefix();
+  const [gatedEcho] = deployments();
+  const trusting = Deployment.create({
+    definition: gatedEcho!.definition,
+    dispatcher: resolvesFromLateReports({ dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const }),
+    implementationDigest: Digest.of('test:trusting-echo:implementation:v1'),
+    configurationDigest: Digest.of('test:trusting-echo:configuration:v1'),
+  });
+  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [trusting] });
+  closers.push(() => first.host.close(200));
+  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [trusting] });
+  const queue = new Queue(queueNameOf(trusting.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
+  closers.push(() => queue.close());
+  const root = (await start(first.host, 'demo.echo', { value: 'trusted' })).processId;
+  let data: EffectJobData | undefined;
+  while (data === undefined) {
+    data = (await queue.getWaiting())[0]?.data as EffectJobData | undefined;
+    if (data === undefined) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const running = worker.run(data);
+  while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
+  first.redis.disconnect();
+
+  const owner = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [trusting] });
+  closers.push(() => owner.close(500));
+  await owner.restoreTree(root);
+  let [declared] = await effectsOf(owner, root);
+  while (declared?.status === 'pending') {
+    await new Promise((resolve) => setImmediate(resolve));
+    [declared] = await effectsOf(owner, root);
+  }
+  assert.equal(declared?.status, 'unknown', 'Unknown first: the owner never guesses');
+  openGate();
+  assert.equal(await running, 'executed');
+  const done = await result(owner, root);
+  assert.deepEqual(done.output, { value: 'trusted' }, 'resolved from the report, and the process went on');
+  const [resolved] = await effectsOf(owner, root);
+  assert.equal(resolved?.status, 'resolved');
+  assert.equal(await new RedisEffectAttempts({ redis, keyPrefix: prefix }).executions(root, resolved!.effectId), 1, 'it ran once');
 });
