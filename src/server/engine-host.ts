@@ -198,7 +198,10 @@ export class EngineHost implements Host {
     for (const deployment of deployments) this.#catalog.register(this.#transport?.bind(deployment) ?? deployment);
     // Deployments that opted in settle an Unknown from a worker's definite late report (src/transport/late-reports.ts).
     if (this.#transport !== undefined && deployments.some((deployment) => trustsLateReports(deployment.dispatcher))) {
+      // A report that arrives later wakes the owner; one already in the inbox when the Unknown commits
+      // (a takeover after the worker finished) is applied right after that commit, outside its turn.
       this.#transport.watchReports((root) => void this.#resolveFromLateReports(root)).catch(() => undefined);
+      (backend.committer as RedisHostCommitter).onUnknownCommitted((root) => setImmediate(() => void this.#resolveFromLateReports(root)));
     }
 
     this.#engine = new Engine({

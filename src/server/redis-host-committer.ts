@@ -46,6 +46,8 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
 
+  #onUnknown: ((rootId: string) => void) | undefined;
+
   constructor(options: RedisHostCommitterOptions) {
     super(options.metrics);
     this.#store = options.store;
@@ -142,6 +144,17 @@ export class RedisHostCommitter extends CommitterBase {
     const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...this.#permits?.writesFor(boundary) });
     await this.#indexed(plan);
+    if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.snapshot.process(boundary.processId)?.prepared?.effect(boundary.effectId)?.unknown === true) {
+      this.#onUnknown(boundary.rootId.toString());
+    }
+  }
+
+  /**
+   * Called (in the committing turn: defer any work) after an effect's first settlement committed as
+   * Unknown — the moment a late report already in its inbox can be applied (src/transport/late-reports.ts).
+   */
+  onUnknownCommitted(listener: (rootId: string) => void): void {
+    this.#onUnknown = listener;
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {

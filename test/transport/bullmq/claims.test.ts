@@ -294,3 +294,38 @@ test('claims: a deployment that trusts late reports has its Unknown resolved by 
   assert.equal(resolved?.status, 'resolved');
   assert.equal(await new RedisEffectAttempts({ redis, keyPrefix: prefix }).executions(root, resolved!.effectId), 1, 'it ran once');
 });
+
+test('claims: a trusted report already in the inbox when the restore declares the effect Unknown is applied right after that commit', async () => {
+  const prefix = freshPrefix();
+  const [gatedEcho] = deployments();
+  const trusting = Deployment.create({
+    definition: gatedEcho!.definition,
+    dispatcher: resolvesFromLateReports({ dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const }),
+    implementationDigest: Digest.of('test:trusting-echo:implementation:v1'),
+    configurationDigest: Digest.of('test:trusting-echo:configuration:v1'),
+  });
+  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [trusting] });
+  closers.push(() => first.host.close(200));
+  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [trusting] });
+  const queue = new Queue(queueNameOf(trusting.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
+  closers.push(() => queue.close());
+  const root = (await start(first.host, 'demo.echo', { value: 'early' })).processId;
+  let data: EffectJobData | undefined;
+  while (data === undefined) {
+    data = (await queue.getWaiting())[0]?.data as EffectJobData | undefined;
+    if (data === undefined) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const running = worker.run(data);
+  while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
+  first.redis.disconnect(); // the owner is gone before the worker reports
+  openGate();
+  assert.equal(await running, 'executed', 'the report is in the inbox before anyone restores the tree');
+
+  const owner = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [trusting] });
+  closers.push(() => owner.close(500));
+  await owner.restoreTree(root);
+  assert.deepEqual((await result(owner, root)).output, { value: 'early' }, 'declared Unknown at the restore, then resolved from the report');
+  const [resolved] = await effectsOf(owner, root);
+  assert.equal(resolved?.status, 'resolved');
+  assert.equal(await new RedisEffectAttempts({ redis, keyPrefix: prefix }).executions(root, resolved!.effectId), 1, 'it ran once');
+});
