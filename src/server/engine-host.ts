@@ -625,7 +625,13 @@ export class EngineHost implements Host {
         for (const effectId of unknown) {
           const report = lateReportOf(await transport.attempts.inbox(root, effectId.toString()));
           if (report === undefined || report.status === 'unknown') continue;
-          await this.resolveEffect(snapshot.processId.toString(), effectId.toString(), { status: report.status, payload: report.payload as Json });
+          try {
+            await this.resolveEffect(snapshot.processId.toString(), effectId.toString(), { status: report.status, payload: report.payload as Json });
+          } catch (error) {
+            // Resolved meanwhile (the other trigger, or a person), or the process ended: nothing left to do.
+            if (error instanceof KernelError && (error.code === ErrorCode.effectNotPending || error.code === ErrorCode.processFinished)) continue;
+            throw error;
+          }
           this.#logger?.info({ rootId: root, effectId: effectId.toString(), attemptId: report.attemptId, status: report.status }, 'resolved an Unknown effect from its worker\'s late report (the deployment trusts them)');
         }
       }
