@@ -8,7 +8,6 @@ import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
-import { decodeInboxEntry } from '../transport/bullmq/job-data.js';
 import { trustsLateReports } from '../transport/late-reports.js';
 import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog } from './catalog.js';
@@ -44,9 +43,10 @@ import type {
   TreeView,
   WaitQuery,
   WaitView,
-  LateReportView,
 } from './host.js';
 import { defaultCaptureWaitMs } from './host.js';
+import { lateReportOf } from './late-report.js';
+import { waitPage } from './wait-page.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -847,14 +847,7 @@ export class EngineHost implements Host {
 
   async waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>> {
     const { cursor, limit, ...scope } = query;
-    const after = cursor === undefined ? undefined : decodeWaitCursor(cursor);
-    const size = pageLimit(limit, pageLimits.waits);
-    const ordered = [...(await this.waits(scope))].sort(compareWaits);
-    const start = after === undefined ? 0 : ordered.findIndex((wait) => compareWaits(wait, after) > 0);
-    const items = start < 0 ? [] : ordered.slice(start, start + size);
-    const last = items.at(-1);
-    const more = start >= 0 && start + size < ordered.length;
-    return { items, nextCursor: more && last !== undefined ? encodeWaitCursor(last) : null };
+    return waitPage(await this.waits(scope), cursor, pageLimit(limit, pageLimits.waits));
   }
 
   async events(processId: string, query: LogQuery): Promise<LogPage> {
@@ -1032,52 +1025,4 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * The report an effect's inbox holds (entries by attempt id): a definite one when any attempt left
- * one (a `never` effect has at most one attempt), else a worker's own doubt; undefined when there is
- * nothing readable.
- */
-function lateReportOf(inbox: Readonly<Record<string, string>>): LateReportView | undefined {
-  let doubt: LateReportView | undefined;
-  for (const attemptId of Object.keys(inbox).sort()) {
-    let entry: ReturnType<typeof decodeInboxEntry>;
-    try {
-      entry = decodeInboxEntry(inbox[attemptId] as string);
-    } catch {
-      continue;
-    }
-    if (entry.outcome === 'unknown' || entry.settlement.status === 'unknown') {
-      doubt ??= { attemptId, status: 'unknown', payload: entry.outcome === 'unknown' ? null : entry.settlement.payload.decode<Json>(), reason: entry.outcome === 'unknown' ? entry.reason : null };
-      continue;
-    }
-    return { attemptId, status: entry.settlement.status, payload: entry.settlement.payload.decode<Json>(), reason: null };
-  }
-  return doubt;
-}
-
-/** The inbox order: oldest wait first, then by process and wait id (a total order, so a cursor is exact). */
-function compareWaits(a: Pick<WaitView, 'since' | 'processId' | 'waitId'>, b: Pick<WaitView, 'since' | 'processId' | 'waitId'>): number {
-  for (const member of ['since', 'processId', 'waitId'] as const) {
-    if (a[member] !== b[member]) return a[member] < b[member] ? -1 : 1;
-  }
-  return 0;
-}
-
-function encodeWaitCursor(wait: WaitView): string {
-  return Buffer.from(JSON.stringify([wait.since, wait.processId, wait.waitId])).toString('base64url');
-}
-
-function decodeWaitCursor(cursor: string): Pick<WaitView, 'since' | 'processId' | 'waitId'> {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 3 && value.every((part) => typeof part === 'string')) {
-      const [since, processId, waitId] = value as [string, string, string];
-      return { since, processId, waitId };
-    }
-  } catch {
-    // falls through to the refusal
-  }
-  throw invalidRequest('cursor is not a cursor of this list');
 }

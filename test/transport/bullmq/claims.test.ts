@@ -207,22 +207,26 @@ test('claims: a restored owner waits for an earlier attempt still running, then 
   assert.equal(await attempts.executions(root, effectId), 1);
 });
 
-test('claims: a never effect declared Unknown at a takeover shows the late report its still-running attempt left; a person resolves from it', async () => {
-  const prefix = freshPrefix();
+/**
+ * A replay-forbidden gated echo (optionally trusting late reports), started on an owner that then
+ * vanishes while an in-process worker holds the attempt's claim (its dispatch waits on the gate).
+ */
+async function neverEchoInFlight(prefix: string, value: string, trust: boolean) {
   const [gatedEcho] = deployments();
-  // The same gated echo, but replay-forbidden: a restore must not run it again, nor guess its outcome.
-  const never = Deployment.create({
+  const dispatcher = { dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const };
+  const name = trust ? 'trusting-echo' : 'never-echo';
+  const deployment = Deployment.create({
     definition: gatedEcho!.definition,
-    dispatcher: { dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const },
-    implementationDigest: Digest.of('test:never-echo:implementation:v1'),
-    configurationDigest: Digest.of('test:never-echo:configuration:v1'),
+    dispatcher: trust ? resolvesFromLateReports(dispatcher) : dispatcher,
+    implementationDigest: Digest.of(`test:${name}:implementation:v1`),
+    configurationDigest: Digest.of(`test:${name}:configuration:v1`),
   });
-  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [never] });
+  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [deployment] });
   closers.push(() => first.host.close(200));
-  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [never] });
-  const queue = new Queue(queueNameOf(never.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
+  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [deployment] });
+  const queue = new Queue(queueNameOf(deployment.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
   closers.push(() => queue.close());
-  const root = (await start(first.host, 'demo.echo', { value: 'late' })).processId;
+  const root = (await start(first.host, 'demo.echo', { value })).processId;
   let data: EffectJobData | undefined;
   while (data === undefined) {
     data = (await queue.getWaiting())[0]?.data as EffectJobData | undefined;
@@ -231,16 +235,30 @@ test('claims: a never effect declared Unknown at a takeover shows the late repor
   const running = worker.run(data); // claims, then waits on the closed gate
   while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
   first.redis.disconnect(); // the owner vanishes with the attempt in flight
+  const owner = (): EngineHost => {
+    const created = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [deployment] });
+    closers.push(() => created.close(500));
+    return created;
+  };
+  return { root, attemptId: data.attemptId, running, owner };
+}
 
-  const owner = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [never] });
-  closers.push(() => owner.close(500));
-  await owner.restoreTree(root);
-  // The restored owner commits the Unknown right after the activation (no event marks it: it is no attempt).
-  let [declared] = await effectsOf(owner, root);
-  while (declared?.status === 'pending') {
+/** The tree's first effect once the restored owner has committed it Unknown (no event marks that: it is no attempt). */
+async function declaredUnknown(owner: EngineHost, root: string) {
+  let [effect] = await effectsOf(owner, root);
+  while (effect?.status === 'pending') {
     await new Promise((resolve) => setImmediate(resolve));
-    [declared] = await effectsOf(owner, root);
+    [effect] = await effectsOf(owner, root);
   }
+  return effect;
+}
+
+test('claims: a never effect declared Unknown at a takeover shows the late report its still-running attempt left; a person resolves from it', async () => {
+  const prefix = freshPrefix();
+  const { root, attemptId, running, owner: restoring } = await neverEchoInFlight(prefix, 'late', false);
+  const owner = restoring();
+  await owner.restoreTree(root);
+  const declared = await declaredUnknown(owner, root);
   assert.equal(declared?.status, 'unknown', 'a never effect in flight at restore is Unknown');
   assert.equal(declared?.lateReport, undefined, 'nothing reported yet');
 
@@ -248,48 +266,20 @@ test('claims: a never effect declared Unknown at a takeover shows the late repor
   assert.equal(await running, 'executed');
   const [reported] = await effectsOf(owner, root);
   assert.equal(reported?.status, 'unknown', 'the report is evidence, not the record');
-  assert.deepEqual(reported?.lateReport, { attemptId: data.attemptId, status: 'succeeded', payload: { value: 'late' }, reason: null });
+  assert.deepEqual(reported?.lateReport, { attemptId, status: 'succeeded', payload: { value: 'late' }, reason: null });
   await owner.resolveEffect(root, reported!.effectId, { status: 'succeeded', payload: reported!.lateReport!.payload! });
   assert.deepEqual((await result(owner, root)).output, { value: 'late' });
 });
 
 test('claims: a deployment that trusts late reports has its Unknown resolved by the owner from the definite report, with no person', async () => {
   const prefix = freshPrefix();
-  const [gatedEcho] = deployments();
-  const trusting = Deployment.create({
-    definition: gatedEcho!.definition,
-    dispatcher: resolvesFromLateReports({ dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const }),
-    implementationDigest: Digest.of('test:trusting-echo:implementation:v1'),
-    configurationDigest: Digest.of('test:trusting-echo:configuration:v1'),
-  });
-  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [trusting] });
-  closers.push(() => first.host.close(200));
-  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [trusting] });
-  const queue = new Queue(queueNameOf(trusting.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
-  closers.push(() => queue.close());
-  const root = (await start(first.host, 'demo.echo', { value: 'trusted' })).processId;
-  let data: EffectJobData | undefined;
-  while (data === undefined) {
-    data = (await queue.getWaiting())[0]?.data as EffectJobData | undefined;
-    if (data === undefined) await new Promise((resolve) => setImmediate(resolve));
-  }
-  const running = worker.run(data);
-  while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
-  first.redis.disconnect();
-
-  const owner = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [trusting] });
-  closers.push(() => owner.close(500));
+  const { root, running, owner: restoring } = await neverEchoInFlight(prefix, 'trusted', true);
+  const owner = restoring();
   await owner.restoreTree(root);
-  let [declared] = await effectsOf(owner, root);
-  while (declared?.status === 'pending') {
-    await new Promise((resolve) => setImmediate(resolve));
-    [declared] = await effectsOf(owner, root);
-  }
-  assert.equal(declared?.status, 'unknown', 'Unknown first: the owner never guesses');
+  assert.equal((await declaredUnknown(owner, root))?.status, 'unknown', 'Unknown first: the owner never guesses');
   openGate();
   assert.equal(await running, 'executed');
-  const done = await result(owner, root);
-  assert.deepEqual(done.output, { value: 'trusted' }, 'resolved from the report, and the process went on');
+  assert.deepEqual((await result(owner, root)).output, { value: 'trusted' }, 'resolved from the report, and the process went on');
   const [resolved] = await effectsOf(owner, root);
   assert.equal(resolved?.status, 'resolved');
   assert.equal(await new RedisEffectAttempts({ redis, keyPrefix: prefix }).executions(root, resolved!.effectId), 1, 'it ran once');
@@ -297,32 +287,10 @@ test('claims: a deployment that trusts late reports has its Unknown resolved by 
 
 test('claims: a trusted report already in the inbox when the restore declares the effect Unknown is applied right after that commit', async () => {
   const prefix = freshPrefix();
-  const [gatedEcho] = deployments();
-  const trusting = Deployment.create({
-    definition: gatedEcho!.definition,
-    dispatcher: resolvesFromLateReports({ dispatch: gatedEcho!.dispatcher!.dispatch.bind(gatedEcho!.dispatcher), replayPolicy: () => 'never' as const }),
-    implementationDigest: Digest.of('test:trusting-echo:implementation:v1'),
-    configurationDigest: Digest.of('test:trusting-echo:configuration:v1'),
-  });
-  const first = redisHost({ url: server.url, prefix, env: env(prefix), deployments: [trusting] });
-  closers.push(() => first.host.close(200));
-  const worker = new EffectWorker({ redis, bullConnection: redis, keyPrefix: prefix, deployments: [trusting] });
-  const queue = new Queue(queueNameOf(trusting.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
-  closers.push(() => queue.close());
-  const root = (await start(first.host, 'demo.echo', { value: 'early' })).processId;
-  let data: EffectJobData | undefined;
-  while (data === undefined) {
-    data = (await queue.getWaiting())[0]?.data as EffectJobData | undefined;
-    if (data === undefined) await new Promise((resolve) => setImmediate(resolve));
-  }
-  const running = worker.run(data);
-  while ((await redis.hget(attemptKey(prefix, root, data.attemptId), 'state')) !== 'claimed') await new Promise((resolve) => setImmediate(resolve));
-  first.redis.disconnect(); // the owner is gone before the worker reports
+  const { root, running, owner: restoring } = await neverEchoInFlight(prefix, 'early', true);
   openGate();
   assert.equal(await running, 'executed', 'the report is in the inbox before anyone restores the tree');
-
-  const owner = new EngineHost({ config: testConfig(env(prefix)), defaultMetrics: false, deployments: [trusting] });
-  closers.push(() => owner.close(500));
+  const owner = restoring();
   await owner.restoreTree(root);
   assert.deepEqual((await result(owner, root)).output, { value: 'early' }, 'declared Unknown at the restore, then resolved from the report');
   const [resolved] = await effectsOf(owner, root);
