@@ -140,32 +140,80 @@ interface Adjudication {
  * runtime's local variables until a commit acknowledges them.
  */
 export class ProcessRuntime {
-  snapshot: ProcessSnapshot;
+  #snapshot: ProcessSnapshot;
   readonly deployment: Deployment;
   /** The live Execution for `snapshot.committedExecutionState`, when one is cached. */
   execution: Execution | undefined;
   /** The Execution restored from the prepared candidate, adopted with the batch. */
   candidateExecution: Execution | undefined;
-  job: Job | undefined;
+  #job: Job | undefined;
   /**
    * Control intent accepted but not yet applied (terminal intents, and a pause that applies at the
    * next Step boundary). Every prospective tree records it as the member's `pending_control`, so
    * an acknowledged control command survives a crash (see `#withControl`).
    */
-  control: PendingControl;
+  #control: PendingControl;
   adjudication: Adjudication | undefined;
   eventSequence = 0n;
   readonly result = deferred<Result>();
+  /** Position in its tree's registration order (the order a drive pass visits Processes). */
+  order = -1;
+  /** The tree's bookkeeping, told of every change of snapshot, control or job. */
+  #tracker: ProcessTracker | undefined;
 
   constructor(snapshot: ProcessSnapshot, deployment: Deployment) {
-    this.snapshot = snapshot;
+    this.#snapshot = snapshot;
     this.deployment = deployment;
-    this.control = snapshot.pendingControl;
+    this.#control = snapshot.pendingControl;
   }
 
   get id(): ProcessId {
-    return this.snapshot.processId;
+    return this.#snapshot.processId;
   }
+
+  get snapshot(): ProcessSnapshot {
+    return this.#snapshot;
+  }
+
+  set snapshot(snapshot: ProcessSnapshot) {
+    const previous = this.#snapshot;
+    this.#snapshot = snapshot;
+    this.#tracker?.changed(this, previous);
+  }
+
+  get control(): PendingControl {
+    return this.#control;
+  }
+
+  set control(control: PendingControl) {
+    this.#control = control;
+    this.#tracker?.changed(this, this.#snapshot);
+  }
+
+  get job(): Job | undefined {
+    return this.#job;
+  }
+
+  set job(job: Job | undefined) {
+    const had = this.#job !== undefined;
+    this.#job = job;
+    if (had !== (job !== undefined)) this.#tracker?.jobsChanged(job === undefined ? -1 : 1);
+  }
+
+  /** Joins a tree's bookkeeping (once, when the tree registers this Process). */
+  track(order: number, tracker: ProcessTracker): void {
+    this.order = order;
+    this.#tracker = tracker;
+    tracker.changed(this, undefined);
+    if (this.#job !== undefined) tracker.jobsChanged(1);
+  }
+}
+
+/** What a tree keeps up to date from its Processes' changes, so a Step costs no scan of the tree. */
+interface ProcessTracker {
+  /** `process`'s snapshot or control changed (`previous` undefined: it just joined). */
+  changed(process: ProcessRuntime, previous: ProcessSnapshot | undefined): void;
+  jobsChanged(delta: 1 | -1): void;
 }
 
 const diagnostics = {
@@ -194,6 +242,25 @@ export class TreeRuntime {
   readonly rootId: ProcessId;
   readonly #services: RuntimeServices;
   readonly #processes = new Map<string, ProcessRuntime>();
+  // Bookkeeping kept current by every change of a Process (see ProcessTracker), so that a Step
+  // of one Process scans none of the others, however many there are.
+  /** Every Process in registration order (the head's members, then children as published). */
+  readonly #ordered: ProcessRuntime[] = [];
+  /** The Processes with runnable work (`hasRunnableWork`), in registration order. */
+  readonly #withWork: ProcessRuntime[] = [];
+  /** Processes whose control intent is not, by identity, the one their snapshot records. */
+  readonly #controlDirty = new Set<ProcessRuntime>();
+  readonly #childrenByParent = new Map<string, ProcessRuntime[]>();
+  #live = 0;
+  #jobs = 0;
+  /** The event sequences the commit in flight took numbers from (given back if it fails). */
+  #sequenceJournal: Map<ProcessRuntime, bigint> | undefined;
+  readonly #tracker: ProcessTracker = {
+    changed: (process, previous) => this.#track(process, previous),
+    jobsChanged: (delta) => {
+      this.#jobs += delta;
+    },
+  };
   #incarnationId: TreeIncarnationId;
   readonly #treeLimits: TreeLimits;
   #head: TreeSnapshot;
@@ -223,8 +290,46 @@ export class TreeRuntime {
     for (const snapshot of head.processSnapshots()) {
       const deployment = deployments.get(snapshot.processId.toString());
       if (deployment === undefined) throw new KernelError(ErrorCode.invalidTreeSnapshot, `no deployment for ${snapshot.processId}`);
-      this.#processes.set(snapshot.processId.toString(), new ProcessRuntime(snapshot, deployment));
+      this.#register(new ProcessRuntime(snapshot, deployment));
     }
+  }
+
+  #register(process: ProcessRuntime): void {
+    this.#processes.set(process.id.toString(), process);
+    const parentId = process.snapshot.relation.parentId;
+    if (parentId !== undefined) {
+      const siblings = this.#childrenByParent.get(parentId.toString());
+      if (siblings === undefined) this.#childrenByParent.set(parentId.toString(), [process]);
+      else siblings.push(process);
+    }
+    process.track(this.#ordered.length, this.#tracker);
+    this.#ordered.push(process);
+  }
+
+  /** Brings the bookkeeping up to date with `process`'s snapshot and control. */
+  #track(process: ProcessRuntime, previous: ProcessSnapshot | undefined): void {
+    const snapshot = process.snapshot;
+    const wasLive = previous !== undefined && !previous.isTerminal;
+    if (wasLive !== !snapshot.isTerminal) this.#live += wasLive ? -1 : 1;
+    const at = this.#withWorkIndex(process.order);
+    const listed = this.#withWork[at] === process;
+    const runnable = hasRunnableWork(snapshot, process.control);
+    if (runnable && !listed) this.#withWork.splice(at, 0, process);
+    else if (!runnable && listed) this.#withWork.splice(at, 1);
+    if (!snapshot.isTerminal && process.control !== snapshot.pendingControl) this.#controlDirty.add(process);
+    else this.#controlDirty.delete(process);
+  }
+
+  /** The first position in #withWork whose Process registered at `order` or later. */
+  #withWorkIndex(order: number): number {
+    let low = 0;
+    let high = this.#withWork.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((this.#withWork[middle] as ProcessRuntime).order < order) low = middle + 1;
+      else high = middle;
+    }
+    return low;
   }
 
   get head(): TreeSnapshot {
@@ -244,13 +349,13 @@ export class TreeRuntime {
   }
 
   processes(): ProcessRuntime[] {
-    return [...this.#processes.values()];
+    return [...this.#ordered];
   }
 
   /** True while any Process is live or any job still runs. */
   get active(): boolean {
-    if (this.#stopped !== undefined) return this.#jobCount() > 0;
-    return this.processes().some((process) => !process.snapshot.isTerminal || process.job !== undefined);
+    if (this.#stopped !== undefined) return this.#jobs > 0;
+    return this.#live > 0 || this.#jobs > 0;
   }
 
   workOf(process: ProcessRuntime): ProcessWork {
@@ -309,11 +414,12 @@ export class TreeRuntime {
     let progressed = true;
     while (progressed && this.#stopped === undefined) {
       progressed = false;
-      for (const process of this.processes()) {
+      // A pass visits, in registration order, each Process that has runnable work when its turn
+      // comes (#advance does nothing for the others), and none published during the pass: the
+      // bookkeeping finds the next one, so a pass costs nothing per parked Process.
+      const end = this.#ordered.length;
+      for (let process = this.#nextWithWork(-1, end); process !== undefined; process = this.#nextWithWork(process.order, end)) {
         if (this.#stopped !== undefined) return;
-        // #advance does nothing for a process that is not runnable; skipping it here saves an
-        // await per parked process, so a pass costs little beside many parked children.
-        if (!this.#runnable(process)) continue;
         if (await this.#advance(process)) progressed = true;
       }
     }
@@ -357,17 +463,19 @@ export class TreeRuntime {
     return hasRunnableWork(process.snapshot, process.control);
   }
 
-  #jobCount(): number {
-    return this.processes().filter((process) => process.job !== undefined).length;
+  /** The first Process with runnable work registered after `order` and before `end`. */
+  #nextWithWork(order: number, end: number): ProcessRuntime | undefined {
+    const next = this.#withWork[this.#withWorkIndex(order + 1)];
+    return next !== undefined && next.order < end ? next : undefined;
   }
 
   #checkIdle(): void {
-    if (this.#jobCount() > 0) return;
+    if (this.#jobs > 0) return;
     // Under a freeze only terminal intent still advances (see #advance): other runnable work is
     // held at its boundary and must not keep a capture waiting for it — that would never end.
     const pending = (process: ProcessRuntime) =>
       this.#runnable(process) && !process.snapshot.isTerminal && (this.#freezes === 0 || hasTerminalIntent(process.control));
-    if (this.#stopped === undefined && this.processes().some(pending)) return;
+    if (this.#stopped === undefined && this.#withWork.some(pending)) return;
     const waiters = this.#idleWaiters;
     this.#idleWaiters = [];
     for (const wake of waiters) wake();
@@ -418,14 +526,22 @@ export class TreeRuntime {
     if (derived) {
       // Each runtime's snapshot is the head's member (installed together), so a member is fresh
       // when a replacement or its control intent makes it differ from that snapshot.
+      // Only the replacements and the members whose control intent their snapshot lacks can
+      // differ from the head; they keep registration order, new members come last.
       const given = new Map(replacements.map((snapshot) => [snapshot.processId.toString(), snapshot]));
+      const members: ProcessRuntime[] = [];
+      for (const key of given.keys()) {
+        const process = this.#processes.get(key);
+        if (process !== undefined) members.push(process);
+      }
+      for (const process of this.#controlDirty) if (!given.has(process.id.toString())) members.push(process);
+      members.sort((a, b) => a.order - b.order);
       const byId = new Map<string, ProcessSnapshot>();
-      for (const process of this.#processes.values()) {
-        const key = given.size === 0 ? undefined : process.id.toString();
-        const replacement = key === undefined ? undefined : given.get(key);
-        if (key !== undefined) given.delete(key);
-        const next = this.#withControl(replacement ?? process.snapshot);
-        if (next !== process.snapshot) byId.set(key ?? process.id.toString(), next);
+      for (const process of members) {
+        const key = process.id.toString();
+        const next = this.#withControl(given.get(key) ?? process.snapshot);
+        given.delete(key);
+        if (next !== process.snapshot) byId.set(key, next);
       }
       for (const [key, snapshot] of given) byId.set(key, this.#withControl(snapshot)); // new members
       const fresh = [...byId.values()];
@@ -515,8 +631,14 @@ export class TreeRuntime {
     // head); an unacknowledged commit publishes none of them, so give the numbers back first:
     // per-Process sequences stay gap-free (kernel-contract §4.19). Nothing else numbers events of
     // this tree while the owner lane awaits the committer.
-    const sequences = new Map(this.processes().map((process) => [process, process.eventSequence]));
-    const published = events(prospective).filter((event): event is Event => event !== undefined);
+    const sequences = new Map<ProcessRuntime, bigint>();
+    this.#sequenceJournal = sequences;
+    let published: Event[];
+    try {
+      published = events(prospective).filter((event): event is Event => event !== undefined);
+    } finally {
+      this.#sequenceJournal = undefined;
+    }
     try {
       if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, { events: published });
       else await this.#services.committer.commitCheckpoint(commit, { events: published });
@@ -528,7 +650,7 @@ export class TreeRuntime {
     this.#headAnswered = true;
     this.#sequence = sequence;
     for (const process of added) {
-      this.#processes.set(process.id.toString(), process);
+      this.#register(process);
       this.#services.onPublished?.(this, process);
     }
     // Install from the prospective tree, not only the replacements: child-wait answers may have
@@ -571,7 +693,7 @@ export class TreeRuntime {
   }
 
   #childrenOf(id: ProcessId): ProcessRuntime[] {
-    return this.processes().filter((candidate) => candidate.snapshot.relation.parentId?.equals(id) === true);
+    return [...(this.#childrenByParent.get(id.toString()) ?? [])];
   }
 
   /** Adds `change` to the Process's recorded intents (the first of each kind wins) and aborts its job. */
@@ -650,6 +772,7 @@ export class TreeRuntime {
       this.#services.events.recordDroppedEvent();
       return undefined;
     }
+    if (this.#sequenceJournal !== undefined && !this.#sequenceJournal.has(process)) this.#sequenceJournal.set(process, process.eventSequence);
     process.eventSequence += 1n;
     return Event.create({
       processSequence: process.eventSequence,
@@ -1514,7 +1637,7 @@ export class TreeRuntime {
    * when the head already records it (a repeated cancellation, say).
    */
   async #commitControl(): Promise<void> {
-    if (this.processes().every((process) => this.#withControl(process.snapshot) === process.snapshot)) return;
+    if ([...this.#controlDirty].every((process) => this.#withControl(process.snapshot) === process.snapshot)) return;
     await this.#commit([], { kind: 'checkpoint' });
   }
 

@@ -56,24 +56,18 @@ export class TreeSnapshot {
   #json: string | undefined;
   #digest: Digest | undefined;
 
-  private constructor(
-    incarnationId: TreeIncarnationId,
-    treeLimits: TreeLimits,
-    processes: readonly ProcessSnapshot[],
-    index: TreeIndex,
-  ) {
+  /** `processes` is the index's own immutable canonical order (shared, never copied). */
+  private constructor(incarnationId: TreeIncarnationId, treeLimits: TreeLimits, index: TreeIndex) {
     this.#incarnationId = incarnationId;
     this.#treeLimits = treeLimits;
-    this.#processes = Object.freeze([...processes]);
+    this.#processes = index.ordered;
     this.#index = index;
     // Members sort as incarnation_id < process_snapshots < tree_limits, so the canonical bytes are
     // this header, the cached process records joined by commas, and this trailer: the size and
     // digest come from the cached pieces, and the whole text is assembled only when asked for.
     this.#head = `{"incarnation_id":${quoteString(incarnationId.toString())},"process_snapshots":[`;
     this.#tail = `],"tree_limits":${encodeWire(treeLimits.toWire())}}`;
-    let size = utf8Length(this.#head) + utf8Length(this.#tail) + Math.max(0, this.#processes.length - 1);
-    for (const process of this.#processes) size += process.encodedSize;
-    this.#size = size;
+    this.#size = utf8Length(this.#head) + utf8Length(this.#tail) + index.processesSize;
     Object.freeze(this);
   }
 
@@ -118,7 +112,7 @@ export class TreeSnapshot {
     fail: (message: string) => never,
   ): TreeSnapshot {
     checkTreeRules(index, treeLimits, fail);
-    const snapshot = new TreeSnapshot(incarnationId, treeLimits, index.ordered, index);
+    const snapshot = new TreeSnapshot(incarnationId, treeLimits, index);
     if (!treeLimits.maxSnapshotBytes.admits(BigInt(snapshot.#size))) {
       fail(`encoded size ${snapshot.#size} exceeds max_snapshot_bytes ${treeLimits.maxSnapshotBytes.toString()}`);
     }
@@ -158,7 +152,7 @@ export class TreeSnapshot {
     }
     const index = this.#index.derive(list, fail);
     checkChanges(this.#index, index, list, this.#treeLimits, fail);
-    const snapshot = new TreeSnapshot(this.#incarnationId, this.#treeLimits, index.ordered, index);
+    const snapshot = new TreeSnapshot(this.#incarnationId, this.#treeLimits, index);
     if (!this.#treeLimits.maxSnapshotBytes.admits(BigInt(snapshot.#size))) {
       fail(`encoded size ${snapshot.#size} exceeds max_snapshot_bytes ${this.#treeLimits.maxSnapshotBytes.toString()}`);
     }
@@ -298,7 +292,7 @@ export class TreeSnapshot {
     if (!(id instanceof TreeIncarnationId)) {
       throw new KernelError(code, 'invalid tree snapshot: incarnation must be a TreeIncarnationId');
     }
-    return new TreeSnapshot(id, this.#treeLimits, this.#processes, this.#index);
+    return new TreeSnapshot(id, this.#treeLimits, this.#index);
   }
 
   /**
@@ -346,8 +340,11 @@ interface TreeLookup {
 /** The processes of a tree by id, in canonical order, with their direct children. */
 class TreeIndex implements TreeLookup {
   readonly root: ProcessSnapshot;
+  /** Canonical order; immutable once the index exists (trees share it, never copy it). */
   readonly ordered: readonly ProcessSnapshot[];
-  readonly #byId: ReadonlyMap<string, ProcessSnapshot>;
+  /** UTF-8 bytes of the member records joined by commas (a tree's size without its frame). */
+  readonly processesSize: number;
+  readonly #byId: SharedMap<ProcessSnapshot>;
   readonly #children: ReadonlyMap<string, readonly ProcessId[]>;
   /** Position of each id in `ordered`, built on first derivation. */
   #positions: Map<string, number> | undefined;
@@ -355,12 +352,14 @@ class TreeIndex implements TreeLookup {
   private constructor(
     root: ProcessSnapshot,
     ordered: readonly ProcessSnapshot[],
-    byId: ReadonlyMap<string, ProcessSnapshot>,
+    processesSize: number,
+    byId: SharedMap<ProcessSnapshot>,
     children: ReadonlyMap<string, readonly ProcessId[]>,
     positions?: Map<string, number>,
   ) {
     this.root = root;
     this.ordered = ordered;
+    this.processesSize = processesSize;
     this.#byId = byId;
     this.#children = children;
     this.#positions = positions;
@@ -373,16 +372,18 @@ class TreeIndex implements TreeLookup {
    */
   derive(changes: readonly ProcessSnapshot[], fail: (message: string) => never): TreeIndex {
     this.#positions ??= new Map(this.ordered.map((process, position) => [process.processId.toString(), position]));
-    const byId = new Map(this.#byId);
+    const own = new Map<string, ProcessSnapshot>();
     let ordered = [...this.ordered];
     let positions = this.#positions;
+    let processesSize = this.processesSize;
     let children: Map<string, readonly ProcessId[]> | undefined;
     let root = this.root;
     for (const process of changes) {
       const id = process.processId.toString();
-      byId.set(id, process);
+      own.set(id, process);
       const position = positions.get(id);
       if (position !== undefined) {
+        processesSize += process.encodedSize - (ordered[position] as ProcessSnapshot).encodedSize;
         ordered[position] = process;
         if (process.relation.isRoot) root = process;
         continue;
@@ -392,19 +393,21 @@ class TreeIndex implements TreeLookup {
       const siblings = [...(children.get(parent.toString()) ?? []), process.processId].sort((a, b) => a.compare(b));
       children.set(parent.toString(), siblings);
       ordered.push(process);
+      processesSize += process.encodedSize + 1; // and its separating comma (the root is always there)
       positions = new Map(); // rebuilt below
     }
     if (positions !== this.#positions) {
       ordered = ordered.sort(canonicalOrder);
       positions = new Map(ordered.map((process, position) => [process.processId.toString(), position]));
     }
+    const byId = this.#byId.with(own);
     for (const process of changes) {
       const parent = process.relation.parentId;
-      if (parent !== undefined && !byId.has(parent.toString())) {
+      if (parent !== undefined && byId.get(parent.toString()) === undefined) {
         fail(`process ${process.processId.toString()} has parent ${parent.toString()}, which is not in the tree`);
       }
     }
-    return new TreeIndex(root, ordered, byId, children ?? this.#children, positions);
+    return new TreeIndex(root, ordered, processesSize, byId, children ?? this.#children, positions);
   }
 
   static of(processes: readonly ProcessSnapshot[], fail: (message: string) => never): TreeIndex {
@@ -418,14 +421,16 @@ class TreeIndex implements TreeLookup {
     if (roots.length !== 1) fail(`needs exactly one root (a record without a parent link), found ${roots.length}`);
     const ordered = [...processes].sort(canonicalOrder);
     const children = new Map<string, ProcessId[]>();
+    let processesSize = Math.max(0, ordered.length - 1);
     for (const process of ordered) {
+      processesSize += process.encodedSize;
       const parent = process.relation.parentId;
       if (parent === undefined) continue;
       const list = children.get(parent.toString());
       if (list === undefined) children.set(parent.toString(), [process.processId]);
       else list.push(process.processId);
     }
-    return new TreeIndex(roots[0] as ProcessSnapshot, ordered, byId, children);
+    return new TreeIndex(roots[0] as ProcessSnapshot, ordered, processesSize, SharedMap.of(byId), children);
   }
 
   get(id: ProcessId): ProcessSnapshot | undefined {
@@ -434,6 +439,51 @@ class TreeIndex implements TreeLookup {
 
   childrenOf(id: ProcessId): readonly ProcessId[] {
     return this.#children.get(id.toString()) ?? [];
+  }
+}
+
+/**
+ * An immutable map that shares the entries it did not change with the map it was derived from:
+ * a derivation costs the changes, not the whole map (a Step beside a thousand children copies
+ * none of them). Lookups walk at most `maxLayers` layers; the next derivation flattens, so the
+ * whole map is copied once per `maxLayers` derivations and old layers are let go.
+ */
+class SharedMap<V> {
+  static readonly maxLayers = 8;
+  readonly #own: ReadonlyMap<string, V>;
+  readonly #base: SharedMap<V> | undefined;
+  readonly #layers: number;
+
+  private constructor(own: ReadonlyMap<string, V>, base: SharedMap<V> | undefined) {
+    this.#own = own;
+    this.#base = base;
+    this.#layers = base === undefined ? 1 : base.#layers + 1;
+    Object.freeze(this);
+  }
+
+  /** Takes ownership of `entries` (the caller must not change it afterwards). */
+  static of<V>(entries: Map<string, V>): SharedMap<V> {
+    return new SharedMap(entries, undefined);
+  }
+
+  get(key: string): V | undefined {
+    for (let layer: SharedMap<V> | undefined = this; layer !== undefined; layer = layer.#base) {
+      const value = layer.#own.get(key);
+      if (value !== undefined) return value;
+    }
+    return undefined;
+  }
+
+  /** This map with `changes` set (taking ownership of `changes`). */
+  with(changes: Map<string, V>): SharedMap<V> {
+    if (changes.size === 0) return this;
+    if (this.#layers < SharedMap.maxLayers) return new SharedMap(changes, this);
+    const layers: ReadonlyMap<string, V>[] = [];
+    for (let layer: SharedMap<V> | undefined = this; layer !== undefined; layer = layer.#base) layers.push(layer.#own);
+    const flat = new Map<string, V>();
+    for (let index = layers.length - 1; index >= 0; index -= 1) for (const [key, value] of layers[index] as ReadonlyMap<string, V>) flat.set(key, value);
+    for (const [key, value] of changes) flat.set(key, value);
+    return new SharedMap(flat, undefined);
   }
 }
 
