@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type * as OpenAIModule from 'openai';
 import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { decodeModelRequest, encodeModelReply, type ModelRequest } from '../../../strategies/interaction/model-wire.js';
 import { type DeltaEmitter, type Digest, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
@@ -56,6 +56,7 @@ export class ModelDispatcher implements Dispatcher {
         return failedCall({ code: modelErrorCodes.apiKeyMissing, message: `the environment variable ${settings.apiKeyEnv} (the model API key) is not set; nothing was sent`, status: null });
       }
     }
+    const openai = await loadOpenAI();
     if (signal.aborted) return failedCall({ code: modelErrorCodes.canceled, message: 'the model call was canceled before it was sent', status: null });
     const secret = key;
     const redact = (text: string): string => (secret === undefined ? text : text.split(secret).join('***'));
@@ -64,7 +65,7 @@ export class ModelDispatcher implements Dispatcher {
     // stream that stalls after them must end too.
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), settings.timeoutMs);
-    const client = new OpenAI({
+    const client = new openai.OpenAI({
       baseURL: settings.baseUrl,
       // The client insists on a key; with none configured, the header is removed below.
       apiKey: secret ?? 'none',
@@ -88,18 +89,26 @@ export class ModelDispatcher implements Dispatcher {
       const assembled = assembly.finish(settings.model);
       // The client ends an aborted stream quietly, as if it were over: say why it stopped short.
       if (!assembled.ok && (deadline.signal.aborted || signal.aborted)) {
-        return settlementForError(undefined, { timedOut: deadline.signal.aborted, canceled: signal.aborted, redact });
+        return settlementForError(undefined, { timedOut: deadline.signal.aborted, canceled: signal.aborted, redact }, openai);
       }
       if (!assembled.ok) {
         return unknownCall({ code: assembled.cut ? modelErrorCodes.streamCut : modelErrorCodes.invalidReply, message: `${assembled.problem}; the endpoint may have answered`, status: null });
       }
       return Settlement.of('succeeded', encodeModelReply(assembled.reply));
     } catch (error) {
-      return settlementForError(error, { timedOut: deadline.signal.aborted, canceled: signal.aborted, redact });
+      return settlementForError(error, { timedOut: deadline.signal.aborted, canceled: signal.aborted, redact }, openai);
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+let openaiModule: Promise<typeof OpenAIModule> | undefined;
+
+/** The `openai` client, loaded on the first model call: `scope serve` and `scope worker` start without it. */
+function loadOpenAI(): Promise<typeof OpenAIModule> {
+  openaiModule ??= import('openai');
+  return openaiModule;
 }
 
 /** A model dispatcher for a deployment: `Deployment.create({ dispatcher, configurationDigest: dispatcher.configurationDigest, … })`. */

@@ -1,4 +1,4 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type * as OpenAIModule from 'openai';
 import { Payload, Settlement } from '../../kernel/index.js';
 
 /**
@@ -77,9 +77,14 @@ export interface CallContext {
   readonly redact: (text: string) => string;
 }
 
-/** The settlement for an error thrown by the client during a call that was (possibly) sent. */
-export function settlementForError(error: unknown, context: CallContext): Settlement {
+/**
+ * The settlement for an error thrown by the client during a call that was (possibly) sent. `client` is
+ * the loaded `openai` module (loaded on the first call, so a server that never calls a model never
+ * loads it), whose error classes tell the cases apart.
+ */
+export function settlementForError(error: unknown, context: CallContext, client: typeof OpenAIModule): Settlement {
   const { redact } = context;
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = client;
   // Our deadline and the Effect's abort both reach the client as an abort: ours decides which.
   if (context.timedOut) return unknownCall({ code: modelErrorCodes.timeout, message: 'the model call timed out; the endpoint may have answered', status: null });
   if (context.canceled || error instanceof APIUserAbortError) {
