@@ -6,14 +6,24 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Budget } from '../../../src/kernel/budget.js';
+import { CapabilitySet } from '../../../src/kernel/capability.js';
+import { Descriptor } from '../../../src/kernel/descriptor.js';
+import { ChildSpec, ChildWaitCondition, ChildWaitSpec, Effect } from '../../../src/kernel/effect.js';
 import type { Event } from '../../../src/kernel/event.js';
+import { ChildKey, ProcessId, WaitId, WaitKey } from '../../../src/kernel/identity.js';
+import { Quota } from '../../../src/kernel/quota.js';
+import { Schema } from '../../../src/kernel/schema.js';
+import { Transition } from '../../../src/kernel/transition.js';
+import { encodeModelReply } from '../../../strategies/interaction/model-wire.js';
+import { machineDefinition, objectOf } from '../../../strategies/internal/machine.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
 import { droppedToolResult } from '../../../strategies/interaction/context.js';
 import { pendingToolInputs } from '../../../strategies/interaction/pending-inputs.js';
 import { steerRequest } from '../../../strategies/interaction/steer.js';
-import { call, latch, modelRequests, setup, stopReply, ToolDispatcher, toolsReply } from './harness.js';
+import { call, deployment, latch, modelRequests, setup, stopReply, ToolDispatcher, toolsReply } from './harness.js';
 
 const input = Payload.encode({ task: 'Find things.' });
 const waitingStep = (event: Event) => event.name === 'agent.step.committed' && (event.payload.decode<{ status: string }>().status === 'waiting') && event.relation.parentId !== undefined;
@@ -117,4 +127,51 @@ test('a tool whose outcome is Unknown is settled explicitly, never guessed; a ch
   await killed.engine.close();
   assert.equal(failed.termination.failure?.code, 'interaction.tool.outcome_unknown');
   assert.equal(killed.model.requests().length, 1, 'the model never saw a guessed result');
+});
+
+test('a parent delivers a steer with signal_child; it reaches the child agent at its next model call', async () => {
+  const firstCall = latch();
+  const { engine, agent, model } = setup([{ settlement: { status: 'succeeded', payload: encodeModelReply(toolsReply(call('c1', 'lookup', { q: 'a' }))) }, gate: firstCall.promise }, stopReply('done')]);
+  type ParentState = { phase: 'start' | 'started' | 'signaled' | 'opened'; child?: string; wait?: string };
+  const parent = machineDefinition<ParentState>({
+    descriptor: Descriptor.create({ name: 'test.parent', description: 'Starts an agent and steers it.', inputSchema: Schema.of(true), outputSchema: Schema.of(true) }),
+    stateKind: 'test.parent.state',
+    childDeployments: [agent],
+    initial: () => ({ phase: 'start' }),
+    check: (value) => value as ParentState,
+    step(state, signals) {
+      const body = signals[0]?.payload.decode<Record<string, unknown>>();
+      switch (state.phase) {
+        case 'start':
+          return {
+            state: { phase: 'started' },
+            transition: Transition.continue(0, [
+              Effect.startChild(ChildSpec.create({ key: ChildKey.parse('agent'), deploymentRef: agent.ref, input: Payload.encode({ task: 'Find a.' }), budget: Budget.of({ steps: Quota.of(64), effects: Quota.of(32), signals: Quota.of(64) }), capabilities: CapabilitySet.empty })),
+            ]),
+          };
+        case 'started': {
+          const child = body?.process_id as string;
+          return { state: { phase: 'signaled', child }, transition: Transition.continue(1, [Effect.signalChild(ProcessId.parse(child), steerRequest('parent-steer', 'Mind the budget.'))]) };
+        }
+        case 'signaled':
+          firstCall.open();
+          return {
+            state: { ...state, phase: 'opened' },
+            transition: Transition.continue(1, [Effect.waitChildren(ChildWaitSpec.create({ key: WaitKey.parse('agent'), children: [ProcessId.parse(state.child as string)], boundary: 'subtree_drained', condition: ChildWaitCondition.all() }))]),
+          };
+        case 'opened': {
+          const answer = signals.find((signal) => objectOf(signal.payload)?.operation === 'child_wait_satisfied');
+          if (answer === undefined) return { state: { ...state, wait: signals[0]?.waitId?.toString() }, transition: Transition.wait(signals.length, signals[0]?.waitId ?? WaitId.parse(state.wait as string)) };
+          return { state, transition: Transition.complete(signals.length, Payload.encode('ok')) };
+        }
+      }
+    },
+  });
+  const result = await engine.run(deployment(parent, 'test.parent'), Payload.encode(null));
+  await engine.close();
+  assert.equal(result.status, 'completed', JSON.stringify(result.termination.toWire()));
+  const requests = modelRequests(model);
+  assert.equal(requests.length, 2);
+  assert.ok(!(requests[0] ?? []).some((message) => message.content === 'Mind the budget.'), 'not in the call that was already in flight');
+  assert.deepEqual((requests[1] ?? []).at(-1), { role: 'user', content: 'Mind the budget.' });
 });
