@@ -7,10 +7,13 @@ import { ConfigError, loadConfig, redactUrl, redisTargetOf, type ServerConfig } 
 import { EngineHost } from '../server/engine-host.js';
 import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
+import { modelServerCommand } from './model-server-command.js';
 import { loadDeploymentsModule } from './deployments-module.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
 import { loadClusterSecret, NodeTokens } from './auth/node-tokens.js';
 import { startWorker, type RunningWorker } from './worker.js';
+import type { Deployment } from '../kernel/index.js';
+import { startServerModel } from '../server/model/server-model.js';
 
 /**
  * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
@@ -20,10 +23,12 @@ import { startWorker, type RunningWorker } from './worker.js';
 
 const usage = `usage: scope serve [--no-demos] | scope worker
        scope keys create --scopes <scope,...> [--tenant <t>] [--id <name>]
+       scope model-server [--port <n>] [--host <address>] [--script <file.json>]
 
   serve        start the HTTP/SSE server (configuration from the environment, see README)
   worker       execute Effects from the BullMQ queues (SCOPE_REDIS_URL or SCOPE_REDIS_CLUSTER; see docs/transport.md)
   keys create  make an API key (printed once) and its entry for SCOPE_API_KEYS_FILE
+  model-server run the scripted OpenAI-compatible model server (see docs/models.md)
   --no-demos   do not register the demo deployments (same as SCOPE_DEMOS=off)
   --help       print this help`;
 
@@ -56,13 +61,22 @@ export function parseArguments(argv: readonly string[]): { command: 'serve' | 'w
 /** Builds and starts the server; resolves once it listens. */
 export async function serve(options: { config: ServerConfig; logger: Logger }): Promise<RunningServer> {
   const { config, logger } = options;
+  // The example agents' model endpoint: the configured one, or the scripted server in-process.
+  const model = await startServerModel(config.model);
   const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
   const shutdown = new AbortController();
-  const deployments = config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes });
   const stopProcesses = async (deadlineMs: number): Promise<void> => {
     shutdown.abort();
     await processes.close(deadlineMs);
+    await model.close();
   };
+  let deployments: Deployment[] = [];
+  try {
+    if (config.deploymentsModule !== undefined) deployments = await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes, model: model.options });
+  } catch (error) {
+    await stopProcesses(0);
+    throw error;
+  }
   // The guards' shared counters (rate limits, streams per key) hold across nodes on one Redis.
   const guardsRedis =
     config.mode === 'redis' && (config.rateLimit !== undefined || config.auth.mode === 'on')
@@ -82,6 +96,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   const host: EngineHost = new EngineHost({
     config,
     deployments,
+    model: model.options,
     logger: logger.child({ component: 'host' }),
     joinsCluster: config.mode === 'redis',
     // With the BullMQ transport the workers run the commands; this process never does.
@@ -132,6 +147,10 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
 
 /** The CLI entry: never throws; sets `process.exitCode` (2 for usage or configuration errors). */
 export async function main(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (argv[0] === 'model-server') {
+    process.exitCode = await modelServerCommand(argv.slice(1), (text) => process.stdout.write(text));
+    return;
+  }
   if (argv[0] === 'keys') {
     const outcome = keysCommand(argv.slice(1), (text) => process.stdout.write(text));
     if (outcome.error !== undefined) process.stderr.write(`scope: ${outcome.error}\n${keysUsage}\n`);

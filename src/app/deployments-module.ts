@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Deployment } from '../kernel/index.js';
 import type { ProcessDispatchers } from './process-dispatchers.js';
+import type { ModelDispatcherOptions } from '../server/model/model-settings.js';
 
 /**
  * Your own deployments: `SCOPE_DEPLOYMENTS` names a module that both `scope serve` and `scope worker`
@@ -17,6 +18,11 @@ export interface DeploymentsContext {
    * by this process): `processes.deployment({ definition, implementationDigest, process })`.
    */
   readonly processes: ProcessDispatchers;
+  /**
+   * The server's model endpoint (`SCOPE_MODEL_*`, or the in-process scripted server): bind it with
+   * `modelDispatcher(model)` from src/server/model/model-dispatcher.ts.
+   */
+  readonly model?: ModelDispatcherOptions;
 }
 
 export type DeploymentsModule =

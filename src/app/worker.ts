@@ -6,6 +6,7 @@ import { EffectWorker } from '../transport/bullmq/effect-worker.js';
 import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
 import { loadDeploymentsModule } from './deployments-module.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
+import { type ServerModel, startServerModel } from '../server/model/server-model.js';
 
 /**
  * `scope worker`: executes the Effects of the deployments it holds — the demos (unless SCOPE_DEMOS=off)
@@ -36,10 +37,21 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
   }
   const shutdown = new AbortController();
   const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
-  const deployments = [
-    ...(config.demos ? demoDeployments({ shutdown: shutdown.signal }) : []),
-    ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes })),
-  ];
+  // The same model endpoint `scope serve` gives its agents (a scripted one runs here too: it is stateless).
+  let model: ServerModel | undefined;
+  let deployments;
+  try {
+    model = await startServerModel(config.model);
+    deployments = [
+      ...(config.demos ? demoDeployments({ shutdown: shutdown.signal, model: model.options }) : []),
+      ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes, model: model.options })),
+    ];
+  } catch (error) {
+    await model?.close();
+    await closeAll();
+    throw error;
+  }
+  const serverModel = model;
   const worker = new EffectWorker({
     redis,
     bullConnection,
@@ -61,6 +73,7 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
       await worker.stop(graceMs);
       shutdown.abort();
       await processes.close(1_000);
+      await serverModel.close();
       await closeAll();
     },
   };

@@ -6,6 +6,7 @@ import type { RedisTarget } from '../store/redis/connection.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
 import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
+import { type ModelConfig, readModelConfig } from './model/model-config.js';
 
 /**
  * The server configuration, read once from the environment and validated as a whole: every bad
@@ -59,6 +60,7 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | `SCOPE_PROCESS_START_TIMEOUT_MS` | 30000      | a command must answer its handshake within this (else `start_failed`, nothing sent) |
  * | `SCOPE_TENANT_GRANTS`    | (none)             | JSON `{"<tenant>": {budget?, treeLimits?, capabilities?}}`: narrower grants per tenant |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
+ * | `SCOPE_MODEL_BASE_URL`, `SCOPE_MODEL`, `SCOPE_MODEL_API_KEY_ENV`, `SCOPE_MODEL_TIMEOUT_MS` | scripted, in-process | the model endpoint of the example agents (model/model-config.ts) |
  */
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -146,6 +148,8 @@ export interface ServerConfig {
   readonly pressure: PressureConfig;
   /** Redis mode: this node's identity and lease (src/server/ownership/). */
   readonly node: NodeConfig;
+  /** The example agents' model endpoint (`SCOPE_MODEL_*`; absent base URL: the scripted server in-process). */
+  readonly model: ModelConfig;
 }
 
 /** A node's identity and lease timing (Redis mode; embedded mode is one implicit node). */
@@ -327,6 +331,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   const hibernateAfterMs = integer('SCOPE_HIBERNATE_AFTER_MS', 300_000, 0, 30 * 86_400_000);
   const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
   const node = readNodeConfig(read, integer, problems);
+  const model = readModelConfig(read, integer, problems);
 
   let grants = defaultGrants();
   const grantText = read('SCOPE_GRANTS');
@@ -450,6 +455,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     workerConcurrency,
     processSupervisor,
     node,
+    model,
   });
 }
 

@@ -12,6 +12,7 @@ import { messagingDeployments } from './examples/messaging.js';
 import { planningDeployments } from './examples/planning.js';
 import { workflowExamples } from './examples/workflow.js';
 import type { DeliveryHost } from './messaging-delivery.js';
+import type { ModelDispatcherOptions } from './model/model-settings.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -30,12 +31,18 @@ function demo(name: string, definition: Definition, dispatcher?: Dispatcher): De
   });
 }
 
-/**
- * Fresh demo deployments (each call builds new dispatchers; unreliable keeps per-instance state).
- * `shutdown` ends demo sleeps early when the server stops waiting for dispatches; `host` is the Host whose
- * delivery port carries cross-tree messages (without it the messaging example refuses every message).
- */
-export function demoDeployments(options: { shutdown?: AbortSignal; host?: () => DeliveryHost } = {}): Deployment[] {
+/** What the demo deployments are built with. */
+export interface DemoOptions {
+  /** Ends demo sleeps early when the server stops waiting for dispatches. */
+  readonly shutdown?: AbortSignal;
+  /** The Host whose delivery port carries cross-tree messages (without it the messaging example refuses every message). */
+  readonly host?: () => DeliveryHost;
+  /** The server's model endpoint for the example agents (`modelDispatcherFor(model)`, src/server/model/server-model.ts). */
+  readonly model?: ModelDispatcherOptions;
+}
+
+/** Fresh demo deployments (each call builds new dispatchers; unreliable keeps per-instance state). */
+export function demoDeployments(options: DemoOptions = {}): Deployment[] {
   // demo.fanout binds this exact echo Deployment, so its children start and restore from the binding.
   const echo = demo('demo.echo', echoDefinition, echoDispatcher());
   return [

@@ -13,6 +13,7 @@ import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
+import type { ModelDispatcherOptions } from './model/model-settings.js';
 import { effectViews, hasEffect } from './effect-history.js';
 import { watchForFinish } from './finish-watch.js';
 import type {
@@ -102,6 +103,8 @@ export interface EngineHostOptions {
   readonly nodeCredential?: (tenant: string) => string;
   /** More readiness checks (the app's process dispatchers: one per supervisor key), merged into `readiness()`. */
   readonly readinessChecks?: () => Readonly<Record<string, string>>;
+  /** The model endpoint the example agents call (src/server/model/server-model.ts); absent: their calls fail `model.not_configured`. */
+  readonly model?: ModelDispatcherOptions;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
 }
@@ -167,7 +170,7 @@ export class EngineHost implements Host {
     this.#config = config;
     this.#logger = options.logger;
     // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
-    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this }) : []), ...(options.deployments ?? [])];
+    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;

@@ -35,6 +35,7 @@ export const modelErrorCodes = Object.freeze({
   streamCut: 'model.stream_cut',
   streamError: 'model.stream_error',
   invalidReply: 'model.invalid_reply',
+  notConfigured: 'model.not_configured',
 });
 
 const maxMessageLength = 1_000;
