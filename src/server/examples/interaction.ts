@@ -8,7 +8,7 @@ import { researchSearchDispatcher } from '../dispatchers/research-search.js';
  * whose tools are the ToolSet `example.agent.tools` — `search` over a small built-in corpus
  * (src/server/dispatchers/research-search.ts) and `ask_human`, which asks a person through a wait
  * (listed in `/v1/waits` with its answer schema). The model is whatever model dispatcher the server
- * is configured with (by default the scripted model server replaying research-conversation.ts).
+ * is configured with (by default the in-process scripted model server replaying research-script.json).
  */
 export const researchName = 'example.agent.research';
 export const researchToolsName = 'example.agent.tools';
@@ -41,7 +41,7 @@ export const researchTools = defineToolSet({
 const toolBudget = Budget.of({ steps: Quota.of(8), effects: Quota.of(4), signals: Quota.of(16) });
 
 /** The ToolSet and the agent; `model` serves the agent's `model.chat` Effects. */
-export function interactionExamples(options: { readonly model: Dispatcher; readonly modelConfiguration: Digest }): Deployment[] {
+export function interactionExamples(options: { readonly model: Dispatcher & { readonly configurationDigest: Digest } }): Deployment[] {
   const tools = Deployment.create({
     definition: researchTools.definition,
     dispatcher: researchSearchDispatcher(),
@@ -61,7 +61,7 @@ export function interactionExamples(options: { readonly model: Dispatcher; reado
     dispatcher: options.model,
     implementationDigest: Digest.of(`scope:${researchName}:implementation:v1`),
     // The model settings (endpoint, model name) are part of the configuration; the API key is not.
-    configurationDigest: options.modelConfiguration,
+    configurationDigest: options.model.configurationDigest,
   });
   return [tools, agent];
 }
