@@ -125,7 +125,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     throw error;
   }
   logger.info(
-    { url, mode: config.mode, node: host.nodeId, redis: config.redisCluster?.map(redactUrl).join(',') ?? (config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl)), demos: config.demos, auth: config.auth.mode },
+    { url, mode: config.mode, node: host.nodeId, redis: config.redisCluster?.map(redactUrl).join(',') ?? (config.redisUrl === undefined ? undefined : redactUrl(config.redisUrl)), demos: config.demos, auth: config.auth.mode, model: config.model.baseUrl === undefined ? `${config.model.model} (scripted, in-process)` : `${config.model.model} at ${redactUrl(config.model.baseUrl)}` },
     `scope listening on ${url} (${config.mode} mode)`,
   );
   if (config.auth.mode === 'off') {

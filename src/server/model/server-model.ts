@@ -55,7 +55,7 @@ export async function startServerModel(config: ModelConfig, options: { readonly 
       // The scripted server takes no key: the demo needs none.
       apiKeyEnv: null,
       timeoutMs: config.timeoutMs,
-      endpointIdentity: `scope:scripted-model-server:${Digest.of(encodeCanonical(script)).toString()}`,
+      endpointIdentity: `scripted model server, script ${Digest.of(encodeCanonical(script)).toString()}`,
     }),
     close: () => server.close(),
   };
