@@ -63,6 +63,11 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchStrategies } = await import('./bench/strategies.js');
     await benchStrategies();
   },
+  // Issue 15: a 20-turn ReAct run against the scripted model server, embedded and Redis.
+  agent: async () => {
+    const { benchAgent } = await import('./bench/agent.js');
+    await benchAgent();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

@@ -9,10 +9,12 @@ import { type Definition, Deployment, Digest, type Dispatcher } from '../kernel/
 import { echoDispatcher, sleepDispatcher, unreliableDispatcher } from './demo-dispatchers.js';
 import { collaborationExamples } from './examples/collaboration.js';
 import { messagingDeployments } from './examples/messaging.js';
+import { interactionExamples } from './examples/interaction.js';
 import { planningDeployments } from './examples/planning.js';
 import { workflowExamples } from './examples/workflow.js';
 import type { DeliveryHost } from './messaging-delivery.js';
 import type { ModelDispatcherOptions } from './model/model-settings.js';
+import { modelDispatcherFor } from './model/server-model.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -57,5 +59,6 @@ export function demoDeployments(options: DemoOptions = {}): Deployment[] {
     ...coordinationExamples({ echo, shutdown: options.shutdown }),
     ...collaborationExamples({ shutdown: options.shutdown }),
     ...planningDeployments(),
+    ...interactionExamples({ model: modelDispatcherFor(options.model) }),
   ];
 }

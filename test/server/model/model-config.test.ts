@@ -41,7 +41,7 @@ test('with no base URL the server runs the scripted model in-process: no key nee
     assert.equal(first.options.apiKeyEnv, null);
     assert.notEqual(first.options.baseUrl, second.options.baseUrl);
     assert.equal(new ModelDispatcher(first.options).configurationDigest.toString(), new ModelDispatcher(second.options).configurationDigest.toString());
-    const settlement = await new ModelDispatcher(first.options).dispatch(chatEffectRequest('research'), undefined, new AbortController().signal);
+    const settlement = await new ModelDispatcher(first.options).dispatch(chatEffectRequest('example.agent.research'), undefined, new AbortController().signal);
     assert.equal(settlement.status, 'succeeded', settlement.payload.toString());
   } finally {
     await first.close();

@@ -1,0 +1,162 @@
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { Budget } from '../../src/kernel/budget.js';
+import type { EffectBoundary, TreeActivation, TreeCheckpoint } from '../../src/kernel/commit.js';
+import type { DeltaEmitter, Dispatcher, ReplayPolicy } from '../../src/kernel/definition.js';
+import { Deployment } from '../../src/kernel/deployment.js';
+import { Digest } from '../../src/kernel/digest.js';
+import type { Effect, EffectRequest } from '../../src/kernel/effect.js';
+import { Engine } from '../../src/kernel/engine.js';
+import { Payload } from '../../src/kernel/payload.js';
+import { Quota } from '../../src/kernel/quota.js';
+import type { Settlement } from '../../src/kernel/settlement.js';
+import type { CommitContext, TreeCommitter } from '../../src/kernel/tree-committer.js';
+import { researchSearchDispatcher } from '../../src/server/dispatchers/research-search.js';
+import { researchTools } from '../../src/server/examples/interaction.js';
+import { ModelDispatcher } from '../../src/server/model/model-dispatcher.js';
+import { ScriptedModelServer } from '../../src/server/model/scripted-model-server.js';
+import { MemoryTreeCommitter } from '../../src/store/memory-committer.js';
+import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
+import { define } from '../../strategies/interaction/definition.js';
+import { startRedisServer } from '../../test/helpers/redis-server.js';
+
+/**
+ * The interaction strategy's cost per turn (issue 15): a 20-turn ReAct run — 19 turns that each call
+ * the `search` tool (a child Process of the research ToolSet) and a final answer — against the
+ * scripted OpenAI-compatible model server over real HTTP, every model reply delayed by 50 ms, through
+ * the real model dispatcher (the official openai client, streaming). Embedded (memory committer) and
+ * Redis (a private redis-server, appendonly no). Per turn: wall time, the model wait (time inside the
+ * model dispatcher: the 50 ms delay plus HTTP and stream parsing), Scope's overhead (the rest: steps,
+ * commits, the tool child, the search), and commits (every activation, Effect boundary and checkpoint
+ * the committer acknowledged, the tool children's included). `BENCH_AGENT_RUNS` (default 3) runs per
+ * committer after a warm-up; the median run is shown. Goal: embedded overhead < 5% of the 50 ms call.
+ */
+
+const turns = 20;
+const modelDelayMs = 50;
+const runs = Number(process.env.BENCH_AGENT_RUNS ?? 3);
+const systemPrompt = 'bench.agent: search once per turn, then answer.';
+
+const script = {
+  conversations: [
+    {
+      name: 'bench',
+      match: 'bench.agent',
+      replies: [
+        ...Array.from({ length: turns - 1 }, (_, index) => ({
+          toolCalls: [{ id: `call_${index}`, name: 'search', arguments: '{"query":"durable execution"}' }],
+          finishReason: 'tool_calls',
+          delayMs: modelDelayMs,
+        })),
+        { content: 'Done: durable execution, as found.', finishReason: 'stop', delayMs: modelDelayMs },
+      ],
+    },
+  ],
+};
+
+/** Measures the time spent inside the model dispatcher. */
+class TimedModel implements Dispatcher {
+  waitMs = 0;
+  calls = 0;
+  constructor(private readonly inner: Dispatcher) {}
+  async dispatch(request: EffectRequest, emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
+    const started = performance.now();
+    try {
+      return await this.inner.dispatch(request, emit, signal);
+    } finally {
+      this.waitMs += performance.now() - started;
+      this.calls += 1;
+    }
+  }
+  replayPolicy(effect: Effect): ReplayPolicy {
+    return this.inner.replayPolicy(effect);
+  }
+}
+
+class CountingCommitter implements TreeCommitter {
+  commits = 0;
+  constructor(private readonly inner: TreeCommitter) {}
+  async activateTree(activation: TreeActivation, context?: CommitContext): Promise<void> {
+    await this.inner.activateTree(activation, context);
+    this.commits += 1;
+  }
+  async commitEffect(boundary: EffectBoundary, context?: CommitContext): Promise<void> {
+    await this.inner.commitEffect(boundary, context);
+    this.commits += 1;
+  }
+  async commitCheckpoint(checkpoint: TreeCheckpoint, context?: CommitContext): Promise<void> {
+    await this.inner.commitCheckpoint(checkpoint, context);
+    this.commits += 1;
+  }
+}
+
+interface Run {
+  readonly ms: number;
+  readonly modelMs: number;
+  readonly commits: number;
+}
+
+const digests = (name: string) => ({ implementationDigest: Digest.of(`bench:${name}`), configurationDigest: Digest.of(`bench:${name}`) });
+
+async function runOnce(baseUrl: string, committer: TreeCommitter): Promise<Run> {
+  const model = new TimedModel(new ModelDispatcher({ baseUrl, model: 'scripted', apiKeyEnv: null }));
+  const tools = Deployment.create({ definition: researchTools.definition, dispatcher: researchSearchDispatcher(), ...digests('tools') });
+  const agent = Deployment.create({
+    definition: define({
+      name: 'bench.agent',
+      description: 'A 20-turn ReAct run.',
+      system: systemPrompt,
+      tools: { deployment: tools, specs: researchTools.specs, budget: Budget.of({ steps: Quota.of(8), effects: Quota.of(4), signals: Quota.of(16) }) },
+      maxTurns: turns,
+      maxToolConcurrency: 2,
+      maxContextBytes: 1024 * 1024,
+    }),
+    dispatcher: model,
+    ...digests('agent'),
+  });
+  const counting = new CountingCommitter(committer);
+  const engine = new Engine({ committer: counting });
+  const started = performance.now();
+  const result = await engine.run(agent, Payload.encode({ task: 'Research durable execution.' }));
+  const ms = performance.now() - started;
+  await engine.close();
+  if (result.status !== 'completed' || model.calls !== turns) throw new Error(`the bench agent did not complete its ${turns} turns: ${result.termination.json()} after ${model.calls} model calls`);
+  return { ms, modelMs: model.waitMs, commits: counting.commits };
+}
+
+async function measure(label: string, baseUrl: string, make: (run: number) => TreeCommitter): Promise<void> {
+  await runOnce(baseUrl, make(-1)); // warm-up
+  const samples: Run[] = [];
+  for (let run = 0; run < runs; run += 1) samples.push(await runOnce(baseUrl, make(run)));
+  const sorted = [...samples].sort((a, b) => a.ms - b.ms);
+  const median = sorted[Math.floor(sorted.length / 2)] as Run;
+  const perTurn = median.ms / turns;
+  const model = median.modelMs / turns;
+  const overhead = perTurn - model;
+  console.log(
+    `${label.padEnd(9)} ${perTurn.toFixed(1).padStart(6)} ms/turn = model wait ${model.toFixed(1).padStart(5)} ms + Scope ${overhead.toFixed(2).padStart(5)} ms ` +
+      `(${((overhead / modelDelayMs) * 100).toFixed(1)}% of the ${modelDelayMs} ms call)  ${(median.commits / turns).toFixed(1)} commits/turn  ` +
+      `(runs ${sorted.map((sample) => sample.ms.toFixed(0)).join(', ')} ms)`,
+  );
+}
+
+export async function benchAgent(): Promise<void> {
+  console.log(`## interaction: a ${turns}-turn ReAct run (19 search tool children + the answer), scripted model server, ${modelDelayMs} ms per reply (median of ${runs})`);
+  const server = await ScriptedModelServer.start({ script: script as never });
+  const redisServer = await startRedisServer({ appendOnly: false });
+  const redis = new Redis(redisServer.port, '127.0.0.1');
+  const committers: RedisTreeCommitter[] = [];
+  try {
+    await measure('embedded', server.baseUrl, () => new MemoryTreeCommitter());
+    await measure('redis', server.baseUrl, (run) => {
+      const committer = new RedisTreeCommitter({ redis, keyPrefix: `benchagent${process.pid}r${run + 1}`, timeoutMs: 30_000 });
+      committers.push(committer);
+      return committer;
+    });
+  } finally {
+    for (const committer of committers) await committer.close();
+    redis.disconnect();
+    await redisServer.stop();
+    await server.close();
+  }
+}
