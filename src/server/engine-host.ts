@@ -62,6 +62,8 @@ import { CommandRouting, isReleased } from './ownership/command-routing.js';
 import { OwnedElsewhereError } from './ownership/owned-elsewhere.js';
 import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
+import { hostShutdownPhases, OpenStreams, type HostShutdownSteps, type ShutdownParts } from './host-shutdown.js';
+import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
@@ -152,6 +154,8 @@ export class EngineHost implements Host {
   readonly #list: ProcessList;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
+  /** Open SSE streams (shutdown's end_streams waits for their last event). */
+  readonly #streams = new OpenStreams();
   /** Aborted when shutdown stops waiting for dispatches (long demo sleeps end early). */
   readonly #dispatchStop = new AbortController();
   /** Each tree's tenant, once read (it never changes). */
@@ -289,7 +293,18 @@ export class EngineHost implements Host {
   /** Metrics the plugins feed, and the registry `metrics()` renders. */
   get telemetry(): HostTelemetry {
     const metrics = this.#metrics;
-    return { registry: metrics.registry, sseClientConnected: () => metrics.sseClientConnected() };
+    const streams = this.#streams;
+    return {
+      registry: metrics.registry,
+      sseClientConnected: () => {
+        const ended = metrics.sseClientConnected();
+        const closed = streams.opened();
+        return (reason) => {
+          closed();
+          ended(reason);
+        };
+      },
+    };
   }
 
   /** The deployment catalog (register more deployments before serving). */
@@ -912,35 +927,62 @@ export class EngineHost implements Host {
   }
 
   /**
-   * Graceful shutdown within `deadlineMs` (default `SCOPE_SHUTDOWN_MS`): stop admission (starts and
-   * restores answer `shutting_down`); let local trees reach safe boundaries (up to half the
-   * deadline); seal the committer so nothing new commits, and let in-flight commits finish; flush
-   * deltas; end every stream (`shutdown`); close the stores. Trees cut short stay restorable from
-   * their stored head. Idempotent.
+   * Graceful shutdown within `deadlineMs` (default `SCOPE_SHUTDOWN_MS`), in the named phases of
+   * src/server/shutdown.ts, each within its share of the deadline: stop admitting; let dispatches
+   * settle; seal the committer and abort what still runs; let in-flight commits finish; flush deltas;
+   * end every stream (`shutdown`); hand the trees over; close the stores. A phase that runs out of
+   * time is logged and the next one runs. `parts`: what the app adds to the phases. Trees cut short
+   * stay restorable from their stored head. Idempotent: later calls join the first teardown.
    */
-  close(deadlineMs: number = this.#config.shutdownMs): Promise<void> {
-    this.#closed ??= this.#close(Math.max(0, deadlineMs));
+  close(deadlineMs: number = this.#config.shutdownMs, parts?: ShutdownParts): Promise<void> {
+    this.#closed ??= this.#close(Math.max(0, deadlineMs), parts);
     return this.#closed;
   }
 
-  async #close(deadlineMs: number): Promise<void> {
-    this.#closing = true;
-    this.#hibernation.stop();
-    const deadline = performance.now() + deadlineMs;
-    const left = (): number => Math.max(0, deadline - performance.now());
-    const quiesce = this.#residency.localRoots().map((root) => this.#engine.captureTree(ProcessId.parse(root)).catch(() => undefined));
-    await within(Promise.all(quiesce), left() / 2);
+  /** True from the first shutdown phase on: the HTTP edge refuses new mutations (503 with Retry-After). */
+  get draining(): boolean {
+    return this.#closing;
+  }
+
+  async #close(deadlineMs: number, parts: ShutdownParts | undefined): Promise<void> {
+    const bounds = phaseBounds(serverPhaseShares, deadlineMs);
+    await runPhases(hostShutdownPhases(this.#shutdownSteps(), bounds, parts), bounds, this.#logger?.child({ component: 'shutdown' }));
+  }
+
+  #shutdownSteps(): HostShutdownSteps {
     const committer = this.#backend.committer;
-    committer.seal();
     const stopping = codedError(HostErrorCode.shuttingDown, 'the server is shutting down');
-    this.#dispatchStop.abort(stopping);
-    if (!(await within(committer.drained(), left()))) this.#logger?.warn('shutdown deadline passed with commits in flight');
-    await within(this.#engine.flushDeltas(), left());
-    await this.#handOver();
-    this.#shutdown.abort(stopping);
-    await this.#transport?.close().catch(() => undefined);
-    await this.#backend.close(left());
-    await this.#engine.close().catch(() => undefined);
+    const settling = new Set<string>();
+    return {
+      stopAdmitting: () => {
+        this.#closing = true;
+        this.#hibernation.stop();
+      },
+      settle: async () => {
+        const roots = this.#residency.localRoots();
+        for (const root of roots) settling.add(root);
+        await Promise.all(roots.map((root) => this.#engine.captureTree(ProcessId.parse(root)).catch(() => undefined).finally(() => settling.delete(root))));
+      },
+      unsettled: () => [...settling],
+      sealAndAbort: () => {
+        committer.seal();
+        this.#dispatchStop.abort(stopping);
+      },
+      commitsDrained: () => committer.drained(),
+      committing: () => this.#residency.localRoots().filter((root) => committer.commitPending(root)),
+      flushDeltas: () => this.#engine.flushDeltas(),
+      endStreams: async () => {
+        this.#shutdown.abort(stopping);
+        await this.#streams.idle();
+      },
+      openStreams: () => this.#streams.count,
+      handOver: () => this.#handOver(),
+      closeStores: async (graceMs) => {
+        await this.#transport?.close().catch(() => undefined);
+        await this.#backend.close(graceMs);
+        await this.#engine.close().catch(() => undefined);
+      },
+    };
   }
 
   /**
@@ -1012,17 +1054,4 @@ function pageLimit(value: number | undefined, bounds: { readonly fallback: numbe
   if (value === undefined) return bounds.fallback;
   if (!Number.isInteger(value) || value < 1 || value > bounds.max) throw invalidRequest(`limit must be an integer in 1..${bounds.max}`);
   return value;
-}
-
-/** Whether `promise` settled within `ms` (the timer never outlives the race; a rejection counts as settled). */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

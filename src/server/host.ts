@@ -435,6 +435,9 @@ export interface Host {
   /** Stops admission, lets in-flight commits finish, flushes deltas, ends streams; bounded by `deadlineMs`. */
   close(deadlineMs?: number): Promise<void>;
 
+  /** True while the Host shuts down: the HTTP edge answers new mutations 503 `shutting_down` with Retry-After; reads go on. */
+  readonly draining?: boolean;
+
   /** This node's id (`embedded` when it runs alone). */
   readonly nodeId: string;
   /** The nodes on this Redis with their lease state (this node alone when it has not joined). */
