@@ -340,7 +340,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // Draining (the shutdown's first phase on): reads go on, new mutations go elsewhere (README "Stopping a server").
     if (options.host.draining === true && !readOnlyMethods.has(request.method)) {
       reply.header('retry-after', String(drainRetryAfterSeconds));
-      throw new ProblemError('shutting_down', `the server is shutting down and takes no new mutations; retry in ${drainRetryAfterSeconds} s (another node, or this one once restarted), reads still work`);
+      const refusal = new ProblemError('shutting_down', `the server is shutting down and takes no new mutations; retry in ${drainRetryAfterSeconds} s (another node, or this one once restarted); reads still work`);
+      throw Object.assign(refusal, { detailIsPublic: true });
     }
     await refuseUnservable(request);
   });

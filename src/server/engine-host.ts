@@ -40,6 +40,7 @@ import type {
   StartRequest,
   StreamOptions,
   TreeStream,
+  TreeFaultView,
   TreeView,
   WaitQuery,
   WaitView,
@@ -62,6 +63,7 @@ import { CommandRouting, isReleased } from './ownership/command-routing.js';
 import { OwnedElsewhereError } from './ownership/owned-elsewhere.js';
 import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
+import { FaultLatch, TreeFaultedError } from './fault-latch.js';
 import { hostShutdownPhases, OpenStreams, type HostShutdownSteps, type ShutdownParts } from './host-shutdown.js';
 import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
 
@@ -149,6 +151,8 @@ export class EngineHost implements Host {
   readonly #routing: CommandRouting;
   /** Roots whose stopped runtime is being restored (see #recoverStopped). */
   readonly #recovering = new Set<string>();
+  /** Each tree's first persistence fault, until a restore installs a new incarnation (fault-latch.ts). */
+  readonly #faults = new FaultLatch();
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
@@ -272,7 +276,9 @@ export class EngineHost implements Host {
       hibernation: this.#hibernation,
       admit: () => this.#admit(),
       recovering: (root) => this.#recovering.has(root),
+      refuse: (root) => this.#refuseFaulted(root),
       restored: async (root, head, woken) => {
+        this.#faults.clear(root);
         if (woken) this.#metrics.treesWoken.inc();
         this.#list.forget(root);
         // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
@@ -324,7 +330,10 @@ export class EngineHost implements Host {
   #onEvent(event: Event): void {
     this.#residency.observe(event);
     this.#hibernation.touch(event.relation.rootId.toString());
-    if (event.name === eventNames.runtimeStopped) this.#recoverStopped(event.relation.rootId.toString());
+    if (event.name === eventNames.runtimeStopped) {
+      this.#latchFault(event);
+      this.#recoverStopped(event.relation.rootId.toString());
+    }
     if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
@@ -389,16 +398,66 @@ export class EngineHost implements Host {
         this.#recovering.delete(root);
         this.#logger?.info({ rootId: root, tries: tries + 1 }, 'restored a tree whose runtime had stopped');
       } catch (error) {
+        // Another node runs it now: no fault of this node's to keep.
+        if (error instanceof OwnedElsewhereError) this.#faults.clear(root);
         if (error instanceof OwnedElsewhereError || tries >= 8) {
           if (!(error instanceof OwnedElsewhereError)) this.#logger?.warn({ err: error, rootId: root }, 'a stopped tree could not be restored; its next command tries again');
           this.#recovering.delete(root);
           return;
         }
+        this.#logger?.debug({ err: error, rootId: root, tries: tries + 1 }, 'a stopped tree could not be restored yet; trying again');
         setTimeout(() => void attempt(tries + 1), Math.min(10_000, 250 * 2 ** tries)).unref();
       }
     };
     // Outside the event listener (the Engine refuses calls from inside it).
     setTimeout(() => void attempt(0), 50).unref();
+  }
+
+  /** Latches the tree's first fault when its runtime stopped; its message is read once outside the listener. */
+  #latchFault(event: Event): void {
+    const root = event.relation.rootId.toString();
+    const failure = event.runtimeStopped()?.failure;
+    const incarnationId = event.treeIncarnationId?.toString();
+    if (failure === undefined || incarnationId === undefined) return;
+    if (!this.#faults.trip(root, { code: failure.code, message: failure.code, since: event.occurredAt, incarnationId })) return;
+    this.#logger?.warn({ rootId: root, code: failure.code, incarnationId }, 'a commit failed: the tree refuses input until a restore (a new incarnation)');
+    // The Engine refuses calls from inside its listener: the stopped runtime's own words are read right after.
+    queueMicrotask(() => {
+      try {
+        const stopped = this.#residency.inspectLocal(root)?.processes[0]?.runtimeError;
+        if (stopped?.incarnationId.toString() !== incarnationId) return;
+        this.#faults.describe(root, incarnationId, stopped.cause instanceof Error ? stopped.cause.message : stopped.message);
+      } catch {
+        // The classification stays the message.
+      }
+    });
+  }
+
+  /**
+   * A command on a tree whose fault is latched is refused (503 `runtime_stopped` with the next step),
+   * and the automatic restore is started again if it had given up. A tree running again under a new
+   * incarnation (restored here or elsewhere) has no fault any more.
+   */
+  #refuseFaulted(root: string): void {
+    const fault = this.#faults.get(root);
+    if (fault === undefined) return;
+    // Decided from memory: storage may be what failed (a released stopped copy is still latched).
+    const local = this.#residency.inspectLocal(root);
+    if (local !== undefined && !local.stopped) {
+      this.#faults.clear(root);
+      return;
+    }
+    this.#recoverStopped(root);
+    throw new TreeFaultedError(root, fault);
+  }
+
+  /** The fault a tree view shows: the latched one while the stopped incarnation is still the tree's. */
+  #faultOf(root: string, stopped: boolean): TreeFaultView | null {
+    const fault = this.#faults.get(root);
+    if (fault === undefined) return null;
+    if (stopped) return fault;
+    this.#faults.clear(root);
+    return null;
   }
 
   /** Runs one hibernation sweep now (tests and benchmarks; the timer runs it every period). */
@@ -476,19 +535,28 @@ export class EngineHost implements Host {
     const located = await this.#residency.locateOrThrow(processId);
     const current = this.#poll(located);
     if (current.done || waitMs === 0) return current;
-    const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal];
+    // A fault latched on the tree (now or while waiting) ends the poll with its refusal.
+    const fault = this.#faults.wakeOnFault(located.root);
+    const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal, fault.signal];
     if (signal !== undefined) signals.push(signal);
     const stop = AbortSignal.any(signals);
-    return located.kind === 'stored' ? this.#awaitStoredResult(processId, located.root, stop) : this.#awaitLocalResult(processId, located, stop);
+    try {
+      return located.kind === 'stored' ? await this.#awaitStoredResult(processId, located.root, stop) : await this.#awaitLocalResult(processId, located, stop);
+    } catch (error) {
+      throw fault.signal.aborted ? fault.signal.reason : error;
+    } finally {
+      fault.release();
+    }
   }
 
   /** A long poll on a tree this node runs: its runtime answers. */
   async #awaitLocalResult(processId: string, located: Located & { kind: 'local' }, signal: AbortSignal): Promise<ResultPoll> {
-    if (located.entry.runtimeError !== undefined) throw located.entry.runtimeError;
+    if (located.entry.runtimeError !== undefined) throw this.#faults.refusal(located.root) ?? located.entry.runtimeError;
     try {
       return { done: true, result: resultView(await located.handle.await({ signal })) };
     } catch (error) {
-      if (error instanceof RuntimeError) throw error;
+      if (error instanceof RuntimeError) throw this.#faults.refusal(located.root) ?? error;
+      if (signal.reason instanceof TreeFaultedError) throw signal.reason;
       // Hibernated while waiting: the stored head and the log answer from here on.
       if (isReleased(error) && !signal.aborted) return this.#awaitStoredResult(processId, located.root, signal);
       return this.#poll(await this.#residency.locateOrThrow(processId));
@@ -508,6 +576,7 @@ export class EngineHost implements Host {
     // Restored here meanwhile (a takeover, a command that restored it): its runtime answers.
     if (located.kind === 'local') return this.#awaitLocalResult(processId, located, signal);
     await watchForFinish(this.#backend.log, root, processId, from, signal);
+    if (signal.reason instanceof TreeFaultedError) throw signal.reason;
     const now = await this.#residency.locateOrThrow(processId);
     const answer = this.#poll(now);
     // Restored here meanwhile, and the log ran ahead of the runtime's installed head: its handle answers.
@@ -728,6 +797,7 @@ export class EngineHost implements Host {
         commitPending: this.#backend.committer.commitPending(root),
         freeze: this.#residency.capturing(root) ? 'acquiring' : 'none',
         stopped: local.stopped,
+        fault: this.#faultOf(root, local.stopped),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
       };
@@ -741,6 +811,7 @@ export class EngineHost implements Host {
       commitPending: false,
       freeze: 'none',
       stopped: false,
+      fault: this.#faultOf(root, head.incarnationId.toString() === this.#faults.get(root)?.incarnationId),
       active: false,
       processes: head.processSnapshots().map((snapshot) => processView(snapshot, 'inactive', undefined)),
     };
@@ -832,6 +903,7 @@ export class EngineHost implements Host {
     }
     const wasLocal = await this.#residency.release(root);
     if (wasLocal) {
+      this.#faults.clear(root);
       this.#ownership?.dropped(root);
       this.#backend.committer.released(root);
     }
@@ -946,7 +1018,7 @@ export class EngineHost implements Host {
 
   async #close(deadlineMs: number, parts: ShutdownParts | undefined): Promise<void> {
     const bounds = phaseBounds(serverPhaseShares, deadlineMs);
-    await runPhases(hostShutdownPhases(this.#shutdownSteps(), bounds, parts), bounds, this.#logger?.child({ component: 'shutdown' }));
+    await runPhases(hostShutdownPhases(this.#shutdownSteps(), bounds, parts), bounds, this.#logger);
   }
 
   #shutdownSteps(): HostShutdownSteps {

@@ -227,9 +227,23 @@ export interface TreeView {
   readonly commitPending: boolean;
   readonly freeze: 'none' | 'acquiring' | 'held';
   readonly stopped: boolean;
+  /** The first persistence fault latched for the tree (src/server/fault-latch.ts); null while it runs normally. */
+  readonly fault: TreeFaultView | null;
   /** True when a runtime in this server owns the tree (false: served from the stored head). */
   readonly active: boolean;
   readonly processes: readonly ProcessView[];
+}
+
+/** A tree's latched persistence fault (src/server/fault-latch.ts). */
+export interface TreeFaultView {
+  /** The stopped runtime's classification (`engine.tree.committer_failed`, …; kernel-contract §4.18). */
+  readonly code: string;
+  /** What failed, in the kernel's words. */
+  readonly message: string;
+  /** When the runtime stopped (the event's time). */
+  readonly since: string;
+  /** The incarnation that stopped; a newer one clears the fault. */
+  readonly incarnationId: string;
 }
 
 export interface SnapshotView {
