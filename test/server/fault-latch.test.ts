@@ -62,6 +62,7 @@ test('a failed commit latches the first fault: input 503 runtime_stopped, long p
     assert.ok(performance.now() - failedAt < 1_000, 'the long poll woke promptly');
     assert.equal(woken.statusCode, 503, woken.body);
     assert.equal(woken.json().code, 'runtime_stopped');
+    assert.match(woken.json().detail, /restores the tree from its stored head by itself/, 'the poll ends with the latched fault and its next step');
 
     // The tree shows its fault; reads are served (from memory: Redis still holds this connection's writes).
     const tree = await app.inject({ method: 'GET', url: `/v1/trees/${path}` });
