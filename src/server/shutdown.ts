@@ -31,10 +31,14 @@ export const serverPhaseShares = {
 
 /** The worker's phases: stop taking jobs, let running attempts finish, abort the rest, close. */
 export const workerPhaseShares = {
-  stop_taking_jobs: 0.05,
-  finish_attempts: 0.6,
-  abort_attempts: 0.2,
-  close_connections: 0.15,
+  /** BullMQ stops handing this worker jobs; the registry heartbeat stops. */
+  stop_taking_jobs: 0.02,
+  /** Running attempts may still finish and settle. */
+  finish_attempts: 0.48,
+  /** The attempts still running are aborted (they settle Unknown) and the supervisor's processes closed. */
+  abort_attempts: 0.4,
+  /** The worker leaves the registry; its Redis and BullMQ connections close. */
+  close_connections: 0.1,
 } as const;
 
 export type ServerPhaseName = keyof typeof serverPhaseShares;
