@@ -419,18 +419,13 @@ export class EngineHost implements Host {
     const failure = event.runtimeStopped()?.failure;
     const incarnationId = event.treeIncarnationId?.toString();
     if (failure === undefined || incarnationId === undefined) return;
-    if (!this.#faults.trip(root, { code: failure.code, message: failure.code, since: event.occurredAt, incarnationId })) return;
+    const describe = (): string | undefined => {
+      const stopped = this.#residency.inspectLocal(root)?.processes[0]?.runtimeError;
+      if (stopped?.incarnationId.toString() !== incarnationId) return undefined;
+      return stopped.cause instanceof Error ? stopped.cause.message : stopped.message;
+    };
+    if (!this.#faults.trip(root, { code: failure.code, message: failure.code, since: event.occurredAt, incarnationId }, describe)) return;
     this.#logger?.warn({ rootId: root, code: failure.code, incarnationId }, 'a commit failed: the tree refuses input until a restore (a new incarnation)');
-    // The Engine refuses calls from inside its listener: the stopped runtime's own words are read right after.
-    queueMicrotask(() => {
-      try {
-        const stopped = this.#residency.inspectLocal(root)?.processes[0]?.runtimeError;
-        if (stopped?.incarnationId.toString() !== incarnationId) return;
-        this.#faults.describe(root, incarnationId, stopped.cause instanceof Error ? stopped.cause.message : stopped.message);
-      } catch {
-        // The classification stays the message.
-      }
-    });
   }
 
   /**

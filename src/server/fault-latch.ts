@@ -44,22 +44,29 @@ export class FaultLatch {
 
   /**
    * The runtime of `root` stopped with classification `code`. Latches unless a fault is already
-   * latched (the first cause stays) or the code is not a fault. Wakes every sleeper on the tree.
+   * latched (the first cause stays) or the code is not a fault. `describe` gives the stopped runtime's
+   * own words, read on the next microtask (the Engine refuses calls from inside its listener); the
+   * sleepers on the tree are woken right after, so their answer carries them.
    */
-  trip(root: string, fault: TreeFault): boolean {
+  trip(root: string, fault: TreeFault, describe?: () => string | undefined): boolean {
     if (notFaults.has(fault.code) || this.#faults.has(root)) return false;
     this.#faults.set(root, fault);
-    const sleepers = this.#sleepers.get(root);
-    this.#sleepers.delete(root);
-    const error = new TreeFaultedError(root, fault);
-    for (const wake of sleepers ?? []) wake(error);
+    queueMicrotask(() => {
+      let message: string | undefined;
+      try {
+        message = describe?.();
+      } catch {
+        // The classification stays the message.
+      }
+      if (message !== undefined && this.#faults.get(root) === fault) this.#faults.set(root, { ...fault, message });
+      const sleepers = this.#sleepers.get(root);
+      this.#sleepers.delete(root);
+      const latched = this.#faults.get(root);
+      if (latched === undefined) return;
+      const error = new TreeFaultedError(root, latched);
+      for (const wake of sleepers ?? []) wake(error);
+    });
     return true;
-  }
-
-  /** Fills in the message of the fault `incarnationId` latched (the event carries the classification only). */
-  describe(root: string, incarnationId: string, message: string): void {
-    const fault = this.#faults.get(root);
-    if (fault !== undefined && fault.incarnationId === incarnationId) this.#faults.set(root, { ...fault, message });
   }
 
   /** The latched fault, if any. */

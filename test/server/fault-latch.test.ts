@@ -63,6 +63,7 @@ test('a failed commit latches the first fault: input 503 runtime_stopped, long p
     assert.equal(woken.statusCode, 503, woken.body);
     assert.equal(woken.json().code, 'runtime_stopped');
     assert.match(woken.json().detail, /restores the tree from its stored head by itself/, 'the poll ends with the latched fault and its next step');
+    assert.match(woken.json().detail, /no reply within 300 ms/, 'in the stopped runtime\'s own words');
 
     // The tree shows its fault; reads are served (from memory: Redis still holds this connection's writes).
     const tree = await app.inject({ method: 'GET', url: `/v1/trees/${path}` });
@@ -109,13 +110,18 @@ test('a failed commit latches the first fault: input 503 runtime_stopped, long p
   }
 });
 
-test('the latch keeps the first cause; a restore clears it; a fenced writer is no fault', () => {
+test('the latch keeps the first cause; a restore clears it; a fenced writer is no fault', async () => {
   const latch = new FaultLatch();
-  const first = { code: 'engine.tree.committer_failed', message: 'storage timed out', since: '2030-01-01T00:00:00.000Z', incarnationId: 'i1' };
+  const tripped = { code: 'engine.tree.committer_failed', message: 'engine.tree.committer_failed', since: '2030-01-01T00:00:00.000Z', incarnationId: 'i1' };
+  const first = { ...tripped, message: 'storage timed out' };
   const { signal, release } = latch.wakeOnFault('root');
-  assert.equal(latch.trip('root', first), true);
+  assert.equal(latch.trip('root', tripped, () => 'storage timed out'), true);
+  assert.ok(latch.refusal('root'), 'refused from the trip on');
+  // Sleepers wake once the stopped runtime's own words are in.
+  await Promise.resolve();
   assert.equal(signal.aborted, true);
   assert.equal((signal.reason as { code: string }).code, 'runtime_stopped');
+  assert.match((signal.reason as Error).message, /storage timed out/);
   release();
   assert.equal(latch.trip('root', { ...first, message: 'later', since: '2030-01-01T00:00:01.000Z', incarnationId: 'i2' }), false);
   assert.deepEqual(latch.get('root'), first);
