@@ -151,6 +151,8 @@ export class EngineHost implements Host {
   readonly #routing: CommandRouting;
   /** Roots whose stopped runtime is being restored (see #recoverStopped). */
   readonly #recovering = new Set<string>();
+  /** The next restore attempt of a stopped tree waiting out its backoff: a refused command runs it at once. */
+  readonly #nextRecovery = new Map<string, { readonly timer: NodeJS.Timeout; readonly now: () => void }>();
   /** Each tree's first persistence fault, until a restore installs a new incarnation (fault-latch.ts). */
   readonly #faults = new FaultLatch();
   readonly #starts: Starts;
@@ -406,7 +408,11 @@ export class EngineHost implements Host {
           return;
         }
         this.#logger?.debug({ err: error, rootId: root, tries: tries + 1 }, 'a stopped tree could not be restored yet; trying again');
-        setTimeout(() => void attempt(tries + 1), Math.min(10_000, 250 * 2 ** tries)).unref();
+        const next = (): void => {
+          this.#nextRecovery.delete(root);
+          void attempt(tries + 1);
+        };
+        this.#nextRecovery.set(root, { timer: setTimeout(next, Math.min(10_000, 250 * 2 ** tries)).unref(), now: next });
       }
     };
     // Outside the event listener (the Engine refuses calls from inside it).
@@ -442,7 +448,14 @@ export class EngineHost implements Host {
       this.#faults.clear(root);
       return;
     }
-    this.#recoverStopped(root);
+    // A client retrying is the best hint that storage may answer again: the restore is tried now, not after its backoff.
+    const waiting = this.#nextRecovery.get(root);
+    if (waiting !== undefined) {
+      clearTimeout(waiting.timer);
+      waiting.now();
+    } else {
+      this.#recoverStopped(root);
+    }
     throw new TreeFaultedError(root, fault);
   }
 

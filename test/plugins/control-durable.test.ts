@@ -100,7 +100,7 @@ test('storage down at cancel: 503 committer_unavailable, and no 202 was ever sen
   // down, runtime_stopped while the tree's fault is latched (until its restore); a client retries.
   let again = await control(processId, 'kill', 'again');
   for (let tries = 0; again.response.status === 503 && tries < 50; tries += 1) {
-    assert.ok(['committer_unavailable', 'runtime_stopped'].includes(String((again.data as { code?: string }).code)), JSON.stringify(again.data));
+    assert.ok(['committer_unavailable', 'runtime_stopped'].includes(String((again.error as { code?: string } | undefined)?.code)), JSON.stringify(again.error));
     await new Promise((resolve) => setTimeout(resolve, 100));
     again = await control(processId, 'kill', 'again');
   }
