@@ -449,7 +449,9 @@ function classify(error: unknown, bodyLimit: number): Classified {
     if (code === 'internal_error') return { code, detail: 'the server could not answer this request', level: 'error' };
     // A 5xx's message may come from deep inside (a store, a driver) and is not sent; the edge's own
     // refusals (shedding, stream capacity) say what to do and keep theirs.
-    if (status >= 500 && !edgeAuthoredCodes.has(code)) return { code, detail: `${title}: retry later`, level: 'warn' };
+    // An error may also say its detail is written for the client (a latched tree's next step).
+    const authored = edgeAuthoredCodes.has(code) || (error as { detailIsPublic?: unknown }).detailIsPublic === true;
+    if (status >= 500 && !authored) return { code, detail: `${title}: retry later`, level: 'warn' };
     const message = typeof candidate.message === 'string' && candidate.message !== '' ? candidate.message : title;
     const errors = Array.isArray(candidate.errors) ? candidate.errors : undefined;
     const firstAvailable = (error as { firstAvailable?: unknown }).firstAvailable;
@@ -584,6 +586,8 @@ async function installProblemDetails(app: FastifyInstance, options: ProblemDetai
     // A 416 says which range there is (RFC 9110 §15.5.17); the static file server puts it on the error.
     const contentRange = (error as { headers?: Record<string, unknown> }).headers?.['Content-Range'];
     if (classified.code === 'range_not_satisfiable' && typeof contentRange === 'string') reply.header('content-range', contentRange);
+    const retryAfter = (error as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
+    if (typeof retryAfter === 'number' && Number.isInteger(retryAfter) && retryAfter > 0) reply.header('retry-after', String(retryAfter));
     return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified));
   });
 

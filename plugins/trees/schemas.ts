@@ -1,7 +1,7 @@
 /** Trees: inspection, the authoritative stored head, capture, restore, release. */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Process } from '../processes/schemas.js';
-import { closedObject, ref, stringEnum } from '../shared.js';
+import { closedObject, nullable, ref, stringEnum } from '../shared.js';
 
 export const Tree = closedObject(
   {
@@ -11,6 +11,22 @@ export const Tree = closedObject(
     commitPending: Type.Boolean(),
     freeze: stringEnum(['none', 'acquiring', 'held']),
     stopped: Type.Boolean({ description: 'The writer stopped with a RuntimeError.' }),
+    fault: nullable(
+      closedObject(
+        {
+          code: Type.String({ description: 'The stopped writer\'s classification, e.g. `engine.tree.committer_failed`.' }),
+          message: Type.String({ description: 'What failed.' }),
+          since: Type.String({ description: 'When the writer stopped.' }),
+          incarnationId: Type.String({ description: 'The incarnation that stopped; a restore (a new incarnation) clears the fault.' }),
+        },
+        {
+          description:
+            'The first persistence fault of this tree, latched (README "Persistence faults"): until a restore installs a new incarnation, ' +
+            'signals, control and effect resolutions answer 503 `runtime_stopped` and long polls wake with it; reads go on. ' +
+            'The owner restores the tree by itself once storage answers. Null when the tree runs normally.',
+        },
+      ),
+    ),
     active: Type.Boolean({ description: 'A runtime in this server owns the tree (false: served from the stored head).' }),
     processes: Type.Array(ref(Process), { description: 'One entry per process of the tree.' }),
   },

@@ -163,6 +163,11 @@ export const openapiTags = [
   { name: 'docs', description: 'This document.' },
 ];
 
+/** Methods that change nothing: still served while the server drains. */
+const readOnlyMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Retry-After of a mutation refused while draining: long enough for a load balancer to notice the node left. */
+const drainRetryAfterSeconds = 2;
+
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Honours a caller's `x-request-id` when it is short plain text; otherwise mints a UUID. */
@@ -330,8 +335,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id);
   });
   let closing = false;
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (closing) throw new ProblemError('shutting_down', 'the server is shutting down');
+    // Draining (the shutdown's first phase on): reads go on, new mutations go elsewhere (README "Stopping a server").
+    if (options.host.draining === true && !readOnlyMethods.has(request.method)) {
+      reply.header('retry-after', String(drainRetryAfterSeconds));
+      const refusal = new ProblemError('shutting_down', `the server is shutting down and takes no new mutations; retry in ${drainRetryAfterSeconds} s (another node, or this one once restarted); reads still work`);
+      throw Object.assign(refusal, { detailIsPublic: true });
+    }
     await refuseUnservable(request);
   });
   if (httpMetrics !== undefined) {

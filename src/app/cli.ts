@@ -17,8 +17,8 @@ import { startServerModel } from '../server/model/server-model.js';
 
 /**
  * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
- * Host and the app, listens, and shuts down gracefully on SIGTERM/SIGINT within
- * `SCOPE_SHUTDOWN_MS` (a second signal, or the deadline passing, exits at once).
+ * Host and the app, listens, and shuts down on SIGTERM/SIGINT in ordered phases within
+ * `SCOPE_SHUTDOWN_MS` (src/server/shutdown.ts; more signals join that one teardown).
  */
 
 const usage = `usage: scope serve [--no-demos] | scope worker
@@ -104,7 +104,8 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     ...(nodeTokens === undefined ? {} : { nodeCredential: (tenant: string): string => (nodeTokens as NodeTokens).mint(host.nodeId, tenant) }),
   });
   processes.registerMetrics(host.telemetry.registry);
-  const app = await buildApp({ host, config, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }), ...(nodeTokens === undefined ? {} : { nodeTokens }) });
+  // The app does not close the Host: stop() runs the Host's shutdown phases with the app's parts in them.
+  const app = await buildApp({ host, config: { ...config, closeHost: false }, logger, ...(guardsRedis === undefined ? {} : { redis: guardsRedis }), ...(nodeTokens === undefined ? {} : { nodeTokens }) });
   if (guardsRedis !== undefined) app.addHook('onClose', async () => closeRedis(guardsRedis, 1_000));
   let url: string;
   try {
@@ -137,9 +138,13 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     host,
     url,
     stop() {
-      // app.close() runs the app's preClose hook, which closes the Host within the deadline.
-      // The commands stop last: dispatches still running during the drain keep their processes.
-      stopping ??= app.close().finally(() => stopProcesses(1_000));
+      // The ordered phases (src/server/shutdown.ts): the supervisor's processes close once the Host
+      // aborted its dispatches; the HTTP listener closes after the streams ended and the lease went,
+      // just before the Redis connections.
+      stopping ??= host.close(config.shutdownMs, {
+        abortDispatches: (_signal, boundMs) => stopProcesses(boundMs),
+        closeConnections: () => app.close(),
+      });
       return stopping;
     },
   };
@@ -215,16 +220,17 @@ async function runWorker(config: ServerConfig, logger: Logger): Promise<void> {
 }
 
 /**
- * SIGTERM/SIGINT: run `stop` and exit 0 when it is done (1 if it fails); a second signal, or the
- * deadline plus a grace passing, exits 1 at once. Shared by `serve` and `worker`.
+ * SIGTERM/SIGINT: run `stop` and exit 0 when it is done (1 if it fails); the deadline plus a grace
+ * passing exits 1 at once. Later signals join the one teardown (each phase runs once). Shared by
+ * `serve` and `worker`.
  */
 function exitOnSignals(logger: Logger, deadlineMs: number, what: string, stop: () => Promise<void>): void {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
     if (signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      logger.info({ signal }, 'shutdown already under way: this signal joins it');
+      return;
     }
     logger.info({ signal, deadlineMs }, what);
     const hardStop = setTimeout(() => {

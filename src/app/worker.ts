@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { redisTargetOf, type ServerConfig } from '../server/config.js';
+import { phaseBounds, runPhases, workerPhaseShares, type ShutdownPhase, type WorkerPhaseName } from '../server/shutdown.js';
 import { demoDeployments } from '../server/demos.js';
 import { closeRedis, connectRedis, duplicateRedis, type RedisClient } from '../store/redis/connection.js';
 import { EffectWorker } from '../transport/bullmq/effect-worker.js';
@@ -15,8 +16,8 @@ import { type ServerModel, startServerModel } from '../server/model/server-model
  */
 export interface RunningWorker {
   readonly workerId: string;
-  /** Graceful stop: no new jobs, running attempts aborted after `graceMs`. */
-  stop(graceMs: number): Promise<void>;
+  /** Graceful stop in named phases within `totalMs`: no new jobs, running attempts finish or are aborted, connections close. */
+  stop(totalMs: number): Promise<void>;
 }
 
 export async function startWorker(options: { config: ServerConfig; logger: Logger }): Promise<RunningWorker> {
@@ -67,14 +68,36 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
   });
   await worker.start();
   logger.info({ workerId: worker.workerId, pid: process.pid }, 'scope worker ready');
+  let stopping: Promise<void> | undefined;
   return {
     workerId: worker.workerId,
-    async stop(graceMs: number) {
-      await worker.stop(graceMs);
-      shutdown.abort();
-      await processes.close(1_000);
-      await serverModel.close();
-      await closeAll();
+    stop(totalMs: number) {
+      // The worker's shutdown phases (src/server/shutdown.ts), each within its share of `totalMs`.
+      const bounds = phaseBounds(workerPhaseShares, totalMs);
+      const phases: ShutdownPhase<WorkerPhaseName>[] = [
+        { name: 'stop_taking_jobs', run: async () => void worker.stopTaking() },
+        { name: 'finish_attempts', run: () => worker.stopTaking(), left: () => ({ running: worker.running }) },
+        {
+          name: 'abort_attempts',
+          run: async () => {
+            worker.abortRunning();
+            shutdown.abort();
+            // The aborted attempts settle (Unknown when cut short) before the connections close.
+            await Promise.all([worker.stopTaking(), processes.close(bounds.abort_attempts)]);
+          },
+          left: () => ({ running: worker.running }),
+        },
+        {
+          name: 'close_connections',
+          run: async () => {
+            await worker.leave();
+            await serverModel.close();
+            await closeAll();
+          },
+        },
+      ];
+      stopping ??= runPhases(phases, bounds, logger).then(() => undefined);
+      return stopping;
     },
   };
 }

@@ -934,6 +934,16 @@ export interface components {
             freeze: "none" | "acquiring" | "held";
             /** @description The writer stopped with a RuntimeError. */
             stopped: boolean;
+            fault: {
+                /** @description The stopped writer's classification, e.g. `engine.tree.committer_failed`. */
+                code: string;
+                /** @description What failed. */
+                message: string;
+                /** @description When the writer stopped. */
+                since: string;
+                /** @description The incarnation that stopped; a restore (a new incarnation) clears the fault. */
+                incarnationId: string;
+            } | null;
             /** @description A runtime in this server owns the tree (false: served from the stored head). */
             active: boolean;
             /** @description One entry per process of the tree. */

@@ -34,7 +34,7 @@ import { type ModelConfig, readModelConfig } from './model/model-config.js';
  * | `SCOPE_MAX_HEAP_BYTES`   | 90% of the heap limit | shed load past this heap use (bytes or `<n>MiB`; 0 = off) |
  * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
- * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline                                |
+ * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline, split across the named phases by the shares in src/server/shutdown.ts |
  * | `SCOPE_HIBERNATE_AFTER_MS` | 300000           | a parked tree idle this long leaves memory (its head stays; the next command restores it); 0 = never |
  * | `SCOPE_NODE_ID`          | (random)           | Redis mode: this node's id (1–64 of `[A-Za-z0-9._-]`)     |
  * | `SCOPE_ADVERTISE_URL`    | (the listen URL)   | Redis mode: where other nodes forward commands for this node's trees |
@@ -115,7 +115,7 @@ export interface ServerConfig {
   readonly sse: SseConfig;
   /** Entries kept per tree log. */
   readonly eventLogMaxLen: number;
-  /** Graceful shutdown deadline (ms). */
+  /** Graceful shutdown deadline (ms), split across the shutdown phases (src/server/shutdown.ts). */
   readonly shutdownMs: number;
   /** A parked tree idle this long is released from memory (0: never). */
   readonly hibernateAfterMs: number;

@@ -41,6 +41,7 @@ import type {
   StartRequest,
   StreamOptions,
   TreeStream,
+  TreeFaultView,
   TreeView,
   WaitQuery,
   WaitView,
@@ -63,6 +64,9 @@ import { CommandRouting, isReleased } from './ownership/command-routing.js';
 import { OwnedElsewhereError } from './ownership/owned-elsewhere.js';
 import { Ownership } from './ownership/ownership.js';
 import type { RedisHostCommitter } from './redis-host-committer.js';
+import { FaultLatch, TreeFaultedError } from './fault-latch.js';
+import { hostShutdownPhases, OpenStreams, type HostShutdownSteps, type ShutdownParts } from './host-shutdown.js';
+import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
@@ -150,11 +154,17 @@ export class EngineHost implements Host {
   readonly #routing: CommandRouting;
   /** Roots whose stopped runtime is being restored (see #recoverStopped). */
   readonly #recovering = new Set<string>();
+  /** The next restore attempt of a stopped tree waiting out its backoff: a refused command runs it at once. */
+  readonly #nextRecovery = new Map<string, { readonly timer: NodeJS.Timeout; readonly now: () => void }>();
+  /** Each tree's first persistence fault, until a restore installs a new incarnation (fault-latch.ts). */
+  readonly #faults = new FaultLatch();
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
+  /** Open SSE streams (shutdown's end_streams waits for their last event). */
+  readonly #streams = new OpenStreams();
   /** Aborted when shutdown stops waiting for dispatches (long demo sleeps end early). */
   readonly #dispatchStop = new AbortController();
   /** Each tree's tenant, once read (it never changes). */
@@ -271,7 +281,9 @@ export class EngineHost implements Host {
       hibernation: this.#hibernation,
       admit: () => this.#admit(),
       recovering: (root) => this.#recovering.has(root),
+      refuse: (root) => this.#refuseFaulted(root),
       restored: async (root, head, woken) => {
+        this.#faults.clear(root);
         if (woken) this.#metrics.treesWoken.inc();
         this.#list.forget(root);
         // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
@@ -292,7 +304,18 @@ export class EngineHost implements Host {
   /** Metrics the plugins feed, and the registry `metrics()` renders. */
   get telemetry(): HostTelemetry {
     const metrics = this.#metrics;
-    return { registry: metrics.registry, sseClientConnected: () => metrics.sseClientConnected() };
+    const streams = this.#streams;
+    return {
+      registry: metrics.registry,
+      sseClientConnected: () => {
+        const ended = metrics.sseClientConnected();
+        const closed = streams.opened();
+        return (reason) => {
+          closed();
+          ended(reason);
+        };
+      },
+    };
   }
 
   /** The deployment catalog (register more deployments before serving). */
@@ -312,7 +335,10 @@ export class EngineHost implements Host {
   #onEvent(event: Event): void {
     this.#residency.observe(event);
     this.#hibernation.touch(event.relation.rootId.toString());
-    if (event.name === eventNames.runtimeStopped) this.#recoverStopped(event.relation.rootId.toString());
+    if (event.name === eventNames.runtimeStopped) {
+      this.#latchFault(event);
+      this.#recoverStopped(event.relation.rootId.toString());
+    }
     if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     this.#metrics.observe(event);
@@ -377,16 +403,72 @@ export class EngineHost implements Host {
         this.#recovering.delete(root);
         this.#logger?.info({ rootId: root, tries: tries + 1 }, 'restored a tree whose runtime had stopped');
       } catch (error) {
+        // Another node runs it now: no fault of this node's to keep.
+        if (error instanceof OwnedElsewhereError) this.#faults.clear(root);
         if (error instanceof OwnedElsewhereError || tries >= 8) {
           if (!(error instanceof OwnedElsewhereError)) this.#logger?.warn({ err: error, rootId: root }, 'a stopped tree could not be restored; its next command tries again');
           this.#recovering.delete(root);
           return;
         }
-        setTimeout(() => void attempt(tries + 1), Math.min(10_000, 250 * 2 ** tries)).unref();
+        this.#logger?.debug({ err: error, rootId: root, tries: tries + 1 }, 'a stopped tree could not be restored yet; trying again');
+        const next = (): void => {
+          this.#nextRecovery.delete(root);
+          void attempt(tries + 1);
+        };
+        this.#nextRecovery.set(root, { timer: setTimeout(next, Math.min(10_000, 250 * 2 ** tries)).unref(), now: next });
       }
     };
     // Outside the event listener (the Engine refuses calls from inside it).
     setTimeout(() => void attempt(0), 50).unref();
+  }
+
+  /** Latches the tree's first fault when its runtime stopped; its message is read once outside the listener. */
+  #latchFault(event: Event): void {
+    const root = event.relation.rootId.toString();
+    const failure = event.runtimeStopped()?.failure;
+    const incarnationId = event.treeIncarnationId?.toString();
+    if (failure === undefined || incarnationId === undefined) return;
+    const describe = (): string | undefined => {
+      const stopped = this.#residency.inspectLocal(root)?.processes[0]?.runtimeError;
+      if (stopped?.incarnationId.toString() !== incarnationId) return undefined;
+      return stopped.cause instanceof Error ? stopped.cause.message : stopped.message;
+    };
+    if (!this.#faults.trip(root, { code: failure.code, message: failure.code, since: event.occurredAt, incarnationId }, describe)) return;
+    this.#logger?.warn({ rootId: root, code: failure.code, incarnationId }, 'a commit failed: the tree refuses input until a restore (a new incarnation)');
+  }
+
+  /**
+   * A command on a tree whose fault is latched is refused (503 `runtime_stopped` with the next step),
+   * and the automatic restore is started again if it had given up. A tree running again under a new
+   * incarnation (restored here or elsewhere) has no fault any more.
+   */
+  #refuseFaulted(root: string): void {
+    const fault = this.#faults.get(root);
+    if (fault === undefined) return;
+    // Decided from memory: storage may be what failed (a released stopped copy is still latched).
+    const local = this.#residency.inspectLocal(root);
+    if (local !== undefined && !local.stopped) {
+      this.#faults.clear(root);
+      return;
+    }
+    // A client retrying is the best hint that storage may answer again: the restore is tried now, not after its backoff.
+    const waiting = this.#nextRecovery.get(root);
+    if (waiting !== undefined) {
+      clearTimeout(waiting.timer);
+      waiting.now();
+    } else {
+      this.#recoverStopped(root);
+    }
+    throw new TreeFaultedError(root, fault);
+  }
+
+  /** The fault a tree view shows: the latched one while the stopped incarnation is still the tree's. */
+  #faultOf(root: string, stopped: boolean): TreeFaultView | null {
+    const fault = this.#faults.get(root);
+    if (fault === undefined) return null;
+    if (stopped) return fault;
+    this.#faults.clear(root);
+    return null;
   }
 
   /** Runs one hibernation sweep now (tests and benchmarks; the timer runs it every period). */
@@ -464,19 +546,28 @@ export class EngineHost implements Host {
     const located = await this.#residency.locateOrThrow(processId);
     const current = this.#poll(located);
     if (current.done || waitMs === 0) return current;
-    const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal];
+    // A fault latched on the tree (now or while waiting) ends the poll with its refusal.
+    const fault = this.#faults.wakeOnFault(located.root);
+    const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal, fault.signal];
     if (signal !== undefined) signals.push(signal);
     const stop = AbortSignal.any(signals);
-    return located.kind === 'stored' ? this.#awaitStoredResult(processId, located.root, stop) : this.#awaitLocalResult(processId, located, stop);
+    try {
+      return located.kind === 'stored' ? await this.#awaitStoredResult(processId, located.root, stop) : await this.#awaitLocalResult(processId, located, stop);
+    } catch (error) {
+      throw fault.signal.aborted ? fault.signal.reason : error;
+    } finally {
+      fault.release();
+    }
   }
 
   /** A long poll on a tree this node runs: its runtime answers. */
   async #awaitLocalResult(processId: string, located: Located & { kind: 'local' }, signal: AbortSignal): Promise<ResultPoll> {
-    if (located.entry.runtimeError !== undefined) throw located.entry.runtimeError;
+    if (located.entry.runtimeError !== undefined) throw this.#faults.refusal(located.root) ?? located.entry.runtimeError;
     try {
       return { done: true, result: resultView(await located.handle.await({ signal })) };
     } catch (error) {
-      if (error instanceof RuntimeError) throw error;
+      if (error instanceof RuntimeError) throw this.#faults.refusal(located.root) ?? error;
+      if (signal.reason instanceof TreeFaultedError) throw signal.reason;
       // Hibernated while waiting: the stored head and the log answer from here on.
       if (isReleased(error) && !signal.aborted) return this.#awaitStoredResult(processId, located.root, signal);
       return this.#poll(await this.#residency.locateOrThrow(processId));
@@ -496,6 +587,7 @@ export class EngineHost implements Host {
     // Restored here meanwhile (a takeover, a command that restored it): its runtime answers.
     if (located.kind === 'local') return this.#awaitLocalResult(processId, located, signal);
     await watchForFinish(this.#backend.log, root, processId, from, signal);
+    if (signal.reason instanceof TreeFaultedError) throw signal.reason;
     const now = await this.#residency.locateOrThrow(processId);
     const answer = this.#poll(now);
     // Restored here meanwhile, and the log ran ahead of the runtime's installed head: its handle answers.
@@ -716,6 +808,7 @@ export class EngineHost implements Host {
         commitPending: this.#backend.committer.commitPending(root),
         freeze: this.#residency.capturing(root) ? 'acquiring' : 'none',
         stopped: local.stopped,
+        fault: this.#faultOf(root, local.stopped),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
       };
@@ -729,6 +822,7 @@ export class EngineHost implements Host {
       commitPending: false,
       freeze: 'none',
       stopped: false,
+      fault: this.#faultOf(root, head.incarnationId.toString() === this.#faults.get(root)?.incarnationId),
       active: false,
       processes: head.processSnapshots().map((snapshot) => processView(snapshot, 'inactive', undefined)),
     };
@@ -820,6 +914,7 @@ export class EngineHost implements Host {
     }
     const wasLocal = await this.#residency.release(root);
     if (wasLocal) {
+      this.#faults.clear(root);
       this.#ownership?.dropped(root);
       this.#backend.committer.released(root);
     }
@@ -915,35 +1010,62 @@ export class EngineHost implements Host {
   }
 
   /**
-   * Graceful shutdown within `deadlineMs` (default `SCOPE_SHUTDOWN_MS`): stop admission (starts and
-   * restores answer `shutting_down`); let local trees reach safe boundaries (up to half the
-   * deadline); seal the committer so nothing new commits, and let in-flight commits finish; flush
-   * deltas; end every stream (`shutdown`); close the stores. Trees cut short stay restorable from
-   * their stored head. Idempotent.
+   * Graceful shutdown within `deadlineMs` (default `SCOPE_SHUTDOWN_MS`), in the named phases of
+   * src/server/shutdown.ts, each within its share of the deadline: stop admitting; let dispatches
+   * settle; seal the committer and abort what still runs; let in-flight commits finish; flush deltas;
+   * end every stream (`shutdown`); hand the trees over; close the stores. A phase that runs out of
+   * time is logged and the next one runs. `parts`: what the app adds to the phases. Trees cut short
+   * stay restorable from their stored head. Idempotent: later calls join the first teardown.
    */
-  close(deadlineMs: number = this.#config.shutdownMs): Promise<void> {
-    this.#closed ??= this.#close(Math.max(0, deadlineMs));
+  close(deadlineMs: number = this.#config.shutdownMs, parts?: ShutdownParts): Promise<void> {
+    this.#closed ??= this.#close(Math.max(0, deadlineMs), parts);
     return this.#closed;
   }
 
-  async #close(deadlineMs: number): Promise<void> {
-    this.#closing = true;
-    this.#hibernation.stop();
-    const deadline = performance.now() + deadlineMs;
-    const left = (): number => Math.max(0, deadline - performance.now());
-    const quiesce = this.#residency.localRoots().map((root) => this.#engine.captureTree(ProcessId.parse(root)).catch(() => undefined));
-    await within(Promise.all(quiesce), left() / 2);
+  /** True from the first shutdown phase on: the HTTP edge refuses new mutations (503 with Retry-After). */
+  get draining(): boolean {
+    return this.#closing;
+  }
+
+  async #close(deadlineMs: number, parts: ShutdownParts | undefined): Promise<void> {
+    const bounds = phaseBounds(serverPhaseShares, deadlineMs);
+    await runPhases(hostShutdownPhases(this.#shutdownSteps(), bounds, parts), bounds, this.#logger);
+  }
+
+  #shutdownSteps(): HostShutdownSteps {
     const committer = this.#backend.committer;
-    committer.seal();
     const stopping = codedError(HostErrorCode.shuttingDown, 'the server is shutting down');
-    this.#dispatchStop.abort(stopping);
-    if (!(await within(committer.drained(), left()))) this.#logger?.warn('shutdown deadline passed with commits in flight');
-    await within(this.#engine.flushDeltas(), left());
-    await this.#handOver();
-    this.#shutdown.abort(stopping);
-    await this.#transport?.close().catch(() => undefined);
-    await this.#backend.close(left());
-    await this.#engine.close().catch(() => undefined);
+    const settling = new Set<string>();
+    return {
+      stopAdmitting: () => {
+        this.#closing = true;
+        this.#hibernation.stop();
+      },
+      settle: async () => {
+        const roots = this.#residency.localRoots();
+        for (const root of roots) settling.add(root);
+        await Promise.all(roots.map((root) => this.#engine.captureTree(ProcessId.parse(root)).catch(() => undefined).finally(() => settling.delete(root))));
+      },
+      unsettled: () => [...settling],
+      sealAndAbort: () => {
+        committer.seal();
+        this.#dispatchStop.abort(stopping);
+      },
+      commitsDrained: () => committer.drained(),
+      committing: () => this.#residency.localRoots().filter((root) => committer.commitPending(root)),
+      flushDeltas: () => this.#engine.flushDeltas(),
+      endStreams: async () => {
+        this.#shutdown.abort(stopping);
+        await this.#streams.idle();
+      },
+      openStreams: () => this.#streams.count,
+      handOver: () => this.#handOver(),
+      closeStores: async (graceMs) => {
+        await this.#transport?.close().catch(() => undefined);
+        await this.#backend.close(graceMs);
+        await this.#engine.close().catch(() => undefined);
+      },
+    };
   }
 
   /**
@@ -1015,17 +1137,4 @@ function pageLimit(value: number | undefined, bounds: { readonly fallback: numbe
   if (value === undefined) return bounds.fallback;
   if (!Number.isInteger(value) || value < 1 || value > bounds.max) throw invalidRequest(`limit must be an integer in 1..${bounds.max}`);
   return value;
-}
-
-/** Whether `promise` settled within `ms` (the timer never outlives the race; a rejection counts as settled). */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

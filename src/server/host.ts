@@ -227,9 +227,23 @@ export interface TreeView {
   readonly commitPending: boolean;
   readonly freeze: 'none' | 'acquiring' | 'held';
   readonly stopped: boolean;
+  /** The first persistence fault latched for the tree (src/server/fault-latch.ts); null while it runs normally. */
+  readonly fault: TreeFaultView | null;
   /** True when a runtime in this server owns the tree (false: served from the stored head). */
   readonly active: boolean;
   readonly processes: readonly ProcessView[];
+}
+
+/** A tree's latched persistence fault (src/server/fault-latch.ts). */
+export interface TreeFaultView {
+  /** The stopped runtime's classification (`engine.tree.committer_failed`, …; kernel-contract §4.18). */
+  readonly code: string;
+  /** What failed, in the kernel's words. */
+  readonly message: string;
+  /** When the runtime stopped (the event's time). */
+  readonly since: string;
+  /** The incarnation that stopped; a newer one clears the fault. */
+  readonly incarnationId: string;
 }
 
 export interface SnapshotView {
@@ -434,6 +448,9 @@ export interface Host {
 
   /** Stops admission, lets in-flight commits finish, flushes deltas, ends streams; bounded by `deadlineMs`. */
   close(deadlineMs?: number): Promise<void>;
+
+  /** True while the Host shuts down: the HTTP edge answers new mutations 503 `shutting_down` with Retry-After; reads go on. */
+  readonly draining?: boolean;
 
   /** This node's id (`embedded` when it runs alone). */
   readonly nodeId: string;

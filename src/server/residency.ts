@@ -290,12 +290,13 @@ export class TreeResidency {
   }
 
   async #restore(root: string, stopped: boolean, loaded: TreeSnapshot | undefined): Promise<TreeSnapshot> {
+    // The head first: while storage cannot answer, the stopped copy stays in memory and reads go on from it.
+    const head = stopped || loaded === undefined ? await this.loadHead(root) : loaded;
+    if (head === undefined) throw treeNotFound(root);
     if (stopped) {
       await this.#engine.releaseTree(ProcessId.parse(root));
       this.#forget(root);
     }
-    const head = stopped || loaded === undefined ? await this.loadHead(root) : loaded;
-    if (head === undefined) throw treeNotFound(root);
     let deployment: Deployment;
     try {
       deployment = this.#catalog.resolve(head.root.deploymentRef);

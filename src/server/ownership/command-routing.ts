@@ -15,6 +15,8 @@ export interface CommandRoutingOptions {
   readonly restored: (root: string, head: TreeSnapshot, woken: boolean) => Promise<void>;
   /** Whether the Host is restoring `root` after its runtime stopped (a command joins that restore). */
   readonly recovering?: (root: string) => boolean;
+  /** Throws when the tree refuses commands (a latched persistence fault, src/server/fault-latch.ts). */
+  readonly refuse?: (root: string) => void;
 }
 
 /** Whether a command met a runtime hibernation released (nothing was committed). */
@@ -35,8 +37,10 @@ export class CommandRouting {
   readonly #admit: () => void;
   readonly #restored: (root: string, head: TreeSnapshot, woken: boolean) => Promise<void>;
   readonly #recovering: (root: string) => boolean;
+  readonly #refuse: (root: string) => void;
 
   constructor(options: CommandRoutingOptions) {
+    this.#refuse = options.refuse ?? (() => undefined);
     this.#recovering = options.recovering ?? (() => false);
     this.#residency = options.residency;
     this.#ownership = options.ownership;
@@ -66,6 +70,8 @@ export class CommandRouting {
    * epoch), or ownerless (its owner's lease is gone) → restored here first, then run here.
    */
   async commandable(processId: string): Promise<Located> {
+    // First, from memory: a tree that refuses commands answers before storage is read.
+    this.#refuse(this.#residency.rootOf(processId));
     const located = await this.#residency.locateOrThrow(processId);
     const ownership = this.#ownership;
     if (this.#residency.answersAsFinished(located)) return located;

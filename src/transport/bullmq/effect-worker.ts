@@ -56,6 +56,7 @@ export class EffectWorker {
   #subscriber: RedisClient | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #stopping: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
 
   constructor(options: EffectWorkerOptions) {
     this.#options = options;
@@ -197,22 +198,44 @@ export class EffectWorker {
    * Graceful stop: take no new jobs, let running attempts finish for `graceMs`, then abort them
    * (`cancelAllJobs` plus our own signals: a second `close()` cannot force the first) and leave.
    * The aborted attempts still settle (as the dispatcher reports them) before the workers close.
+   * `scope worker` runs the same steps as named shutdown phases (src/app/worker.ts).
    */
   stop(graceMs: number): Promise<void> {
     this.#stopping ??= (async () => {
-      clearInterval(this.#heartbeat);
-      const closing = Promise.all(this.#workers.map((worker) => worker.close()));
-      const timer = setTimeout(() => {
-        for (const worker of this.#workers) worker.cancelAllJobs('worker shutdown');
-        for (const abort of this.#running.values()) abort.abort(new Error('worker shutdown'));
-      }, graceMs);
+      const closing = this.stopTaking();
+      const timer = setTimeout(() => this.abortRunning(), graceMs);
       await closing;
       clearTimeout(timer);
-      await this.#attempts.leave(this.#workerId, this.#refs).catch(() => undefined);
-      this.#subscriber?.disconnect();
-      await this.#log.close();
+      await this.leave();
     })();
     return this.#stopping;
+  }
+
+  /** Takes no new jobs; resolves once the running attempts have ended and settled (the workers closed). */
+  stopTaking(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearInterval(this.#heartbeat);
+      await Promise.all(this.#workers.map((worker) => worker.close()));
+    })();
+    return this.#closing;
+  }
+
+  /** Attempts still running (for the log of a phase that runs out of time). */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /** Aborts the attempts still running; they settle as their dispatcher reports (Unknown when cut short). */
+  abortRunning(): void {
+    for (const worker of this.#workers) worker.cancelAllJobs('worker shutdown');
+    for (const abort of this.#running.values()) abort.abort(new Error('worker shutdown'));
+  }
+
+  /** Leaves the worker registry and closes this worker's own connections (the caller's stay open). */
+  async leave(): Promise<void> {
+    await this.#attempts.leave(this.#workerId, this.#refs).catch(() => undefined);
+    this.#subscriber?.disconnect();
+    await this.#log.close();
   }
 }
 
