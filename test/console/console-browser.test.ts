@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createKey } from '../../src/app/auth/key-store.js';
+import { startServer, type TestServer as KeyedServer } from '../plugins/server.js';
 import { startTestServer, type TestServer } from '../plugins/sse-harness.js';
 
 /**
@@ -17,6 +20,13 @@ const chromiumPath = '/usr/bin/chromium';
 const skip = existsSync(chromiumPath) ? false : `${chromiumPath} is absent (apt-get install -y chromium); the console browser tests cannot run`;
 const artifacts = process.env.SCOPE_TEST_ARTIFACTS ?? 'test-artifacts';
 const readmeShots = process.env.SCOPE_CONSOLE_SCREENSHOTS;
+const launchArgs = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+
+/** Keeps a screenshot of a failing tab in the CI artifacts folder. */
+async function keepScreenshot(tab: Page, name: string): Promise<void> {
+  await mkdir(artifacts, { recursive: true });
+  await tab.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true }).catch(() => undefined);
+}
 
 describe('the console in a browser', { skip }, () => {
   let server: TestServer;
@@ -27,7 +37,7 @@ describe('the console in a browser', { skip }, () => {
     server = await startTestServer();
     browser = await chromium.launch({
       executablePath: chromiumPath,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+      args: launchArgs,
     });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   });
@@ -47,8 +57,7 @@ describe('the console in a browser', { skip }, () => {
       assert.deepEqual(errors, [], 'no script error on the page');
       return value;
     } catch (error) {
-      await mkdir(artifacts, { recursive: true });
-      await tab.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true }).catch(() => undefined);
+      await keepScreenshot(tab, name);
       throw error;
     } finally {
       await tab.close();
@@ -230,5 +239,58 @@ describe('the console in a browser', { skip }, () => {
       assert.ok(paged.length >= 1, 'the next page follows the cursor');
       assert.ok(paged.every((path) => path.includes('limit=20')));
     });
+  });
+});
+
+describe('the console with authentication on', { skip }, () => {
+  const directory = mkdtempSync(join(tmpdir(), 'scope-console-keys-'));
+  const key = createKey({ id: 'operator', tenant: 'ops', scopes: ['processes:read', 'processes:write'] });
+  let server: KeyedServer;
+  let browser: Browser;
+  before(async () => {
+    const keysFile = join(directory, 'keys.json');
+    writeFileSync(keysFile, JSON.stringify({ keys: [key.entry] }));
+    // The plugin tests' server: buildApp gets the whole configuration, authentication included.
+    server = await startServer({ env: { SCOPE_AUTH: 'keys', SCOPE_API_KEYS_FILE: keysFile } });
+    browser = await chromium.launch({ executablePath: chromiumPath, args: launchArgs });
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  const call = async (path: string, body?: unknown): Promise<any> => {
+    const response = await fetch(`${server.url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${key.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return response.json();
+  };
+
+  test('the page asks for a token, then lists processes and follows the tree stream live with it (fetch + Authorization)', async () => {
+    const started = await call('/v1/processes', { deployment: 'demo.approval', input: { subject: 'with a key' } });
+    const processId = started.processId as string;
+    const tab = await browser.newPage();
+    try {
+      await tab.goto(`${server.url}/#/processes`);
+      await tab.getByText('This server requires an API token').waitFor();
+      await tab.getByLabel('Bearer token').fill(key.token);
+      await tab.getByRole('button', { name: 'Use token' }).click();
+      await tab.locator(`tr[data-process-id="${processId}"]`).waitFor();
+      await tab.locator(`tr[data-process-id="${processId}"]`).getByRole('link').click();
+      await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="waiting"]`).waitFor();
+      await tab.locator('[data-stream="live"]').waitFor();
+      const view = await call(`/v1/processes/${encodeURIComponent(processId)}`);
+      await call(`/v1/processes/${encodeURIComponent(processId)}/signals`, { signals: [{ id: 'keyed-answer', waitId: view.waitId, payload: { approved: true } }] });
+      await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
+      await tab.locator('[data-stream="ended"]').waitFor();
+    } catch (error) {
+      await keepScreenshot(tab, 'auth');
+      throw error;
+    } finally {
+      await tab.close();
+    }
   });
 });
