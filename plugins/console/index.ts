@@ -5,7 +5,7 @@
  * are cached for good. The page runs under its own strict policy: scripts, styles and connections from
  * this origin only, nothing inline, no frames.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
@@ -38,10 +38,9 @@ const consolePlugin: FastifyPluginAsync = async (app) => {
   }
   await app.register(fastifyStatic, {
     root: consoleDist,
-    prefix: '/',
-    // One route per file present at startup: unknown paths keep the API's problem+json 404.
-    wildcard: false,
-    index: ['index.html'],
+    // Routes are declared below, one per file, from a synchronous listing (no glob at startup);
+    // unknown paths keep the API's problem+json 404.
+    serve: false,
     cacheControl: false,
     etag: true,
     lastModified: false,
@@ -50,6 +49,9 @@ const consolePlugin: FastifyPluginAsync = async (app) => {
       reply.header('cache-control', hashedAsset.test(path) ? 'public, max-age=31536000, immutable' : 'no-cache');
     },
   });
+  const hidden = { schema: { hide: true } };
+  app.get('/', hidden, (_request, reply) => reply.sendFile('index.html'));
+  for (const name of readdirSync(consoleDist)) app.get(`/${name}`, hidden, (_request, reply) => reply.sendFile(name));
 };
 
 export default consolePlugin;

@@ -55,7 +55,13 @@ export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, bo
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const text = await response.text();
-  const parsed: unknown = text === '' ? undefined : JSON.parse(text);
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // Not the API's JSON (a proxy's error page, say): shown as the reason.
+    parsed = { title: response.statusText, detail: text.slice(0, 200) };
+  }
   if (!response.ok) {
     if (response.status === 401) tokenRefused();
     throw new ApiError(response.status, (parsed ?? { title: response.statusText }) as Problem);

@@ -58,6 +58,12 @@ export function openTreeStream(rootId: string, handlers: TreeStreamHandlers): ()
           handlers.onResync();
           continue;
         }
+        if (response.status >= 400 && response.status < 500) {
+          // The tree is unknown or the request is refused: retrying would not change the answer.
+          const problem = (await response.json().catch(() => ({}))) as { detail?: string };
+          handlers.onState({ kind: 'ended', reason: `${response.status}: ${problem.detail ?? response.statusText}` });
+          return;
+        }
         if (!response.ok || response.body === null) throw new Error(`stream answered ${response.status}`);
         handlers.onState({ kind: 'live', resyncs, ...(lastBreak === undefined ? {} : { lastBreak }) });
         const parser = createParser({

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createKey } from '../../src/app/auth/key-store.js';
 import { startServer, type TestServer as KeyedServer } from '../plugins/server.js';
-import { startTestServer, type TestServer } from '../plugins/sse-harness.js';
+import { startProxy, startTestServer, type TestServer } from '../plugins/sse-harness.js';
 
 /**
  * The console at `/` in a real browser: headless Debian Chromium (playwright-core, a fresh temporary
@@ -171,6 +171,41 @@ describe('the console in a browser', { skip }, () => {
       assert.equal(await tab.locator('.events li').count(), values.length + 1);
       await readmeShot(tab, 'console-tree');
     });
+  });
+
+  test('the tree marks a broken stream, resumes it from the last event id, and still follows the tree live', async () => {
+    const processId = await server.start('demo.approval', { subject: 'through a proxy' });
+    const waiting = await until(() => view(processId), (process) => process.waitId !== null);
+    const proxy = await startProxy(server.port);
+    try {
+      await inTab('resync', async (tab) => {
+        await tab.goto(`http://127.0.0.1:${proxy.port}/#/tree/${encodeURIComponent(processId)}`);
+        await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="waiting"]`).waitFor();
+        await tab.locator('[data-stream="live"]').waitFor();
+        assert.equal(await tab.locator('.stream-resynced').count(), 0, 'no break marked before one happens');
+        await tab.evaluate('window.stillTheSamePage = true');
+        proxy.cut();
+        const marker = tab.locator('.stream-resynced[data-stream="live"]');
+        await marker.waitFor();
+        assert.match((await marker.textContent()) ?? '', /resynced after a break \(1×/);
+        assert.ok(
+          proxy.requests.some((head) => /^GET \/v1\/trees\/[^ ]+\/stream/.test(head) && /\r\nlast-event-id: \d+/i.test(head)),
+          'the reconnect resumes from the last id',
+        );
+        await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ signals: [{ id: 'after-the-break', waitId: waiting.waitId, payload: { approved: true } }] }),
+        });
+        await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
+        assert.equal(await tab.evaluate('window.stillTheSamePage'), true);
+        // Every committed event once: nothing repeated across the reconnect.
+        const positions = await tab.locator('.events li .position').allTextContents();
+        assert.equal(new Set(positions).size, positions.length, positions.join(' '));
+      });
+    } finally {
+      await proxy.close();
+    }
   });
 
   test('bulk cancel of 10 demo.sleep processes by filter: a dry-run count, a confirmation, then every one canceled', async () => {
