@@ -173,6 +173,26 @@ describe('the console in a browser', { skip }, () => {
     });
   });
 
+  test('demo.counter: the open tree follows each committed step while the stream stays open (the next wait appears live)', async () => {
+    const processId = await server.start('demo.counter', { target: 3 });
+    const first = await until(() => view(processId), (process) => process.waitId !== null);
+    await inTab('counter', async (tab) => {
+      await tab.goto(`${server.base}/#/tree/${encodeURIComponent(processId)}`);
+      await tab.locator(`.tree-node[data-process-id="${processId}"] .mark-wait[title="${first.waitId}"]`).waitFor();
+      await tab.evaluate('window.stillTheSamePage = true');
+      await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ signals: [{ id: 'round-1', waitId: first.waitId, payload: { add: 1 } }] }),
+      });
+      const second = await until(() => view(processId), (process) => process.waitId !== null && process.waitId !== first.waitId);
+      await tab.locator(`.tree-node[data-process-id="${processId}"] .mark-wait[title="${second.waitId}"]`).waitFor({ timeout: 20_000 });
+      assert.equal(await tab.locator('[data-stream="live"]').count(), 1, 'the stream is still open');
+      assert.equal(await tab.evaluate('window.stillTheSamePage'), true);
+    });
+    await server.json(`/v1/processes/${encodeURIComponent(processId)}/kill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  });
+
   test('the tree marks a broken stream, resumes it from the last event id, and still follows the tree live', async () => {
     const processId = await server.start('demo.approval', { subject: 'through a proxy' });
     const waiting = await until(() => view(processId), (process) => process.waitId !== null);
