@@ -68,6 +68,11 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchAgent } = await import('./bench/agent.js');
     await benchAgent();
   },
+  // Issue 17: the console's load time with many processes present.
+  console: async () => {
+    const { benchConsole } = await import('./bench/console.js');
+    await benchConsole();
+  },
   supervisor: async () => {
     const { benchSupervisor } = await import('./bench/supervisor.js');
     await benchSupervisor();

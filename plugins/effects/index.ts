@@ -1,11 +1,12 @@
 /**
  * `GET /v1/processes/{id}/effects`, and for an Unknown effect: `POST …/effects/{effectId}/replay`
- * (when its ReplayPolicy allows) and `POST …/effects/{effectId}/resolution` (host adjudication).
+ * (when its ReplayPolicy allows) and `POST …/effects/{effectId}/resolution` (host adjudication);
+ * `GET /v1/effects?status=unknown`: every Unknown effect across trees, for a person to adjudicate.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../problem-details.js';
 import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
-import { Effect, EffectList, EffectListQuery, EffectParams, EffectResolution } from './schemas.js';
+import { Effect, EffectList, EffectListQuery, EffectParams, EffectResolution, UnknownEffectList, UnknownEffectQuery } from './schemas.js';
 
 export { effectComponents } from './schemas.js';
 
@@ -25,6 +26,31 @@ const effects: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { cursor, limit } = request.query;
       const page = await app.host.effects(request.params.id, { ...(cursor === undefined ? {} : { cursor }), ...(limit === undefined ? {} : { limit }) });
+      return wire({ items: [...page.items], nextCursor: page.nextCursor });
+    },
+  );
+
+  app.get(
+    '/v1/effects',
+    {
+      schema: {
+        operationId: 'listUnknownEffects',
+        tags: ['effects'],
+        summary: 'Every effect whose outcome is Unknown',
+        description:
+          'Across the trees this server holds, read from their in-memory heads (no stored head or log is scanned to find them), ' +
+          'with each effect\'s evidence (attempts, diagnostic, late report). Resolve or replay each through its process.',
+        querystring: UnknownEffectQuery,
+        response: { 200: { description: 'A page of Unknown effects.', ...ref(UnknownEffectList) }, ...problemResponses('invalid_request') },
+      },
+    },
+    async (request) => {
+      const { cursor, limit } = request.query;
+      const page = await app.host.unknownEffects({
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(limit === undefined ? {} : { limit }),
+        ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
+      });
       return wire({ items: [...page.items], nextCursor: page.nextCursor });
     },
   );

@@ -63,4 +63,28 @@ export const EffectParams = closedObject({
   effectId: identity('The effect id.', 'effect:0123456789abcdef'),
 });
 
-export const effectComponents: readonly TSchema[] = [LateReport, Effect, EffectList, EffectResolution];
+export const UnknownEffect = closedObject(
+  {
+    processId: Type.String(),
+    rootId: Type.String(),
+    deployment: Type.String({ description: 'The deployment name of the process.' }),
+    effect: ref(Effect),
+  },
+  { $id: 'UnknownEffect', description: 'An effect whose outcome is Unknown, with the process it belongs to.' },
+);
+
+export const UnknownEffectList = closedObject(
+  {
+    items: Type.Array(ref(UnknownEffect)),
+    nextCursor: nullable(Type.String({ description: 'Pass as `cursor` for the next page; null on the last page.' })),
+  },
+  { $id: 'UnknownEffectList', description: 'A page of Unknown effects, by process id then effect id.' },
+);
+
+export const UnknownEffectQuery = closedObject({
+  status: stringEnum(['unknown'], { description: 'Which effects: only `unknown` (the outcomes nobody knows) is listed across trees.' }),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'From a previous page’s `nextCursor`.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size (default 100).', example: 100 })),
+});
+
+export const effectComponents: readonly TSchema[] = [LateReport, Effect, EffectList, EffectResolution, UnknownEffect, UnknownEffectList];

@@ -90,8 +90,10 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { status, deployment, limit, cursor } = request.query;
+      const { status, deployment, limit, cursor, startedAfter, startedBefore } = request.query;
       const page = await app.host.listProcesses({
+        ...(startedAfter === undefined ? {} : { startedAfter: Date.parse(startedAfter) }),
+        ...(startedBefore === undefined ? {} : { startedBefore: Date.parse(startedBefore) }),
         ...(status === undefined ? {} : { status }),
         ...(deployment === undefined ? {} : { deployment }),
         ...(limit === undefined ? {} : { limit }),

@@ -230,11 +230,18 @@ export const StartHeaders = Type.Object({
   ),
 });
 
+/** A start-time bound of the process list: an ISO 8601 UTC instant, as `startedAt` is written. */
+function startTime(description: string): ReturnType<typeof Type.String> {
+  return Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,3})?)?Z$', description, example: '2025-01-01T00:00:00.000Z' });
+}
+
 export const ListProcessesQuery = closedObject({
   status: Type.Optional(stringEnum(statusValues, { description: 'Only processes with this status.' })),
   deployment: Type.Optional(qualifiedName('Only processes of this deployment.', 'demo.echo')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size (default 20).', example: 50 })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'From a previous page’s `nextCursor`.' })),
+  startedAfter: Type.Optional(startTime('Only processes started at or after this time (ISO 8601, UTC).')),
+  startedBefore: Type.Optional(startTime('Only processes started before this time (ISO 8601, UTC).')),
 });
 
 /** The longest result long poll, in milliseconds. */

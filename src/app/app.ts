@@ -44,6 +44,7 @@ import nodes, { nodeComponents } from '../../plugins/nodes/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
 import streamPlugin, { streamComponents, type StreamPluginOptions } from '../../plugins/stream/index.js';
+import consolePlugin from '../../plugins/console/index.js';
 import { defaultBodyLimit, maxBodyLimit, type AuthConfig, type PressureConfig, type RateLimitConfig, type SseConfig } from '../server/config.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { RedisStreamSlots } from '../store/redis/stream-slots.js';
@@ -503,5 +504,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   );
 
   for (const { plugin, options: pluginOptions } of plugins) await app.register(plugin, (pluginOptions ?? {}) as never);
+  // The browser console at / (hidden static routes; it uses only the routes above).
+  await app.register(consolePlugin);
   return app;
 }

@@ -242,6 +242,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/effects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every effect whose outcome is Unknown
+         * @description Across the trees this server holds, read from their in-memory heads (no stored head or log is scanned to find them), with each effect's evidence (attempts, diagnostic, late report). Resolve or replay each through its process.
+         */
+        get: operations["listUnknownEffects"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/processes/{id}/effects/{effectId}/replay": {
         parameters: {
             query?: never;
@@ -922,6 +942,19 @@ export interface components {
             /** @description The settlement payload. */
             payload: unknown;
         };
+        /** @description An effect whose outcome is Unknown, with the process it belongs to. */
+        UnknownEffect: {
+            processId: string;
+            rootId: string;
+            /** @description The deployment name of the process. */
+            deployment: string;
+            effect: components["schemas"]["Effect"];
+        };
+        /** @description A page of Unknown effects, by process id then effect id. */
+        UnknownEffectList: {
+            items: components["schemas"]["UnknownEffect"][];
+            nextCursor: string | null;
+        };
         /** @description Inspection of one process tree. */
         Tree: {
             rootId: string;
@@ -1239,6 +1272,10 @@ export interface operations {
                 limit?: number;
                 /** @description From a previous page’s `nextCursor`. */
                 cursor?: string;
+                /** @description Only processes started at or after this time (ISO 8601, UTC). */
+                startedAfter?: string;
+                /** @description Only processes started before this time (ISO 8601, UTC). */
+                startedBefore?: string;
             };
             header?: never;
             path?: never;
@@ -2395,6 +2432,78 @@ export interface operations {
             };
             /** @description `process_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listUnknownEffects: {
+        parameters: {
+            query: {
+                /** @description Which effects: only `unknown` (the outcomes nobody knows) is listed across trees. */
+                status: "unknown";
+                /** @description From a previous page’s `nextCursor`. */
+                cursor?: string;
+                /** @description Page size (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of Unknown effects. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnknownEffectList"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -43,12 +43,15 @@ import type {
   TreeStream,
   TreeFaultView,
   TreeView,
+  UnknownEffectQuery,
+  UnknownEffectView,
   WaitQuery,
   WaitView,
 } from './host.js';
 import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
+import { unknownEffectPage } from './unknown-effects.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -701,6 +704,16 @@ export class EngineHost implements Host {
     const transport = this.#transport;
     const items = transport === undefined ? page : await Promise.all(page.map((view) => (view.status === 'unknown' ? this.#withLateReport(transport, located.root, view) : view)));
     return { items, nextCursor: offset + limit < views.length ? String(offset + limit) : null };
+  }
+
+  /** Every Unknown effect of the trees this runtime holds (unknown-effects.ts), in pages. */
+  async unknownEffects(query: UnknownEffectQuery): Promise<Page<UnknownEffectView>> {
+    const sources = {
+      residency: this.#residency,
+      effectsOf: async (processId: string) => (await this.effects(processId, { limit: pageLimits.effects.max })).items,
+      tenantOf: (root: string) => this.#treeTenant(root),
+    };
+    return unknownEffectPage(sources, query, pageLimit(query.limit, pageLimits.effects));
   }
 
   /**

@@ -148,6 +148,10 @@ export interface ProcessListQuery {
   readonly limit?: number;
   /** Opaque, from a previous page's `nextCursor`. */
   readonly cursor?: string;
+  /** Only processes started at or after this instant (epoch ms). */
+  readonly startedAfter?: number;
+  /** Only processes started before this instant (epoch ms). */
+  readonly startedBefore?: number;
   /** Only the trees of this tenant. */
   readonly tenant?: string;
 }
@@ -188,6 +192,21 @@ export interface SignalInput {
   readonly id: string;
   readonly waitId?: string;
   readonly payload: Json;
+}
+
+/** One effect whose outcome is Unknown, with the process it belongs to (`GET /v1/effects?status=unknown`). */
+export interface UnknownEffectView {
+  readonly processId: string;
+  readonly rootId: string;
+  readonly deployment: string;
+  readonly effect: EffectView;
+}
+
+export interface UnknownEffectQuery {
+  readonly cursor?: string;
+  readonly limit?: number;
+  /** Only the trees of this tenant. */
+  readonly tenant?: string;
 }
 
 export type ControlAction = 'pause' | 'resume' | 'cancel' | 'kill';
@@ -405,6 +424,8 @@ export interface Host {
   effects(processId: string, query: EffectQuery): Promise<Page<EffectView>>;
   replayEffect(processId: string, effectId: string): Promise<EffectView>;
   resolveEffect(processId: string, effectId: string, resolution: { status: 'succeeded' | 'failed'; payload: Json }): Promise<EffectView>;
+  /** Every effect whose outcome is Unknown, across the trees this runtime holds. */
+  unknownEffects(query: UnknownEffectQuery): Promise<Page<UnknownEffectView>>;
 
   inspectTree(rootId: string): Promise<TreeView>;
   snapshot(rootId: string): Promise<SnapshotView>;

@@ -57,7 +57,7 @@ export class ProcessList {
     }
     const items: ProcessSummary[] = [];
     // One member more than the page needs tells whether anything follows it.
-    const filtered = status !== undefined || query.tenant !== undefined;
+    const filtered = status !== undefined || query.tenant !== undefined || query.startedAfter !== undefined || query.startedBefore !== undefined;
     const batch = filtered ? Math.min(100, limit * 2) : limit + 1;
     for (let scanned = 0; scanned < scanBatches; scanned += 1) {
       const members = await storeCall('process list', () => this.#roots.page(before, batch, query.deployment));
@@ -66,7 +66,7 @@ export class ProcessList {
         const root = rootOfMember(member);
         const summary = summaries[index];
         const owned = query.tenant === undefined || summary === undefined || (await this.#tenantOf(root)) === query.tenant;
-        if (summary !== undefined && owned && (status === undefined || summary.status === status)) {
+        if (summary !== undefined && owned && (status === undefined || summary.status === status) && startedWithin(summary, query)) {
           if (items.length === limit) return { items, nextCursor: encodeCursor(before as string) };
           items.push(summary);
         }
@@ -122,6 +122,13 @@ export class ProcessList {
     }
     return summary;
   }
+}
+
+/** Whether a root's start falls inside the query's start-time bounds (absent bounds: any). */
+function startedWithin(summary: ProcessSummary, query: ProcessListQuery): boolean {
+  const started = Date.parse(summary.startedAt);
+  if (query.startedAfter !== undefined && started < query.startedAfter) return false;
+  return query.startedBefore === undefined || started < query.startedBefore;
 }
 
 function encodeCursor(member: string): string {

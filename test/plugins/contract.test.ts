@@ -4,10 +4,11 @@
  * committed file (`npm run openapi` writes it; `npm run openapi:check` is the CI twin of this test).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { parse } from 'yaml';
+import { consoleDist } from '../../plugins/console/index.js';
 import { problemCodes, problemRegistry, isProblemCode } from '../../plugins/problem-details.js';
 import { buildApp, openapiTags, routesOf } from '../../src/app/app.js';
 import { loadConfig } from '../../src/server/config.js';
@@ -84,9 +85,10 @@ describe('routes ↔ openapi.yaml', () => {
         .filter((route) => route.method !== 'HEAD' && !route.hidden)
         .map((route) => `${route.method} ${route.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`),
     );
-    // The docs UI's own routes (HTML, assets) are hidden from the document on purpose.
+    // The docs UI's own routes and the console's files (HTML, assets) are hidden from the document on purpose.
+    const consoleFiles = new Set(['/', ...readdirSync(consoleDist).map((name) => `/${name}`)]);
     const hidden = routesOf(app).filter((route) => route.hidden).map((route) => route.url);
-    assert.ok(hidden.length > 0 && hidden.every((url) => url.startsWith('/docs')), `hidden routes: ${hidden.join(', ')}`);
+    assert.ok(hidden.length > 0 && hidden.every((url) => url.startsWith('/docs') || consoleFiles.has(url)), `hidden routes: ${hidden.join(', ')}`);
     const documented = new Set(operations(committed).keys());
     assert.deepEqual([...served].filter((route) => !documented.has(route)).sort(), [], 'served but not in openapi.yaml');
     assert.deepEqual([...documented].filter((route) => !served.has(route)).sort(), [], 'in openapi.yaml but not served');

@@ -41,6 +41,7 @@ export const operationScopes: Readonly<Record<string, Scope | 'public'>> = {
   cancelProcess: 'processes:write',
   killProcess: 'processes:write',
   listEffects: 'processes:read',
+  listUnknownEffects: 'processes:read',
   replayEffect: 'effects:resolve',
   resolveEffect: 'effects:resolve',
   getTree: 'processes:read',

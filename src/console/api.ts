@@ -1,0 +1,139 @@
+/**
+ * The console's only way to the server: the public REST API, with the bearer token when the server
+ * asks for one (a 401 raises the token prompt). Errors carry the server's problem detail as is.
+ */
+
+const tokenKey = 'scope.console.token';
+
+/** An RFC 9457 problem as the API sends it. */
+export interface Problem {
+  readonly type?: string;
+  readonly title?: string;
+  readonly status?: number;
+  readonly detail?: string;
+  readonly code?: string;
+  readonly [member: string]: unknown;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly problem: Problem;
+  constructor(status: number, problem: Problem) {
+    super(problem.detail ?? problem.title ?? `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+let token: string | null = sessionStorage.getItem(tokenKey);
+const tokenListeners = new Set<(needed: boolean) => void>();
+
+/** Called with true when the server refused the request for want of a (valid) token. */
+export function onTokenNeeded(listener: (needed: boolean) => void): () => void {
+  tokenListeners.add(listener);
+  return () => tokenListeners.delete(listener);
+}
+
+export function setToken(value: string | null): void {
+  token = value === null || value.trim() === '' ? null : value.trim();
+  if (token === null) sessionStorage.removeItem(tokenKey);
+  else sessionStorage.setItem(tokenKey, token);
+  for (const listener of tokenListeners) listener(false);
+}
+
+export function authHeaders(): Record<string, string> {
+  return token === null ? {} : { authorization: `Bearer ${token}` };
+}
+
+/** Raises the token prompt; the caller still gets its error. */
+export function tokenRefused(): void {
+  for (const listener of tokenListeners) listener(true);
+}
+
+export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json', ...authHeaders() };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // Not the API's JSON (a proxy's error page, say): shown as the reason.
+    parsed = { title: response.statusText, detail: text.slice(0, 200) };
+  }
+  if (!response.ok) {
+    if (response.status === 401) tokenRefused();
+    throw new ApiError(response.status, (parsed ?? { title: response.statusText }) as Problem);
+  }
+  return parsed as T;
+}
+
+/** A path with its query, leaving out empty members. */
+export function withQuery(path: string, query: Record<string, string | number | undefined>): string {
+  const parameters = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') parameters.set(name, String(value));
+  const text = parameters.toString();
+  return text === '' ? path : `${path}?${text}`;
+}
+
+export const enc = encodeURIComponent;
+
+/** The API's shapes the console reads (a subset of openapi.yaml's components). */
+export interface ProcessSummary {
+  readonly processId: string;
+  readonly deployment: string;
+  readonly status: string;
+  readonly startedAt: string;
+}
+export interface Page<T> {
+  readonly items: T[];
+  readonly nextCursor: string | null;
+}
+export interface ProcessView extends ProcessSummary {
+  readonly rootId: string;
+  readonly parentId: string | null;
+  readonly depth: number;
+  readonly waitId: string | null;
+  readonly waitKind: string | null;
+  readonly pauseReason: string | null;
+  readonly unknownEffectIds: string[];
+  readonly work: string;
+  readonly result: { readonly status: string; readonly output: unknown; readonly failure: { readonly message: string } | null } | null;
+}
+export interface TreeView {
+  readonly rootId: string;
+  readonly stopped: boolean;
+  readonly active: boolean;
+  readonly processes: ProcessView[];
+}
+export interface EffectView {
+  readonly effectId: string;
+  readonly stepSequence: number;
+  readonly target: string;
+  readonly status: string;
+  readonly attempts: number;
+  readonly settlement: { readonly status: string; readonly payload: unknown } | null;
+  readonly diagnostic: { readonly kind: string; readonly code: string; readonly message: string } | null;
+  readonly lateReport?: { readonly attemptId: string; readonly status: string; readonly payload: unknown; readonly reason: string | null };
+}
+export interface UnknownEffect {
+  readonly processId: string;
+  readonly rootId: string;
+  readonly deployment: string;
+  readonly effect: EffectView;
+}
+export interface DeploymentView {
+  readonly name: string;
+  readonly description: string;
+  readonly deploymentRef: string;
+  readonly inputSchema: unknown;
+  readonly outputSchema: unknown;
+  readonly signalSchema: unknown;
+}
+export interface LogEntry {
+  readonly position: string;
+  readonly type: string;
+  readonly processId: string;
+  readonly data: Record<string, unknown>;
+}

@@ -1,0 +1,351 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createKey } from '../../src/app/auth/key-store.js';
+import { startServer, type TestServer as KeyedServer } from '../plugins/server.js';
+import { startProxy, startTestServer, type TestServer } from '../plugins/sse-harness.js';
+
+/**
+ * The console at `/` in a real browser: headless Debian Chromium (playwright-core, a fresh temporary
+ * profile per launch) against a real embedded server with the demo deployments. Each test drives the
+ * page as a person would and asserts on the DOM; a failing test leaves a screenshot in
+ * `test-artifacts/` (CI keeps it). With SCOPE_CONSOLE_SCREENSHOTS=<dir> the run also writes the README's
+ * screenshots there (`npm run console:screenshots`).
+ */
+const chromiumPath = '/usr/bin/chromium';
+const skip = existsSync(chromiumPath) ? false : `${chromiumPath} is absent (apt-get install -y chromium); the console browser tests cannot run`;
+const artifacts = process.env.SCOPE_TEST_ARTIFACTS ?? 'test-artifacts';
+const readmeShots = process.env.SCOPE_CONSOLE_SCREENSHOTS;
+const launchArgs = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+
+/** Keeps a screenshot of a failing tab in the CI artifacts folder. */
+async function keepScreenshot(tab: Page, name: string): Promise<void> {
+  await mkdir(artifacts, { recursive: true });
+  await tab.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true }).catch(() => undefined);
+}
+
+describe('the console in a browser', { skip }, () => {
+  let server: TestServer;
+  let browser: Browser;
+  let context: BrowserContext;
+
+  before(async () => {
+    server = await startTestServer();
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: launchArgs,
+    });
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  });
+  after(async () => {
+    await context?.close();
+    await browser?.close();
+    await server?.close();
+  });
+
+  /** Runs `body` in a new tab; on failure keeps a screenshot and the page's errors. */
+  async function inTab<T>(name: string, body: (tab: Page, errors: string[]) => Promise<T>): Promise<T> {
+    const tab = await context.newPage();
+    const errors: string[] = [];
+    tab.on('pageerror', (error) => errors.push(error.message));
+    try {
+      const value = await body(tab, errors);
+      assert.deepEqual(errors, [], 'no script error on the page');
+      return value;
+    } catch (error) {
+      await keepScreenshot(tab, name);
+      throw error;
+    } finally {
+      await tab.close();
+    }
+  }
+
+  async function readmeShot(tab: Page, name: string): Promise<void> {
+    if (readmeShots === undefined) return;
+    await mkdir(readmeShots, { recursive: true });
+    await tab.screenshot({ path: join(readmeShots, `${name}.png`) });
+  }
+
+  /** Polls the API (not the page) until `predicate` holds: for preparing a scene, never for the assertion itself. */
+  async function until<T>(read: () => Promise<T>, predicate: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await read();
+      if (predicate(value)) return value;
+      if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value)}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  const view = (id: string) => server.json(`/v1/processes/${encodeURIComponent(id)}`).then((response) => response.body);
+
+  test('demo.approval: started from the Deployments form, listed in Processes, answered in the Inbox; the open tree turns completed live', async () => {
+    await inTab('approval', async (tab) => {
+      await tab.goto(`${server.base}/#/deployments`);
+      const card = tab.locator('li.deployment[data-deployment="demo.approval"]');
+      await card.locator('summary', { hasText: 'Start a process' }).click();
+      await card.getByLabel('subject (required)').fill('ship the console');
+      await card.getByRole('button', { name: 'Start demo.approval' }).click();
+      const started = card.locator('.started a');
+      await started.waitFor();
+      const processId = (await started.textContent()) ?? '';
+      assert.match(processId, /^process:[0-9a-f]{32}$/);
+
+      await tab.goto(`${server.base}/#/processes?deployment=demo.approval`);
+      const row = tab.locator(`tr[data-process-id="${processId}"]`);
+      await row.locator('.status', { hasText: 'waiting' }).waitFor();
+      assert.equal(await tab.locator('#filter-deployment').inputValue(), 'demo.approval', 'the filter comes from the URL');
+
+      await row.getByRole('link').click();
+      const node = tab.locator(`.tree-node[data-process-id="${processId}"]`);
+      await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="waiting"]`).waitFor();
+      assert.match((await node.textContent()) ?? '', /waits \(external\)/);
+      await tab.locator('[data-stream="live"]').waitFor();
+      // Marks this document: a reload would lose it.
+      await tab.evaluate('window.stillTheSamePage = true');
+
+      await inTab('approval-inbox', async (inbox) => {
+        await inbox.goto(`${server.base}/#/inbox`);
+        const item = inbox.locator(`li.inbox-item[data-process-id="${processId}"]`);
+        await item.getByLabel('approved (required)').check();
+        await item.getByLabel('comment').fill('looks good');
+        await readmeShot(inbox, 'console-inbox');
+        await item.getByRole('button', { name: 'Send answer' }).click();
+        await item.getByText('Answered from this page.').waitFor();
+      });
+
+      await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
+      assert.equal(await tab.evaluate('window.stillTheSamePage'), true, 'the tree updated without a reload');
+      assert.ok((await tab.locator('.events li[data-event="agent.signal.accepted"]').count()) >= 1, 'the answer is on the timeline');
+      const result = await server.result(processId);
+      assert.deepEqual(result.output, { subject: 'ship the console', approved: true, comment: 'looks good', notes: [] });
+    });
+  });
+
+  test('demo.unreliable: the Unknown effect is listed under Unknown outcomes, resolved from the page after a confirmation naming it; the process completes', async () => {
+    const processId = await server.start('demo.unreliable', { mode: 'unknown', replayable: false });
+    await until(() => view(processId), (process) => process.unknownEffectIds.length === 1);
+    await inTab('unknown', async (tab) => {
+      await tab.goto(`${server.base}/#/unknown`);
+      const item = tab.locator('li.unknown-item').filter({ hasText: processId });
+      await item.waitFor();
+      const effectId = (await item.getAttribute('data-effect-id')) ?? '';
+      assert.match(effectId, /^effect:/);
+      assert.match((await item.textContent()) ?? '', /Attempts\s*1/);
+      await item.getByLabel('Payload (JSON)').fill('{"mode":"unknown","attempts":1}');
+      await item.getByRole('button', { name: 'Resolve…' }).click();
+      const confirmation = item.getByRole('alertdialog');
+      assert.match((await confirmation.textContent()) ?? '', new RegExp(`Resolve effect ${effectId} of ${processId} as succeeded`));
+      await readmeShot(tab, 'console-unknown');
+      await confirmation.getByRole('button', { name: 'Confirm' }).click();
+      await tab.locator(`.settled-list li[data-effect-id="${effectId}"]`, { hasText: 'Resolved as succeeded.' }).waitFor();
+    });
+    const result = await server.result(processId);
+    assert.equal(result.status, 'completed');
+    assert.deepEqual(result.output, { mode: 'unknown', attempts: 1 });
+  });
+
+  test("demo.fanout: the tree draws the root and its N children, each with its status, from the stream", async () => {
+    const values = ['alpha', 'beta', 'gamma', 'delta', 'epsilon'];
+    const rootId = await server.start('demo.fanout', { values, quorum: values.length });
+    await inTab('fanout', async (tab) => {
+      await tab.goto(`${server.base}/#/tree/${encodeURIComponent(rootId)}`);
+      const root = tab.locator(`.tree-node[data-process-id="${rootId}"]`);
+      await tab.locator(`.tree-node[data-process-id="${rootId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
+      const children = root.locator(':scope > ul > li.tree-node');
+      await tab.waitForFunction(
+        `document.querySelectorAll('.tree-node[data-status="completed"]').length === ${values.length + 1}`,
+        undefined,
+        { timeout: 20_000 },
+      );
+      assert.equal(await children.count(), values.length);
+      for (let index = 0; index < values.length; index += 1) assert.match((await children.nth(index).textContent()) ?? '', /demo\.echo.*completed/);
+      await tab.locator('[data-stream="ended"]').waitFor();
+      assert.equal(await tab.locator('.events li[data-event="agent.process.started"]').count(), values.length + 1);
+      // The timeline filter shows one event type.
+      await tab.getByLabel('Event type').selectOption('agent.process.finished');
+      assert.equal(await tab.locator('.events li').count(), values.length + 1);
+      await readmeShot(tab, 'console-tree');
+    });
+  });
+
+  test('demo.counter: the open tree follows each committed step while the stream stays open (the next wait appears live)', async () => {
+    const processId = await server.start('demo.counter', { target: 3 });
+    const first = await until(() => view(processId), (process) => process.waitId !== null);
+    await inTab('counter', async (tab) => {
+      await tab.goto(`${server.base}/#/tree/${encodeURIComponent(processId)}`);
+      await tab.locator(`.tree-node[data-process-id="${processId}"] .mark-wait[title="${first.waitId}"]`).waitFor();
+      await tab.evaluate('window.stillTheSamePage = true');
+      await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ signals: [{ id: 'round-1', waitId: first.waitId, payload: { add: 1 } }] }),
+      });
+      const second = await until(() => view(processId), (process) => process.waitId !== null && process.waitId !== first.waitId);
+      await tab.locator(`.tree-node[data-process-id="${processId}"] .mark-wait[title="${second.waitId}"]`).waitFor({ timeout: 20_000 });
+      assert.equal(await tab.locator('[data-stream="live"]').count(), 1, 'the stream is still open');
+      assert.equal(await tab.evaluate('window.stillTheSamePage'), true);
+    });
+    await server.json(`/v1/processes/${encodeURIComponent(processId)}/kill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  });
+
+  test('the tree marks a broken stream, resumes it from the last event id, and still follows the tree live', async () => {
+    const processId = await server.start('demo.approval', { subject: 'through a proxy' });
+    const waiting = await until(() => view(processId), (process) => process.waitId !== null);
+    const proxy = await startProxy(server.port);
+    try {
+      await inTab('resync', async (tab) => {
+        await tab.goto(`http://127.0.0.1:${proxy.port}/#/tree/${encodeURIComponent(processId)}`);
+        await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="waiting"]`).waitFor();
+        await tab.locator('[data-stream="live"]').waitFor();
+        assert.equal(await tab.locator('.stream-resynced').count(), 0, 'no break marked before one happens');
+        await tab.evaluate('window.stillTheSamePage = true');
+        proxy.cut();
+        const marker = tab.locator('.stream-resynced[data-stream="live"]');
+        await marker.waitFor();
+        assert.match((await marker.textContent()) ?? '', /resynced after a break \(1×/);
+        assert.ok(
+          proxy.requests.some((head) => /^GET \/v1\/trees\/[^ ]+\/stream/.test(head) && /\r\nlast-event-id: \d+/i.test(head)),
+          'the reconnect resumes from the last id',
+        );
+        await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ signals: [{ id: 'after-the-break', waitId: waiting.waitId, payload: { approved: true } }] }),
+        });
+        await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
+        assert.equal(await tab.evaluate('window.stillTheSamePage'), true);
+        // Every committed event once: nothing repeated across the reconnect.
+        const positions = await tab.locator('.events li .position').allTextContents();
+        assert.equal(new Set(positions).size, positions.length, positions.join(' '));
+      });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('bulk cancel of 10 demo.sleep processes by filter: a dry-run count, a confirmation, then every one canceled', async () => {
+    const ids: string[] = [];
+    for (let index = 0; index < 10; index += 1) ids.push(await server.start('demo.sleep', { ms: 600_000 }));
+    await until(
+      () => server.json('/v1/processes?deployment=demo.sleep&status=running&limit=100').then((response) => response.body.items.length),
+      (count) => count === 10,
+    );
+    await inTab('bulk', async (tab) => {
+      await tab.goto(`${server.base}/#/processes?deployment=demo.sleep&status=running`);
+      await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 10`);
+      await tab.getByLabel('Action', { exact: true }).selectOption('cancel');
+      await tab.getByRole('button', { name: 'Dry run: count matching processes' }).click();
+      const confirmation = tab.getByRole('alertdialog');
+      assert.match((await confirmation.textContent()) ?? '', /cancel 10 processes matching status running, deployment demo\.sleep/);
+      await confirmation.getByRole('button', { name: 'Confirm: cancel 10' }).click();
+      await tab.locator('.bulk-progress', { hasText: 'cancel sent to 10 of 10 processes' }).waitFor();
+      await tab.getByText('No process matches.').waitFor({ timeout: 20_000 });
+    });
+    for (const id of ids) assert.equal((await server.result(id)).status, 'canceled');
+  });
+
+  test('a second answer to an answered wait shows the server’s problem', async () => {
+    const processId = await server.start('demo.approval', { subject: 'twice' });
+    const waiting = await until(() => view(processId), (process) => process.waitId !== null);
+    await inTab('conflict', async (tab) => {
+      await tab.goto(`${server.base}/#/inbox`);
+      const item = tab.locator(`li.inbox-item[data-process-id="${processId}"]`);
+      await item.getByLabel('approved (required)').check();
+      // Someone else answers first.
+      const first = await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ signals: [{ id: 'someone-else', waitId: waiting.waitId, payload: { approved: false } }] }),
+      });
+      assert.equal(first.status, 200);
+      await item.getByRole('button', { name: 'Send answer' }).click();
+      const problem = item.locator('.problem');
+      await problem.waitFor();
+      const code = (await problem.getAttribute('data-code')) ?? '';
+      assert.ok(['process_finished', 'signal_rejected'].includes(code), `the server's code is shown: ${code}`);
+      assert.match((await problem.textContent()) ?? '', /(409|422)/);
+    });
+    assert.equal((await server.result(processId)).output && ((await server.result(processId)).output as { approved: boolean }).approved, false);
+  });
+
+  test('the Processes view asks for one page, not the whole store, with many processes present', async () => {
+    const count = 250;
+    for (let index = 0; index < count; index += 1) await server.host.startProcess({ deployment: 'demo.echo', input: { value: String(index) } });
+    await inTab('one-page', async (tab) => {
+      const lists: string[] = [];
+      tab.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.pathname.startsWith('/v1/')) lists.push(url.pathname + url.search);
+      });
+      await tab.goto(`${server.base}/#/processes`);
+      await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 20`);
+      await tab.getByRole('button', { name: 'Next page' }).waitFor();
+      assert.ok(lists.length >= 1);
+      for (const path of lists) assert.equal(path, '/v1/processes?limit=20', `only the first page is asked for: ${lists.join(' ')}`);
+      await tab.getByRole('button', { name: 'Next page' }).click();
+      await tab.waitForFunction(`location.hash.includes('cursor=')`);
+      await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 20`);
+      const paged = lists.filter((path) => path.includes('cursor='));
+      assert.ok(paged.length >= 1, 'the next page follows the cursor');
+      assert.ok(paged.every((path) => path.includes('limit=20')));
+    });
+  });
+});
+
+describe('the console with authentication on', { skip }, () => {
+  const directory = mkdtempSync(join(tmpdir(), 'scope-console-keys-'));
+  const key = createKey({ id: 'operator', tenant: 'ops', scopes: ['processes:read', 'processes:write'] });
+  let server: KeyedServer;
+  let browser: Browser;
+  before(async () => {
+    const keysFile = join(directory, 'keys.json');
+    writeFileSync(keysFile, JSON.stringify({ keys: [key.entry] }));
+    // The plugin tests' server: buildApp gets the whole configuration, authentication included.
+    server = await startServer({ env: { SCOPE_AUTH: 'keys', SCOPE_API_KEYS_FILE: keysFile } });
+    browser = await chromium.launch({ executablePath: chromiumPath, args: launchArgs });
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  const call = async (path: string, body?: unknown): Promise<any> => {
+    const response = await fetch(`${server.url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${key.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return response.json();
+  };
+
+  test('the page asks for a token, then lists processes and follows the tree stream live with it (fetch + Authorization)', async () => {
+    const started = await call('/v1/processes', { deployment: 'demo.approval', input: { subject: 'with a key' } });
+    const processId = started.processId as string;
+    const tab = await browser.newPage();
+    try {
+      await tab.goto(`${server.url}/#/processes`);
+      await tab.getByText('This server requires an API token').waitFor();
+      await tab.getByLabel('Bearer token').fill(key.token);
+      await tab.getByRole('button', { name: 'Use token' }).click();
+      await tab.locator(`tr[data-process-id="${processId}"]`).waitFor();
+      await tab.locator(`tr[data-process-id="${processId}"]`).getByRole('link').click();
+      await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="waiting"]`).waitFor();
+      await tab.locator('[data-stream="live"]').waitFor();
+      const view = await call(`/v1/processes/${encodeURIComponent(processId)}`);
+      await call(`/v1/processes/${encodeURIComponent(processId)}/signals`, { signals: [{ id: 'keyed-answer', waitId: view.waitId, payload: { approved: true } }] });
+      await tab.locator(`.tree-node[data-process-id="${processId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
+      await tab.locator('[data-stream="ended"]').waitFor();
+    } catch (error) {
+      await keepScreenshot(tab, 'auth');
+      throw error;
+    } finally {
+      await tab.close();
+    }
+  });
+});
