@@ -1,4 +1,5 @@
 // Over 500 lines: every SCOPE_* setting in one documented table, each read and checked once, so a bad value fails at start.
+import { readControlConfig, type ControlConfig } from './control-config.js';
 import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
@@ -59,6 +60,7 @@ import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTre
  * | `SCOPE_PROCESS_START_TIMEOUT_MS` | 30000      | a command must answer its handshake within this (else `start_failed`, nothing sent) |
  * | `SCOPE_TENANT_GRANTS`    | (none)             | JSON `{"<tenant>": {budget?, treeLimits?, capabilities?}}`: narrower grants per tenant |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
+ * | `SCOPE_INTERRUPT_RELEASE_MS`, `SCOPE_DEFAULT_MAX_*` | see control-config.ts | tree interrupts; the spawn limits a start gets when it names none |
  */
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -146,6 +148,8 @@ export interface ServerConfig {
   readonly pressure: PressureConfig;
   /** Redis mode: this node's identity and lease (src/server/ownership/). */
   readonly node: NodeConfig;
+  /** Tree interrupts and the spawn limits an omitted member gets (control-config.ts). */
+  readonly control: ControlConfig;
 }
 
 /** A node's identity and lease timing (Redis mode; embedded mode is one implicit node). */
@@ -420,6 +424,8 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     else problems.push(`SCOPE_CORS_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path)`);
   }
 
+  const control = readControlConfig(integer);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     mode: redisMode ? 'redis' : 'embedded',
@@ -450,6 +456,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     workerConcurrency,
     processSupervisor,
     node,
+    control,
   });
 }
 
