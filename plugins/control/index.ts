@@ -5,13 +5,26 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlAction } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
-import { NoQuery, ProcessParams, ref } from '../shared.js';
-import { ControlAccepted, ControlRequest, controlActions } from './schemas.js';
+import { NoQuery, ProcessParams, TreeParams, ref, wire } from '../shared.js';
+import { BulkControlRequest, BulkControlResult, ControlAccepted, ControlRequest, TreeControlAccepted, controlActions } from './schemas.js';
 
 export { controlComponents } from './schemas.js';
 
 /** Operations whose body may be absent (documented `required: false`). */
-export const bodyOptionalOperations: ReadonlySet<string> = new Set(controlActions.map((action) => `${action}Process`));
+export const bodyOptionalOperations: ReadonlySet<string> = new Set(controlActions.flatMap((action) => [`${action}Process`, `${action}Tree`]));
+
+const treeSummaries: Record<ControlAction, string> = {
+  pause: 'Pause every process of a tree',
+  resume: 'Resume every paused process of a tree',
+  cancel: 'Cancel a whole tree',
+  kill: 'Kill a whole tree',
+};
+
+const treeAccepted =
+  'One commit recorded the intent on every live process of the tree (children still in admission included) before any was signalled: ' +
+  'the root as the host\'s intent, descendants as their parent\'s (`parent_cancellation`). 202: it is in the authoritative head and survives any crash; ' +
+  'each process then pauses or ends at its own boundary. While a pause, cancel or kill is landing, a child start in the tree settles failed with ' +
+  '`engine.child.interrupt_pending` (signals still queue).';
 
 const summaries: Record<ControlAction, string> = {
   pause: 'Pause a process (at its next safe boundary)',
@@ -69,6 +82,74 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
       },
     );
   }
+
+  for (const action of controlActions) {
+    app.post(
+      `/v1/trees/:rootId/${action}`,
+      {
+        schema: {
+          operationId: `${action}Tree`,
+          tags: ['control'],
+          summary: treeSummaries[action],
+          params: TreeParams,
+          querystring: NoQuery,
+          body: ref(ControlRequest),
+          response: {
+            200: { description: 'No process of the tree had anything to change (`affected: 0`); nothing was committed.', ...ref(TreeControlAccepted) },
+            202: { description: treeAccepted, ...ref(TreeControlAccepted) },
+            ...problemResponses(
+              'tree_not_found',
+              'tree_not_active',
+              'tree_owned_elsewhere',
+              'payload_too_large',
+              'unsupported_media_type',
+              'committer_unavailable',
+              'runtime_stopped',
+            ),
+          },
+        },
+        preValidation: async (request) => {
+          if (request.body === undefined) (request as { body: unknown }).body = {};
+        },
+      },
+      async (request, reply) => {
+        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason);
+        return reply.code(outcome.affected === 0 ? 200 : 202).send(outcome);
+      },
+    );
+  }
+
+  // `::` is Fastify's escape for a literal colon (a single one would start a path parameter).
+  app.post(
+    '/v1/processes::bulk',
+    {
+      schema: {
+        operationId: 'bulkControlProcesses',
+        tags: ['control'],
+        summary: 'Pause, resume, cancel or kill every tree whose root matches a filter',
+        description:
+          'Applies the action tree by tree to the root processes the filter matches, as `POST /v1/trees/{rootId}/{action}` would (one commit per tree). ' +
+          'One call covers at most 100 roots of the process list (newest first); `truncated` and `nextCursor` say where the next call continues. ' +
+          '`dryRun: true` reads the same roots and changes nothing. With several nodes, trees another node owns are reported in `failed` ' +
+          '(`tree_owned_elsewhere`): run the call on that node too.',
+        querystring: NoQuery,
+        body: ref(BulkControlRequest),
+        response: {
+          200: { description: 'What matched, and what was done to it.', ...ref(BulkControlResult) },
+          ...problemResponses('invalid_request', 'payload_too_large', 'unsupported_media_type'),
+        },
+      },
+    },
+    async (request) =>
+      wire(
+        await app.host.bulkControl({
+          ...request.body,
+          action: request.body.action as ControlAction,
+          // Only the caller's tenant's trees (authentication on).
+          ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
+        }),
+      ),
+  );
 };
 
 export default control;

@@ -225,6 +225,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/trees/{rootId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause every process of a tree */
+        post: operations["pauseTree"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trees/{rootId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume every paused process of a tree */
+        post: operations["resumeTree"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trees/{rootId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a whole tree */
+        post: operations["cancelTree"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trees/{rootId}/kill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Kill a whole tree */
+        post: operations["killTree"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/processes:bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause, resume, cancel or kill every tree whose root matches a filter
+         * @description Applies the action tree by tree to the root processes the filter matches, as `POST /v1/trees/{rootId}/{action}` would (one commit per tree). One call covers at most 100 roots of the process list (newest first); `truncated` and `nextCursor` say where the next call continues. `dryRun: true` reads the same roots and changes nothing. With several nodes, trees another node owns are reported in `failed` (`tree_owned_elsewhere`): run the call on that node too.
+         */
+        post: operations["bulkControlProcesses"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/processes/{id}/effects": {
         parameters: {
             query?: never;
@@ -890,6 +978,81 @@ export interface components {
             processId: string;
             /** @enum {string} */
             action: "pause" | "resume" | "cancel" | "kill";
+        };
+        /** @description The tree-wide intent is in the authoritative head for every process it names (it survives a crash). */
+        TreeControlAccepted: {
+            rootId: string;
+            /** @enum {string} */
+            action: "pause" | "resume" | "cancel" | "kill";
+            /** @description Processes of the tree the control changed in its one commit; 0: none was live to change, nothing was committed. */
+            affected: number;
+        };
+        /** @description Which root processes (trees) to act on: the process list's filters and a start-time range. `{}` matches every root. */
+        BulkFilter: {
+            /**
+             * @description Only roots with this status (as `GET /v1/processes?status=`).
+             * @enum {string}
+             */
+            status?: "running" | "waiting" | "paused" | "completed" | "failed" | "canceled" | "timed_out" | "killed";
+            /** @description Only roots of this deployment. */
+            deployment?: string;
+            /**
+             * Format: date-time
+             * @description Only roots started at or after this instant.
+             */
+            startedFrom?: string;
+            /**
+             * Format: date-time
+             * @description Only roots started before this instant.
+             */
+            startedBefore?: string;
+        };
+        /**
+         * @example {
+         *       "filter": {
+         *         "deployment": "demo.sleep",
+         *         "status": "running"
+         *       },
+         *       "action": "cancel",
+         *       "dryRun": true
+         *     }
+         */
+        BulkControlRequest: {
+            filter: components["schemas"]["BulkFilter"];
+            /** @enum {string} */
+            action: "pause" | "resume" | "cancel" | "kill";
+            /** @description Count the matching trees and change nothing (default false). */
+            dryRun?: boolean;
+            /** @description Recorded with every intent. */
+            reason?: string;
+            /** @description Roots of the list this call covers (default and maximum 100). */
+            limit?: number;
+            /** @description A previous answer's `nextCursor`: continue after the roots it covered. */
+            cursor?: string;
+        };
+        /** @description What a bulk control matched and did. A dry run's `matched` is what a real run with the same filter and cursor acts on. */
+        BulkControlResult: {
+            /** @enum {string} */
+            action: "pause" | "resume" | "cancel" | "kill";
+            dryRun: boolean;
+            /** @description Roots the filter matched in the part of the list this call covered. */
+            matched: number;
+            /** @description Trees the control changed (0 on a dry run). */
+            affected: number;
+            /** @description Processes changed across those trees. */
+            processesAffected: number;
+            /** @description Matched trees with nothing to change (already paused, already ending …). */
+            skipped: number;
+            /** @description Matched trees the control failed on. */
+            failed: {
+                rootId: string;
+                /** @description The problem code the tree's control answered. */
+                code: string;
+                message: string;
+            }[];
+            /** @description The list goes on past this call: call again with `cursor: nextCursor`. */
+            truncated: boolean;
+            nextCursor: string | null;
         };
         /** @description What a BullMQ worker reported for an attempt it was still running when the effect was declared Unknown (a takeover, a lapsed deadline). Transport evidence, not the record: resolve the effect with it (`POST …/resolve`) if you trust it. */
         LateReport: {
@@ -2359,6 +2522,597 @@ export interface operations {
             };
             /** @description `committer_unavailable`, `runtime_stopped` */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pauseTree: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The root process id of the tree. */
+                rootId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ControlRequest"];
+            };
+        };
+        responses: {
+            /** @description No process of the tree had anything to change (`affected: 0`); nothing was committed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description One commit recorded the intent on every live process of the tree (children still in admission included) before any was signalled: the root as the host's intent, descendants as their parent's (`parent_cancellation`). 202: it is in the authoritative head and survives any crash; each process then pauses or ends at its own boundary. While a pause, cancel or kill is landing, a child start in the tree settles failed with `engine.child.interrupt_pending` (signals still queue). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_active`, `tree_owned_elsewhere` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeTree: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The root process id of the tree. */
+                rootId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ControlRequest"];
+            };
+        };
+        responses: {
+            /** @description No process of the tree had anything to change (`affected: 0`); nothing was committed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description One commit recorded the intent on every live process of the tree (children still in admission included) before any was signalled: the root as the host's intent, descendants as their parent's (`parent_cancellation`). 202: it is in the authoritative head and survives any crash; each process then pauses or ends at its own boundary. While a pause, cancel or kill is landing, a child start in the tree settles failed with `engine.child.interrupt_pending` (signals still queue). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_active`, `tree_owned_elsewhere` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelTree: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The root process id of the tree. */
+                rootId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ControlRequest"];
+            };
+        };
+        responses: {
+            /** @description No process of the tree had anything to change (`affected: 0`); nothing was committed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description One commit recorded the intent on every live process of the tree (children still in admission included) before any was signalled: the root as the host's intent, descendants as their parent's (`parent_cancellation`). 202: it is in the authoritative head and survives any crash; each process then pauses or ends at its own boundary. While a pause, cancel or kill is landing, a child start in the tree settles failed with `engine.child.interrupt_pending` (signals still queue). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_active`, `tree_owned_elsewhere` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    killTree: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The root process id of the tree. */
+                rootId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ControlRequest"];
+            };
+        };
+        responses: {
+            /** @description No process of the tree had anything to change (`affected: 0`); nothing was committed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description One commit recorded the intent on every live process of the tree (children still in admission included) before any was signalled: the root as the host's intent, descendants as their parent's (`parent_cancellation`). 202: it is in the authoritative head and survives any crash; each process then pauses or ends at its own boundary. While a pause, cancel or kill is landing, a child start in the tree settles failed with `engine.child.interrupt_pending` (signals still queue). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeControlAccepted"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `tree_not_active`, `tree_owned_elsewhere` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `committer_unavailable`, `runtime_stopped` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    bulkControlProcesses: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkControlRequest"];
+            };
+        };
+        responses: {
+            /** @description What matched, and what was done to it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkControlResult"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

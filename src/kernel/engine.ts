@@ -33,6 +33,7 @@ import { TreeSnapshot } from './tree-snapshot.js';
 import { waitContractProblem } from './wait.js';
 import { admissionFailure, type ChildAdmissionOutcome, type ChildAdmissionRequest } from './child-admission.js';
 import { CallbackPanicError, thrownBy } from './callback-panic-error.js';
+import { stepFailure } from './classified-error.js';
 import { initialize } from './initialization.js';
 
 function failed(failure: Failure): ChildAdmissionOutcome {
@@ -363,6 +364,10 @@ export class Engine {
     });
     const rejection = await this.#admission(admission);
     if (rejection !== undefined) {
+      // A host refusal that classifies itself (an interrupt barrier: `engine.child.interrupt_pending`)
+      // keeps its code, so the parent can tell a policy's refusal from a transient hold.
+      const declared = CallbackPanicError.is(rejection.error) ? undefined : stepFailure(rejection.error);
+      if (declared !== undefined) return failed(declared);
       const kind = CallbackPanicError.is(rejection.error) ? 'panic' : 'execution';
       return failed(admissionFailure(kind, 'engine.child.admission.rejected', 'the child admission was rejected', rejection.error));
     }

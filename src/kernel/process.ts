@@ -10,7 +10,9 @@ import type { Result } from './result.js';
 import { Settlement } from './settlement.js';
 import { SignalRequest } from './signal.js';
 import { validDiagnostic } from './failure.js';
-import type { ProcessRuntime, TreeRuntime } from './tree-runtime.js';
+import type { ProcessRuntime, TreeControlAction, TreeRuntime } from './tree-runtime.js';
+
+const treeControlActions: readonly string[] = ['pause', 'resume', 'cancel', 'kill'];
 
 /**
  * The handle of one Engine-owned Process. Every command goes through its tree's single owner; a
@@ -123,6 +125,18 @@ export class Process {
   kill(reason: string): Promise<void> {
     this.#guardReentrancy();
     return this.#tree.requestTermination(this.#runtime, { killReason: controlReason(reason) });
+  }
+
+  /**
+   * Controls this Process's whole tree at once: one commit records `action` on every live member
+   * before any is signalled (cancel and kill: the root as the host's intent, descendants as their
+   * parent's; pause: paused at once or pending; resume: every paused member). Resolves with how
+   * many members that commit changed; zero commits nothing. `reason` is ignored by resume.
+   */
+  controlTree(action: TreeControlAction, reason: string): Promise<number> {
+    this.#guardReentrancy();
+    if (!treeControlActions.includes(action)) throw new KernelError(ErrorCode.invalidProcessControl, 'a tree control is pause, resume, cancel or kill');
+    return this.#tree.controlTree(action, action === 'resume' ? reason : controlReason(reason));
   }
 
   /** Replaces a retained Unknown with a definite settlement (host adjudication); resolves after commit. */

@@ -277,6 +277,8 @@ export class TreeRuntime {
   /** Set once the tree was released while parked: every later operation refuses. */
   #released: KernelError | undefined;
   #freezes = 0;
+  /** Parents whose child admission was in flight when a tree-wide pause was accepted: the child joins paused. */
+  readonly #pauseOnPublish = new Map<string, string>();
   #idleWaiters: Array<() => void> = [];
   #settledNotified = false;
 
@@ -698,12 +700,23 @@ export class TreeRuntime {
 
   /** Adds `change` to the Process's recorded intents (the first of each kind wins) and aborts its job. */
   #recordIntent(process: ProcessRuntime, change: TerminalIntent): void {
+    this.#noteIntent(process, change);
+    this.#abortOwnedWork(process);
+  }
+
+  /** Adds `change` to the Process's recorded intents (the first of each kind wins); whether anything changed. */
+  #noteIntent(process: ProcessRuntime, change: TerminalIntent): boolean {
     const control = process.control;
     process.control = control.with({
       killReason: control.killReason ?? change.killReason,
       cancellation: control.cancellation ?? change.cancellation,
       deadline: control.deadline ?? change.deadline,
     });
+    return !process.control.equals(control);
+  }
+
+  /** Aborts the Process's owned work under its recorded terminal intent. */
+  #abortOwnedWork(process: ProcessRuntime): void {
     // A deadline aborts owned work as a timeout, so an interrupted dispatch is classified
     // `engine.dispatch.deadline` rather than `engine.dispatch.canceled` (kernel-contract §4.5).
     const deadline = process.control.killReason === undefined && process.control.deadline !== undefined;
@@ -1266,18 +1279,34 @@ export class TreeRuntime {
       void this.#exclusive(async () => {
         process.job = undefined;
         if (this.#stopped !== undefined) return;
-        // Host signals may have been admitted meanwhile: rebase the (possibly private) batch on
-        // the acknowledged snapshot, and check the owner rules again against today's tree.
-        const base = process.snapshot.with({ prepared: current.prepared, counters: current.counters });
-        const failure = outcome.kind === 'failed' ? outcome.failure : this.#ownerProblem(process, base, childId, spec);
-        if (failure !== undefined) {
-          await this.#settleFramework(process, base, effect, failure);
-        } else if (outcome.kind === 'admitted') {
-          await this.#publishChild(process, base, effect, spec, relation, outcome);
+        try {
+          await this.#settleAdmission(process, current, effect, spec, relation, childId, outcome);
+        } finally {
+          this.#pauseOnPublish.delete(process.id.toString());
         }
         await this.#drive();
       }).catch((error: unknown) => this.#fail(error));
     });
+  }
+
+  async #settleAdmission(
+    process: ProcessRuntime,
+    current: ProcessSnapshot,
+    effect: PreparedEffect,
+    spec: ChildSpec,
+    relation: ProcessRelation,
+    childId: ProcessId,
+    outcome: ChildAdmissionOutcome,
+  ): Promise<void> {
+    // Host signals may have been admitted meanwhile: rebase the (possibly private) batch on
+    // the acknowledged snapshot, and check the owner rules again against today's tree.
+    const base = process.snapshot.with({ prepared: current.prepared, counters: current.counters });
+    const failure = outcome.kind === 'failed' ? outcome.failure : this.#ownerProblem(process, base, childId, spec);
+    if (failure !== undefined) {
+      await this.#settleFramework(process, base, effect, failure);
+    } else if (outcome.kind === 'admitted') {
+      await this.#publishChild(process, base, effect, spec, relation, outcome);
+    }
   }
 
   async #publishChild(
@@ -1298,6 +1327,7 @@ export class TreeRuntime {
         : control.cancellation !== undefined
           ? { cancellation: { owner: 'parent', reason: control.cancellation.reason } }
           : {};
+    const treePause = this.#pauseOnPublish.get(process.id.toString());
     const child = ProcessSnapshot.create({
       relation,
       childRequestDigest: spec.digest(),
@@ -1308,7 +1338,7 @@ export class TreeRuntime {
       budget: spec.budget,
       capabilities: spec.capabilities,
       committedExecutionState: admitted.state,
-      pendingControl: PendingControl.empty().with(inherited),
+      pendingControl: PendingControl.empty().with({ ...inherited, pauseReason: hasTerminalIntent(control) ? undefined : treePause }),
     });
     const parent = base.with({
       prepared: (base.prepared as PreparedStep).withFrameworkSettlement(effect.id),
@@ -1633,6 +1663,80 @@ export class TreeRuntime {
   }
 
   /**
+   * Tree-wide control (docs/process-trees.md "Tree-wide control"): one commit records the intent on
+   * every live member before any of them is signalled, so the 202 covers the whole tree and a crash
+   * after it loses none of it. Cancel and kill: the root gets the host's intent, every descendant the
+   * parent's (kernel-contract §4.11), then owned work is aborted and each member ends through its
+   * own lifecycle. Pause: members that can pause at once are paused in that commit, the rest record
+   * the pause as pending; a child still in admission joins paused. Resume: every paused member
+   * resumes and pending pauses are dropped, in one commit. Resolves with the number of members the
+   * commit changed; nothing is committed when that is zero.
+   */
+  controlTree(action: TreeControlAction, reason: string): Promise<number> {
+    return this.#exclusive(async () => {
+      this.#ensureRunning();
+      const live = this.processes().filter((process) => !process.snapshot.isTerminal);
+      if (action === 'pause') return this.#pauseTree(live, reason);
+      if (action === 'resume') return this.#resumeTree(live);
+      let affected = 0;
+      for (const process of live) {
+        const intent: TerminalIntent =
+          action === 'kill' ? { killReason: reason } : { cancellation: { owner: process.id.equals(this.rootId) ? 'host' : 'parent', reason } };
+        if (this.#noteIntent(process, intent)) affected += 1;
+      }
+      if (affected === 0) return 0;
+      await this.#commit([], { kind: 'checkpoint' });
+      for (const process of live) this.#abortOwnedWork(process);
+      this.wake();
+      return affected;
+    });
+  }
+
+  async #pauseTree(live: readonly ProcessRuntime[], reason: string): Promise<number> {
+    const replacements: ProcessSnapshot[] = [];
+    const pausedNow: ProcessRuntime[] = [];
+    let affected = 0;
+    for (const process of live) {
+      const snapshot = process.snapshot;
+      if (hasTerminalIntent(process.control) || snapshot.status === 'paused' || process.control.pauseReason !== undefined) continue;
+      affected += 1;
+      if (process.job?.kind === 'admission') this.#pauseOnPublish.set(process.id.toString(), reason);
+      if (process.job === undefined && snapshot.prepared === undefined) {
+        replacements.push(snapshot.with({ status: 'paused', pauseReason: reason, pendingControl: snapshot.pendingControl.without('pauseReason') }));
+        pausedNow.push(process);
+      } else {
+        process.control = process.control.with({ pauseReason: reason });
+      }
+    }
+    if (affected === 0) return 0;
+    await this.#commit(replacements, { kind: 'checkpoint' }, () => pausedNow.map((process) => this.#event(process, eventNames.processPaused)));
+    this.wake();
+    return affected;
+  }
+
+  async #resumeTree(live: readonly ProcessRuntime[]): Promise<number> {
+    const replacements: ProcessSnapshot[] = [];
+    const resumed: ProcessRuntime[] = [];
+    let affected = 0;
+    this.#pauseOnPublish.clear();
+    for (const process of live) {
+      const snapshot = process.snapshot;
+      if (snapshot.status === 'paused') {
+        replacements.push(snapshot.with({ status: snapshot.waitId === undefined ? 'running' : 'waiting', pauseReason: undefined }));
+        resumed.push(process);
+        affected += 1;
+      } else if (process.control.pauseReason !== undefined) {
+        process.control = process.control.without('pauseReason');
+        affected += 1;
+      }
+    }
+    if (affected === 0) return 0;
+    await this.#commit(replacements, { kind: 'checkpoint' }, () => resumed.map((process) => this.#event(process, eventNames.processResumed)));
+    await this.#drive();
+    return affected;
+  }
+
+  /**
    * Commits a checkpoint whose only change is accepted control intent (see `#withControl`); none
    * when the head already records it (a repeated cancellation, say).
    */
@@ -1751,6 +1855,9 @@ export class TreeRuntime {
     this.#sequence = 0n;
   }
 }
+
+/** What a tree-wide control does to every live member of the tree. */
+export type TreeControlAction = 'pause' | 'resume' | 'cancel' | 'kill';
 
 /** Terminal intents as a command records them (each optional; the first recorded of each kind wins). */
 type TerminalIntent = Partial<{

@@ -1,4 +1,5 @@
 // Over 500 lines: every SCOPE_* setting in one documented table, each read and checked once, so a bad value fails at start.
+import { readControlConfig, type ControlConfig } from './control-config.js';
 import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
@@ -61,6 +62,7 @@ import { type ModelConfig, readModelConfig } from './model/model-config.js';
  * | `SCOPE_TENANT_GRANTS`    | (none)             | JSON `{"<tenant>": {budget?, treeLimits?, capabilities?}}`: narrower grants per tenant |
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  * | `SCOPE_MODEL_BASE_URL`, `SCOPE_MODEL`, `SCOPE_MODEL_API_KEY_ENV`, `SCOPE_MODEL_TIMEOUT_MS` | scripted, in-process | the model endpoint of the example agents (model/model-config.ts) |
+ * | `SCOPE_INTERRUPT_RELEASE_MS`, `SCOPE_DEFAULT_MAX_*` | see control-config.ts | tree interrupts; the spawn limits a start gets when it names none |
  */
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -150,6 +152,8 @@ export interface ServerConfig {
   readonly node: NodeConfig;
   /** The example agents' model endpoint (`SCOPE_MODEL_*`; absent base URL: the scripted server in-process). */
   readonly model: ModelConfig;
+  /** Tree interrupts and the spawn limits an omitted member gets (control-config.ts). */
+  readonly control: ControlConfig;
 }
 
 /** A node's identity and lease timing (Redis mode; embedded mode is one implicit node). */
@@ -425,6 +429,8 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     else problems.push(`SCOPE_CORS_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port], no path)`);
   }
 
+  const control = readControlConfig(integer);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     mode: redisMode ? 'redis' : 'embedded',
@@ -456,6 +462,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     processSupervisor,
     node,
     model,
+    control,
   });
 }
 

@@ -17,7 +17,10 @@ import type { ModelDispatcherOptions } from './model/model-settings.js';
 import { effectViews, hasEffect } from './effect-history.js';
 import { watchForFinish } from './finish-watch.js';
 import type {
+  BulkControlOutcome,
+  BulkControlRequest,
   ControlAction,
+  TreeControlOutcome,
   DeploymentView,
   EffectQuery,
   EffectView,
@@ -58,6 +61,10 @@ import { HostMetrics } from './metrics.js';
 import { ProcessList } from './process-list.js';
 import { parseProcessId, processFinished, snapshotOf, TreeResidency, treeNotFound, type Located } from './residency.js';
 import { Starts } from './starts.js';
+import { InterruptBarrier } from './interrupt-barrier.js';
+import { defaultInterruptReleaseMs } from './control-config.js';
+import { TreeControl } from './tree-control.js';
+import { bulkControl } from './bulk-control.js';
 import { defaultTenant } from './tenancy.js';
 import { storeCall } from './store-call.js';
 import { deploymentView, processView, resultView, toNumber } from './views.js';
@@ -73,7 +80,7 @@ import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'control'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -177,6 +184,9 @@ export class EngineHost implements Host {
   #transport: BullmqTransport | undefined;
   /** Redis mode: this node's lease and the trees' owner records (active once {@link startNode} joined). */
   readonly #ownership: Ownership | undefined;
+  /** Child starts held back in trees under a tree-wide interrupt (interrupt-barrier.ts). */
+  readonly #interrupts: InterruptBarrier;
+  readonly #treeControl: TreeControl;
 
   constructor(options: EngineHostOptions) {
     const config = options.config;
@@ -220,7 +230,14 @@ export class EngineHost implements Host {
       (backend.committer as RedisHostCommitter).onUnknownCommitted((root) => setImmediate(() => void this.#resolveFromLateReports(root)));
     }
 
+    this.#interrupts = new InterruptBarrier({
+      releaseMs: config.control?.interruptReleaseMs ?? defaultInterruptReleaseMs,
+      settled: (root) => residency?.inspectLocal(root)?.processes.every(({ snapshot }) => snapshot.isTerminal || snapshot.status === 'paused') ?? true,
+      logger: options.logger?.child({ component: 'interrupts' }),
+    });
+    const interrupts = this.#interrupts;
     this.#engine = new Engine({
+      processAdmitter: (admission) => interrupts.admit(admission),
       committer: backend.committer,
       budget: config.grants.budget,
       treeLimits: config.grants.treeLimits,
@@ -252,6 +269,7 @@ export class EngineHost implements Host {
       engine: this.#engine,
       catalog: this.#catalog,
       grants: config.grants,
+      spawnDefaults: config.control?.spawnDefaults,
       tenantGrants: config.tenantGrants,
       idempotency: backend.idempotency,
       idempotencyTtlMs: config.idempotencyTtlMs,
@@ -296,6 +314,7 @@ export class EngineHost implements Host {
         }
       },
     });
+    this.#treeControl = new TreeControl({ routing: this.#routing, residency, barrier: this.#interrupts });
     this.#reader = new LogReader({
       log: backend.log,
       rootFinished: (root) => residency.rootFinished(root),
@@ -344,6 +363,11 @@ export class EngineHost implements Host {
     }
     if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
+    if ((event.name === eventNames.processPaused || event.name === eventNames.processFinished) && this.#interrupts.holds(event.relation.rootId.toString())) {
+      // Outside the listener: reading the tree from inside it would re-enter its owner.
+      const root = event.relation.rootId.toString();
+      setImmediate(() => this.#interrupts.observe(root));
+    }
     this.#metrics.observe(event);
     // Committed events reached the log with their commit (host committer); the rest go best-effort.
     if (!event.committed) {
@@ -670,6 +694,22 @@ export class EngineHost implements Host {
       default:
         throw invalidRequest('action must be pause, resume, cancel or kill');
     }
+  }
+
+  controlTree(rootId: string, action: ControlAction, reason?: string): Promise<TreeControlOutcome> {
+    const root = parseRoot(rootId);
+    return this.#routing.acrossRelease(() => this.#treeControl.control(root, action, reason));
+  }
+
+  bulkControl(request: BulkControlRequest): Promise<BulkControlOutcome> {
+    return bulkControl(
+      {
+        list: (query) => this.listProcesses(query),
+        control: (root, action, reason) => this.controlTree(root, action, reason),
+        unexpected: (root, error) => this.#logger?.error({ err: error, rootId: root }, 'bulk control failed on a tree'),
+      },
+      request,
+    );
   }
 
   async signals(processId: string, query: ReceiptQuery): Promise<Page<ReceiptView>> {

@@ -211,6 +211,55 @@ export interface UnknownEffectQuery {
 
 export type ControlAction = 'pause' | 'resume' | 'cancel' | 'kill';
 
+export interface TreeControlOutcome {
+  readonly rootId: string;
+  readonly action: ControlAction;
+  /** Processes the control's one commit changed; 0 when none was live to change (nothing committed). */
+  readonly affected: number;
+}
+
+/** Which root processes a bulk control acts on: the process list's filters, and a start-time range. */
+export interface BulkFilter {
+  readonly status?: string;
+  readonly deployment?: string;
+  /** Only roots started at or after this RFC 3339 instant. */
+  readonly startedFrom?: string;
+  /** Only roots started before this RFC 3339 instant. */
+  readonly startedBefore?: string;
+}
+
+export interface BulkControlRequest {
+  readonly filter: BulkFilter;
+  readonly action: ControlAction;
+  /** Count what matches; change nothing. */
+  readonly dryRun?: boolean;
+  readonly reason?: string;
+  /** Trees this call may act on (at most the documented maximum). */
+  readonly limit?: number;
+  /** From a previous call's `nextCursor`: continue after the roots it covered. */
+  readonly cursor?: string;
+  /** Only the trees of this tenant. */
+  readonly tenant?: string;
+}
+
+export interface BulkControlOutcome {
+  readonly action: ControlAction;
+  readonly dryRun: boolean;
+  /** Root processes the filter matched in the part of the list this call covered. */
+  readonly matched: number;
+  /** Trees whose control changed at least one process (0 on a dry run). */
+  readonly affected: number;
+  /** Processes changed across those trees. */
+  readonly processesAffected: number;
+  /** Matched trees the control found nothing to change in (already paused, already ending …). */
+  readonly skipped: number;
+  /** Matched trees the control failed on, with the problem code each answered. */
+  readonly failed: readonly { readonly rootId: string; readonly code: string; readonly message: string }[];
+  /** True when the list goes on past this call: call again with `nextCursor`. */
+  readonly truncated: boolean;
+  readonly nextCursor: string | null;
+}
+
 export interface EffectView {
   readonly effectId: string;
   readonly stepSequence: number;
@@ -373,6 +422,9 @@ export interface TreeStream extends AsyncIterable<StreamItem> {
   readonly end: StreamEnd | undefined;
 }
 
+/** Root processes one bulk control covers at most (`POST /v1/processes:bulk`); `nextCursor` continues. */
+export const bulkMaxTrees = 100;
+
 /** How long a capture waits for in-flight Effects to settle when the caller names no bound. */
 export const defaultCaptureWaitMs = 10_000;
 
@@ -416,6 +468,15 @@ export interface Host {
    * terminal checkpoint, or one recording `pending_control`; resume: its checkpoint).
    */
   control(processId: string, action: ControlAction, reason?: string): Promise<void>;
+
+  /**
+   * Tree-wide control (docs/process-trees.md "Tree-wide control"): one commit records the intent on
+   * every live process of the tree before any is signalled; resolves once it is in the authoritative
+   * head, with how many processes it changed (0: nothing was committed).
+   */
+  controlTree(rootId: string, action: ControlAction, reason?: string): Promise<TreeControlOutcome>;
+  /** Bulk control of the root processes a filter matches (docs/process-trees.md "Bulk control"). */
+  bulkControl(request: BulkControlRequest): Promise<BulkControlOutcome>;
 
   /** A page of the process's signal receipts, in arrival order. */
   signals(processId: string, query: ReceiptQuery): Promise<Page<ReceiptView>>;

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { defaultLimitsWithin, spawnDefaults, type SpawnDefaults } from './control-config.js';
 import { type Budget, type CapabilitySet, type Deployment, type Engine, Payload, type Process, type TreeLimits } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { IdempotencyIntent, IdempotencyStore } from '../store/idempotency.js';
@@ -33,6 +34,8 @@ export interface StartsOptions {
   readonly engine: Engine;
   readonly catalog: DeploymentCatalog;
   readonly grants: Grant;
+  /** What omitted spawn limits become (default {@link spawnDefaults}). */
+  readonly spawnDefaults?: SpawnDefaults;
   /** Narrower grants for the trees of named tenants (`SCOPE_TENANT_GRANTS`). */
   readonly tenantGrants?: ReadonlyMap<string, Grant>;
   readonly idempotency: IdempotencyStore;
@@ -113,11 +116,14 @@ export class Starts {
     const grant = (request.tenant === undefined ? undefined : this.#options.tenantGrants?.get(request.tenant)) ?? server;
     // A tenant's grant narrows the server's: what the request omits is that grant, passed explicitly.
     const narrowed = grant !== server;
+    // Spawn limits default safe: an omitted member is a finite default within the grant, never the
+    // grant's unlimited (control-config.ts); unlimited is had only by asking for it.
+    const limits = defaultLimitsWithin(grant.treeLimits, this.#options.spawnDefaults ?? spawnDefaults);
     let requested: Grant;
     try {
       requested = {
         budget: request.budget === undefined ? grant.budget : parseBudget(request.budget, '/budget'),
-        treeLimits: request.treeLimits === undefined ? grant.treeLimits : parseTreeLimits(request.treeLimits, '/treeLimits', grant.treeLimits),
+        treeLimits: request.treeLimits === undefined ? limits : parseTreeLimits(request.treeLimits, '/treeLimits', limits),
         capabilities: request.capabilities === undefined ? grant.capabilities : parseCapabilities(request.capabilities, '/capabilities'),
       };
     } catch (error) {
@@ -133,7 +139,7 @@ export class Starts {
       input,
       // What the request omits is the grant itself, which the Engine applies as its default.
       budget: request.budget === undefined && !narrowed ? undefined : requested.budget,
-      treeLimits: request.treeLimits === undefined && !narrowed ? undefined : requested.treeLimits,
+      treeLimits: requested.treeLimits,
       capabilities: request.capabilities === undefined && !narrowed ? undefined : requested.capabilities,
       tenant: request.tenant,
     };

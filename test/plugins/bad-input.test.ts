@@ -37,6 +37,11 @@ const validBodies: Record<string, unknown> = {
   '/v1/processes/{id}/cancel': { reason: 'r' },
   '/v1/processes/{id}/kill': { reason: 'r' },
   '/v1/processes/{id}/effects/{effectId}/resolution': { status: 'succeeded', payload: {} },
+  '/v1/trees/{rootId}/pause': { reason: 'r' },
+  '/v1/trees/{rootId}/resume': {},
+  '/v1/trees/{rootId}/cancel': { reason: 'r' },
+  '/v1/trees/{rootId}/kill': { reason: 'r' },
+  '/v1/processes:bulk': { filter: { deployment: 'demo.none' }, action: 'cancel', dryRun: true },
 };
 const bodyRoutes = routes.filter((route) => route.operation.requestBody !== undefined);
 
