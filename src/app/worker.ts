@@ -5,6 +5,7 @@ import { closeRedis, connectRedis, duplicateRedis, type RedisClient } from '../s
 import { EffectWorker } from '../transport/bullmq/effect-worker.js';
 import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
 import { loadDeploymentsModule } from './deployments-module.js';
+import { deploymentOf } from '../server/catalog.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
 
 /**
@@ -38,7 +39,7 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
   const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
   const deployments = [
     ...(config.demos ? demoDeployments({ shutdown: shutdown.signal }) : []),
-    ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes })),
+    ...(config.deploymentsModule === undefined ? [] : (await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes })).map(deploymentOf)),
   ];
   const worker = new EffectWorker({
     redis,
