@@ -114,6 +114,11 @@ async function withV2(prefix: string, restoreDecider: RestoreDecider | undefined
 test('a decider that refuses, throws or names an input v2 refuses: 409 or 422, and the drifted tree is left as it was', async () => {
   const prefix = freshPrefix();
   const root = await storedV1Tree(prefix);
+  await withV2(prefix, undefined, async (host) => {
+    const drift = await rejectsWith(host.restoreTree(root), 'deployment_drift');
+    assert.match(drift.message, /differs in implementationDigest, configurationDigest\)/);
+    await rejectsWith(host.restoreTree(root, { allowDrift: true }), 'deployment_drift_undecidable');
+  });
   const refusing: RestoreDecider = () => ({ accept: false, reason: 'an operator must look at it first' });
   await withV2(prefix, refusing, async (host) => {
     const refused = await rejectsWith(host.restoreTree(root, { allowDrift: true }), 'deployment_drift_refused');
