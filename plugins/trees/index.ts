@@ -113,6 +113,7 @@ const trees: FastifyPluginAsyncTypebox = async (app) => {
             'tree_owned_elsewhere',
             'node_lease_lost',
             'owner_unreachable',
+            'deployment_not_found',
             'deployment_drift',
             'deployment_drift_undecidable',
             'deployment_drift_refused',

@@ -3177,7 +3177,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `tree_not_found` */
+            /** @description `tree_not_found`, `deployment_not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;

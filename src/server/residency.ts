@@ -310,6 +310,8 @@ export class TreeResidency {
         { rootId: root, storedRef: drift.stored.toString(), currentRef: drift.current?.toString() ?? null, differs: drift.differs },
         'deployment drift: refused to restore a tree whose version this node does not hold',
       );
+      // No version of the name at all: nothing it drifted from (404, as before versions existed).
+      if (drift.current === undefined) throw codedError(HostErrorCode.deploymentNotFound, `tree ${root} runs ${drift.stored.toString()}, and no version of ${drift.stored.name} is registered here`);
       throw driftRefusal(root, drift);
     }
     const deployment = this.#catalog.resolve(head.root.deploymentRef);
