@@ -82,6 +82,10 @@ export const problemRegistry = {
   tree_live: { status: 409, title: 'Tree still live' },
   process_already_exists: { status: 409, title: 'Process already exists' },
   deployment_unavailable: { status: 409, title: 'Deployment unavailable' },
+  deployment_drift: { status: 409, title: 'Deployment drift' },
+  deployment_drift_undecidable: { status: 409, title: 'Deployment drift undecidable' },
+  deployment_drift_refused: { status: 409, title: 'Deployment drift refused' },
+  tree_superseded: { status: 409, title: 'Tree superseded' },
   resource_limit_exceeded: { status: 409, title: 'Resource limit exceeded' },
   counter_exhausted: { status: 409, title: 'Counter exhausted' },
   // 410: what the request points at existed, and retention removed it.

@@ -26,6 +26,14 @@ export const HostErrorCode = {
   idempotencyKeyInProgress: 'idempotency_key_in_progress',
   /** 409: the tree is stored but no runtime in this server owns it (restore it first). */
   treeNotActive: 'tree_not_active',
+  /** 409: the tree's deployment version is held by no node here (docs/deployment-versions.md); the detail names the ref members that differ. */
+  deploymentDrift: 'deployment_drift',
+  /** 409: moving a drifted tree on needs a `restoreDecider` from the current version, and it has none. */
+  deploymentDriftUndecidable: 'deployment_drift_undecidable',
+  /** 409: the current version's `restoreDecider` refused to move the drifted tree on; the detail gives its reason. */
+  deploymentDriftRefused: 'deployment_drift_refused',
+  /** 409: the tree was moved on to a successor tree (it never runs again); the detail names the successor. */
+  treeSuperseded: 'tree_superseded',
   /** 409: a capture could not quiesce the tree within its wait: Effects were still in flight (nothing was held). */
   treeBusy: 'tree_busy',
   /** 409: a log cursor beyond the newest position the tree's log holds (it was never issued). */

@@ -28,6 +28,33 @@ export const Deployment = closedObject(
 
 export const DeploymentList = closedObject({ items: Type.Array(ref(Deployment)) }, { $id: 'DeploymentList', description: 'The catalog.' });
 
+export const DeploymentVersion = closedObject(
+  {
+    deploymentRef: Type.String({ description: '`<name>+sha256:<hex>`: the exact version.' }),
+    name: Type.String(),
+    contractDigest: Type.String(),
+    implementationDigest: Type.String(),
+    configurationDigest: Type.String(),
+    bindingsDigest: Type.String(),
+    current: Type.Boolean({ description: 'The version new starts use.' }),
+    registeredHere: Type.Boolean({ description: 'This node holds the version (false: only live trees of it were found).' }),
+    restoreDecider: Type.Boolean({ description: 'The version exports a restoreDecider: drifted trees of the name may move on to it.' }),
+    liveTrees: Type.Integer({ minimum: 0, description: 'Live (not terminal) trees of this version among those scanned.' }),
+    liveRootIds: Type.Array(Type.String(), { maxItems: 20, description: 'Up to 20 of their root ids, newest first.' }),
+  },
+  { $id: 'DeploymentVersion', description: 'One version (an exact DeploymentRef) of a deployment.' },
+);
+
+export const DeploymentVersionList = closedObject(
+  {
+    name: Type.String(),
+    versions: Type.Array(ref(DeploymentVersion), { description: 'Versions registered here in registration order, then versions only live trees run.' }),
+    treesScanned: Type.Integer({ minimum: 0, description: 'Trees of the name read, newest first (at most 1000).' }),
+    complete: Type.Boolean({ description: 'False when the bound stopped the scan: older trees were not counted.' }),
+  },
+  { $id: 'DeploymentVersionList', description: 'The versions of one deployment and their live trees.' },
+);
+
 export const DeploymentParams = closedObject({ name: qualifiedName('The deployment name.', 'demo.echo') });
 
-export const deploymentComponents: readonly TSchema[] = [WaitDeclaration, Deployment, DeploymentList];
+export const deploymentComponents: readonly TSchema[] = [WaitDeclaration, Deployment, DeploymentList, DeploymentVersion, DeploymentVersionList];

@@ -7,9 +7,12 @@ import type { FastifyReply } from 'fastify';
 import type { SnapshotView } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
 import { NoQuery, ref, TreeParams, wire } from '../shared.js';
-import { CaptureQuery, ReleaseQuery, RestoreQuery, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
+import { CaptureQuery, ReleaseQuery, RestoreQuery, RestoreRequest, SnapshotHeaders, Tree, TreeSnapshot } from './schemas.js';
 
 export { treeComponents } from './schemas.js';
+
+/** Operations whose body may be absent (documented `required: false`). */
+export const treeBodyOptionalOperations: ReadonlySet<string> = new Set(['restoreTree']);
 
 function etagOf(digest: string): string {
   return `"${digest}"`;
@@ -98,16 +101,41 @@ const trees: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['trees'],
         summary: 'Take the tree over from its stored head',
         description:
-          'A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner\'s lease is gone is taken over here.',
+          'A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner\'s lease is gone is taken over here. ' +
+          'A tree whose deployment version this node does not hold is refused with `deployment_drift`; `{"allowDrift": true}` moves it on to a successor tree instead (the answer is this tree, superseded, naming the successor).',
         params: TreeParams,
         querystring: RestoreQuery,
+        body: ref(RestoreRequest),
         response: {
-          200: { description: 'The restored tree.', ...ref(Tree) },
-          ...problemResponses('tree_not_found', 'tree_owned_elsewhere', 'node_lease_lost', 'owner_unreachable'),
+          200: { description: 'The restored tree (or, moved on, this tree superseded by its successor).', ...ref(Tree) },
+          ...problemResponses(
+            'tree_not_found',
+            'tree_owned_elsewhere',
+            'node_lease_lost',
+            'owner_unreachable',
+            'deployment_not_found',
+            'deployment_drift',
+            'deployment_drift_undecidable',
+            'deployment_drift_refused',
+            'tree_superseded',
+            'process_finished',
+            'schema_validation_failed',
+          ),
         },
       },
+      // A body-less POST (`curl -X POST …/restore`) means `{}`.
+      preValidation: async (request) => {
+        if (request.body === undefined) (request as { body: unknown }).body = {};
+      },
     },
-    async (request) => wire(await app.host.restoreTree(request.params.rootId, { force: request.query.force ?? false })),
+    async (request) =>
+      wire(
+        await app.host.restoreTree(request.params.rootId, {
+          force: request.query.force ?? false,
+          allowDrift: request.body.allowDrift ?? false,
+          ...(request.principal === undefined ? {} : { actor: request.principal.keyId }),
+        }),
+      ),
   );
 
   app.delete(

@@ -3,6 +3,18 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { Process } from '../processes/schemas.js';
 import { closedObject, nullable, ref, stringEnum } from '../shared.js';
 
+export const Succession = closedObject(
+  {
+    successorId: Type.Union([Type.String(), Type.Null()], { description: "The successor's root id (null while the move-on is unfinished: repeat it to finish)." }),
+    reason: Type.String({ description: "The restoreDecider's reason for accepting." }),
+    decidedAt: Type.String({ description: 'When the move-on was decided (RFC 3339).' }),
+    fromRef: Type.String({ description: "The superseded tree's deployment version." }),
+    toRef: Type.String({ description: "The successor's deployment version." }),
+    differs: Type.Array(Type.String(), { description: 'The DeploymentRef members in which the two versions differ.' }),
+  },
+  { $id: 'Succession', description: 'A drifted tree moved on to a successor tree on the current version.' },
+);
+
 export const Tree = closedObject(
   {
     rootId: Type.String(),
@@ -29,6 +41,10 @@ export const Tree = closedObject(
     ),
     active: Type.Boolean({ description: 'A runtime in this server owns the tree (false: served from the stored head).' }),
     processes: Type.Array(ref(Process), { description: 'One entry per process of the tree.' }),
+    supersededBy: Type.Union([ref(Succession), Type.Null()], {
+      description: 'Set when the tree was moved on to a successor tree on another deployment version: it never runs again (docs/deployment-versions.md).',
+    }),
+    predecessorId: Type.Union([Type.String(), Type.Null()], { description: 'The tree this one succeeded (a drifted tree moved on), or null.' }),
   },
   { $id: 'Tree', description: 'Inspection of one process tree.' },
 );
@@ -63,8 +79,22 @@ export const RestoreQuery = closedObject({
   ),
 });
 
+export const RestoreRequest = closedObject(
+  {
+    allowDrift: Type.Optional(
+      Type.Boolean({
+        description:
+          "Move a drifted tree (its deployment version held by no node here) on: the current version's restoreDecider decides, and an accepted tree " +
+          'continues as a successor tree started from its state while this one is superseded. Without it a drifted tree is refused with `deployment_drift`.',
+        example: true,
+      }),
+    ),
+  },
+  { $id: 'RestoreRequest', description: 'Restore options. An absent body means `{}`.', example: { allowDrift: true } },
+);
+
 export const SnapshotHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'A previous ETag: 304 when the head has not changed.' })),
 });
 
-export const treeComponents: readonly TSchema[] = [Tree, TreeSnapshot];
+export const treeComponents: readonly TSchema[] = [Succession, Tree, TreeSnapshot, RestoreRequest];

@@ -38,7 +38,7 @@ import processes, { processComponents } from '../../plugins/processes/index.js';
 import signals, { signalComponents } from '../../plugins/signals/index.js';
 import control, { bodyOptionalOperations, controlComponents } from '../../plugins/control/index.js';
 import effects, { effectComponents } from '../../plugins/effects/index.js';
-import trees, { treeComponents } from '../../plugins/trees/index.js';
+import trees, { treeBodyOptionalOperations, treeComponents } from '../../plugins/trees/index.js';
 import waits, { waitComponents } from '../../plugins/waits/index.js';
 import nodes, { nodeComponents } from '../../plugins/nodes/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
@@ -199,7 +199,8 @@ interface OpenApiDocument {
 function markOptionalBodies(document: OpenApiDocument): void {
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
-      if (operation.requestBody !== undefined && bodyOptionalOperations.has(operation.operationId ?? '')) {
+      const id = operation.operationId ?? '';
+      if (operation.requestBody !== undefined && (bodyOptionalOperations.has(id) || treeBodyOptionalOperations.has(id))) {
         operation.requestBody.required = false;
       }
     }

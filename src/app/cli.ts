@@ -9,6 +9,7 @@ import { closeRedis, connectRedis } from '../store/redis/connection.js';
 import { keysCommand, keysUsage } from './auth/keys-command.js';
 import { modelServerCommand } from './model-server-command.js';
 import { loadDeploymentsModule } from './deployments-module.js';
+import type { DeploymentEntry } from '../server/catalog.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
 import { loadClusterSecret, NodeTokens } from './auth/node-tokens.js';
 import { startWorker, type RunningWorker } from './worker.js';
@@ -70,7 +71,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
     await processes.close(deadlineMs);
     await model.close();
   };
-  let deployments: Deployment[] = [];
+  let deployments: DeploymentEntry[] = [];
   try {
     if (config.deploymentsModule !== undefined) deployments = await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes, model: model.options });
   } catch (error) {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Deployment } from '../kernel/index.js';
+import type { DeploymentEntry } from '../server/catalog.js';
 import type { ProcessDispatchers } from './process-dispatchers.js';
 import type { ModelDispatcherOptions } from '../server/model/model-settings.js';
 
@@ -9,6 +10,8 @@ import type { ModelDispatcherOptions } from '../server/model/model-settings.js';
  * load, so every process holds one catalog and a tree restored anywhere binds exactly the behaviour it
  * ran with. The module's default export is the list of Deployments, or a function returning it (given
  * a shutdown signal for dispatchers that wait): TypeScript or JavaScript (the CLI runs through tsx).
+ * An entry may also be a version `{ deployment, current?, restoreDecider? }`: several versions of one
+ * name may be listed (docs/deployment-versions.md); a worker only takes their Deployments.
  */
 export interface DeploymentsContext {
   /** Aborted when the process shuts down (long dispatches may end early). */
@@ -26,10 +29,23 @@ export interface DeploymentsContext {
 }
 
 export type DeploymentsModule =
-  | readonly Deployment[]
-  | ((context: DeploymentsContext) => readonly Deployment[] | Promise<readonly Deployment[]>);
+  | readonly DeploymentEntry[]
+  | ((context: DeploymentsContext) => readonly DeploymentEntry[] | Promise<readonly DeploymentEntry[]>);
 
-export async function loadDeploymentsModule(path: string, context: DeploymentsContext): Promise<Deployment[]> {
+function isEntry(value: unknown): value is DeploymentEntry {
+  if (value instanceof Deployment) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  const entry = value as Record<string, unknown>;
+  const known = Object.keys(entry).every((key) => key === 'deployment' || key === 'current' || key === 'restoreDecider');
+  return (
+    known &&
+    entry.deployment instanceof Deployment &&
+    (entry.current === undefined || typeof entry.current === 'boolean') &&
+    (entry.restoreDecider === undefined || typeof entry.restoreDecider === 'function')
+  );
+}
+
+export async function loadDeploymentsModule(path: string, context: DeploymentsContext): Promise<DeploymentEntry[]> {
   const url = pathToFileURL(resolve(path)).href;
   let module: { default?: unknown };
   try {
@@ -39,8 +55,10 @@ export async function loadDeploymentsModule(path: string, context: DeploymentsCo
   }
   const exported = module.default;
   const value = typeof exported === 'function' ? await (exported as (context: DeploymentsContext) => unknown)(context) : exported;
-  if (!Array.isArray(value) || value.length === 0 || !value.every((item) => item instanceof Deployment)) {
-    throw new Error(`SCOPE_DEPLOYMENTS=${path}: the default export must be a non-empty list of Deployments, or a function returning one`);
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isEntry)) {
+    throw new Error(
+      `SCOPE_DEPLOYMENTS=${path}: the default export must be a non-empty list of Deployments (or versions { deployment, current?, restoreDecider? }), or a function returning one`,
+    );
   }
   return [...value];
 }

@@ -6,6 +6,7 @@ import { closeRedis, connectRedis, duplicateRedis, type RedisClient } from '../s
 import { EffectWorker } from '../transport/bullmq/effect-worker.js';
 import { checkNoEviction } from '../transport/bullmq/eviction-check.js';
 import { loadDeploymentsModule } from './deployments-module.js';
+import { deploymentOf } from '../server/catalog.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
 import { type ServerModel, startServerModel } from '../server/model/server-model.js';
 
@@ -45,7 +46,9 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     model = await startServerModel(config.model);
     deployments = [
       ...(config.demos ? demoDeployments({ shutdown: shutdown.signal, model: model.options }) : []),
-      ...(config.deploymentsModule === undefined ? [] : await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes, model: model.options })),
+      ...(config.deploymentsModule === undefined
+        ? []
+        : (await loadDeploymentsModule(config.deploymentsModule, { shutdown: shutdown.signal, processes, model: model.options })).map(deploymentOf)),
     ];
   } catch (error) {
     await model?.close();

@@ -55,6 +55,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The versions of one deployment and their live trees
+         * @description Every version (exact DeploymentRef) of the name this node registered, and any version live trees of the name still run, each with its live trees. Trees are counted from the stored heads, newest first and at most 1000 (`complete` says whether that reached the oldest).
+         */
+        get: operations["listDeploymentVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/processes": {
         parameters: {
             query?: never;
@@ -456,7 +476,7 @@ export interface paths {
         put?: never;
         /**
          * Take the tree over from its stored head
-         * @description A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner's lease is gone is taken over here.
+         * @description A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner's lease is gone is taken over here. A tree whose deployment version this node does not hold is refused with `deployment_drift`; `{"allowDrift": true}` moves it on to a successor tree instead (the answer is this tree, superseded, naming the successor).
          */
         post: operations["restoreTree"];
         delete?: never;
@@ -648,7 +668,7 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "deployment_drift" | "deployment_drift_undecidable" | "deployment_drift_refused" | "tree_superseded" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed far enough to have one. */
@@ -697,6 +717,36 @@ export interface components {
         /** @description The catalog. */
         DeploymentList: {
             items: components["schemas"]["Deployment"][];
+        };
+        /** @description One version (an exact DeploymentRef) of a deployment. */
+        DeploymentVersion: {
+            /** @description `<name>+sha256:<hex>`: the exact version. */
+            deploymentRef: string;
+            name: string;
+            contractDigest: string;
+            implementationDigest: string;
+            configurationDigest: string;
+            bindingsDigest: string;
+            /** @description The version new starts use. */
+            current: boolean;
+            /** @description This node holds the version (false: only live trees of it were found). */
+            registeredHere: boolean;
+            /** @description The version exports a restoreDecider: drifted trees of the name may move on to it. */
+            restoreDecider: boolean;
+            /** @description Live (not terminal) trees of this version among those scanned. */
+            liveTrees: number;
+            /** @description Up to 20 of their root ids, newest first. */
+            liveRootIds: string[];
+        };
+        /** @description The versions of one deployment and their live trees. */
+        DeploymentVersionList: {
+            name: string;
+            /** @description Versions registered here in registration order, then versions only live trees run. */
+            versions: components["schemas"]["DeploymentVersion"][];
+            /** @description Trees of the name read, newest first (at most 1000). */
+            treesScanned: number;
+            /** @description False when the bound stopped the scan: older trees were not counted. */
+            complete: boolean;
         };
         /**
          * @description A bound on a counter.
@@ -1118,6 +1168,21 @@ export interface components {
             items: components["schemas"]["UnknownEffect"][];
             nextCursor: string | null;
         };
+        /** @description A drifted tree moved on to a successor tree on the current version. */
+        Succession: {
+            /** @description The successor's root id (null while the move-on is unfinished: repeat it to finish). */
+            successorId: string | null;
+            /** @description The restoreDecider's reason for accepting. */
+            reason: string;
+            /** @description When the move-on was decided (RFC 3339). */
+            decidedAt: string;
+            /** @description The superseded tree's deployment version. */
+            fromRef: string;
+            /** @description The successor's deployment version. */
+            toRef: string;
+            /** @description The DeploymentRef members in which the two versions differ. */
+            differs: string[];
+        };
         /** @description Inspection of one process tree. */
         Tree: {
             rootId: string;
@@ -1144,10 +1209,27 @@ export interface components {
             active: boolean;
             /** @description One entry per process of the tree. */
             processes: components["schemas"]["Process"][];
+            /** @description Set when the tree was moved on to a successor tree on another deployment version: it never runs again (docs/deployment-versions.md). */
+            supersededBy: components["schemas"]["Succession"] | null;
+            /** @description The tree this one succeeded (a drifted tree moved on), or null. */
+            predecessorId: string | null;
         };
         /** @description The canonical TreeSnapshot JSON (docs/wire-format.md), exactly as stored; its digest is the ETag. */
         TreeSnapshot: {
             [key: string]: unknown;
+        };
+        /**
+         * @description Restore options. An absent body means `{}`.
+         * @example {
+         *       "allowDrift": true
+         *     }
+         */
+        RestoreRequest: {
+            /**
+             * @description Move a drifted tree (its deployment version held by no node here) on: the current version's restoreDecider decides, and an accepted tree continues as a successor tree started from its state while this one is superseded. Without it a drifted tree is refused with `deployment_drift`.
+             * @example true
+             */
+            allowDrift?: boolean;
         };
         /** @description One unanswered wait. */
         Wait: {
@@ -1366,6 +1448,83 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Deployment"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `deployment_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDeploymentVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deployment name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentVersionList"];
                 };
             };
             /** @description `invalid_request` */
@@ -3849,9 +4008,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RestoreRequest"];
+            };
+        };
         responses: {
-            /** @description The restored tree. */
+            /** @description The restored tree (or, moved on, this tree superseded by its successor). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3887,7 +4050,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `tree_not_found` */
+            /** @description `tree_not_found`, `deployment_not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3896,8 +4059,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `tree_owned_elsewhere` */
+            /** @description `tree_owned_elsewhere`, `deployment_drift`, `deployment_drift_undecidable`, `deployment_drift_refused`, `tree_superseded`, `process_finished` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schema_validation_failed` */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

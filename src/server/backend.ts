@@ -1,3 +1,5 @@
+import { MemorySuccessionStore, type SuccessionStore } from '../store/succession.js';
+import { RedisSuccessionStore } from '../store/redis/succession-store.js';
 import type { Logger } from 'pino';
 import { ProcessId } from '../kernel/index.js';
 import type { EventLog } from '../store/event-log.js';
@@ -42,6 +44,8 @@ export interface Backend {
   readonly rootOf?: (processId: string) => Promise<string | undefined>;
   /** Redis mode: the client the stores use (the BullMQ transport shares it). */
   readonly redis?: RedisClient;
+  /** Where drifted trees moved on to successors are recorded (src/server/succession.ts). */
+  readonly succession: SuccessionStore;
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
   checks(): Promise<Record<string, string>>;
   /** Ends tails and closes what the backend opened, within `graceMs`. */
@@ -85,6 +89,7 @@ function embeddedBackend(options: BackendOptions): Backend {
     log,
     idempotency,
     roots,
+    succession: new MemorySuccessionStore(async (root) => (await committer.loadTree(ProcessId.parse(root)))?.digest.toString()),
     checks: async () => ({}),
     close: async () => log.close(),
   };
@@ -126,6 +131,7 @@ function redisBackend(options: BackendOptions): Backend {
     idempotency,
     roots,
     inbox,
+    succession: new RedisSuccessionStore({ redis, keyPrefix: config.keyPrefix }),
     rootOf: (processId) => processes.rootOf(processId),
     headDigests: async (rootIds) => (await readHeadVersions(redis, config.keyPrefix, rootIds)).map((version) => version?.digest),
     checks: async () => ({ redis: await pingRedis(redis, 1_000) }),

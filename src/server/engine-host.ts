@@ -10,7 +10,7 @@ import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { trustsLateReports } from '../transport/late-reports.js';
 import { isOwnerDispatched } from '../transport/owner-dispatched.js';
-import { DeploymentCatalog } from './catalog.js';
+import { DeploymentCatalog, type DeploymentEntry, deploymentOf, rebindEntry } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
 import type { ModelDispatcherOptions } from './model/model-settings.js';
@@ -21,6 +21,7 @@ import type {
   BulkControlRequest,
   ControlAction,
   TreeControlOutcome,
+  DeploymentVersionsView,
   DeploymentView,
   EffectQuery,
   EffectView,
@@ -38,6 +39,7 @@ import type {
   ReceiptQuery,
   ReceiptView,
   ResultPoll,
+  RestoreOptions,
   SignalInput,
   SnapshotView,
   StartOutcome,
@@ -65,6 +67,8 @@ import { InterruptBarrier } from './interrupt-barrier.js';
 import { defaultInterruptReleaseMs } from './control-config.js';
 import { TreeControl } from './tree-control.js';
 import { bulkControl } from './bulk-control.js';
+import { Succession } from './succession.js';
+import { versionCensus } from './version-census.js';
 import { defaultTenant } from './tenancy.js';
 import { storeCall } from './store-call.js';
 import { deploymentView, processView, resultView, toNumber } from './views.js';
@@ -84,8 +88,11 @@ export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster'
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
-  /** Deployments besides the demos (registered after them; a name registered again replaces it for new starts). */
-  readonly deployments?: Iterable<Deployment>;
+  /**
+   * Deployments besides the demos (registered after them; a name registered again replaces it for new
+   * starts unless a version is pinned `current`). Older versions stay resolvable for their trees.
+   */
+  readonly deployments?: Iterable<DeploymentEntry>;
   readonly logger?: Logger;
   /**
    * Redis mode: a client to use instead of connecting to `config.redisUrl`. The Host does not close
@@ -169,6 +176,7 @@ export class EngineHost implements Host {
   /** Each tree's first persistence fault, until a restore installs a new incarnation (fault-latch.ts). */
   readonly #faults = new FaultLatch();
   readonly #starts: Starts;
+  readonly #succession: Succession;
   readonly #inbox: WaitInbox;
   readonly #list: ProcessList;
   readonly #reader: LogReader;
@@ -221,9 +229,10 @@ export class EngineHost implements Host {
       if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
       this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
     }
-    for (const deployment of deployments) this.#catalog.register(this.#transport?.bind(deployment) ?? deployment);
+    const transport = this.#transport;
+    for (const entry of deployments) this.#catalog.register(transport === undefined ? entry : rebindEntry(entry, (deployment) => transport.bind(deployment)));
     // Deployments that opted in settle an Unknown from a worker's definite late report (src/transport/late-reports.ts).
-    if (this.#transport !== undefined && deployments.some((deployment) => trustsLateReports(deployment.dispatcher))) {
+    if (this.#transport !== undefined && deployments.some((entry) => trustsLateReports(deploymentOf(entry).dispatcher))) {
       // A report that arrives later wakes the owner; one already in the inbox when the Unknown commits
       // (a takeover after the worker finished) is applied right after that commit, outside its turn.
       this.#transport.watchReports((root) => void this.#resolveFromLateReports(root)).catch(() => undefined);
@@ -254,6 +263,7 @@ export class EngineHost implements Host {
       logger: options.logger,
       finishedTreeRetention: options.finishedTreeRetention,
       rootLookup: backend.rootOf,
+      assertRestorable: (root) => storeCall('succession read', () => this.#succession.assertNotSuperseded(root)),
     });
     this.#residency = residency;
     this.#hibernation = new Hibernation({
@@ -276,6 +286,14 @@ export class EngineHost implements Host {
       admit: () => this.#admit(),
       shutdown: this.#shutdown.signal,
       logger: options.logger,
+    });
+    this.#succession = new Succession({
+      catalog: this.#catalog,
+      store: backend.succession,
+      start: async (request, key) => (await this.startProcess(request, key)).process.processId,
+      tenantOf: (root) => storeCall('tenant read', () => backend.committer.readTenant(ProcessId.parse(root))),
+      now: () => new Date().toISOString(),
+      logger: options.logger?.child({ component: 'succession' }),
     });
     if (backend.redis !== undefined) {
       const ownership = new Ownership({
@@ -518,6 +536,10 @@ export class EngineHost implements Host {
 
   deployment(name: string): DeploymentView {
     return deploymentView(this.#catalog.byName(name));
+  }
+
+  deploymentVersions(name: string): Promise<DeploymentVersionsView> {
+    return versionCensus(name, this.#catalog, this.#backend.roots, (root) => this.#residency.loadHead(root));
   }
 
   async startProcess(request: StartRequest, idempotencyKey?: string): Promise<StartOutcome> {
@@ -864,6 +886,7 @@ export class EngineHost implements Host {
         fault: this.#faultOf(root, local.stopped),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
+        ...(await this.#lineage(root)),
       };
     }
     const head = await this.#residency.loadHead(root);
@@ -878,7 +901,14 @@ export class EngineHost implements Host {
       fault: this.#faultOf(root, head.incarnationId.toString() === this.#faults.get(root)?.incarnationId),
       active: false,
       processes: head.processSnapshots().map((snapshot) => processView(snapshot, 'inactive', undefined)),
+      ...(await this.#lineage(root)),
     };
+  }
+
+  /** The tree's succession links (docs/deployment-versions.md). */
+  async #lineage(root: string): Promise<Pick<TreeView, 'supersededBy' | 'predecessorId'>> {
+    const [supersededBy, predecessorId] = await storeCall('succession read', () => Promise.all([this.#succession.view(root), this.#succession.predecessorOf(root)]));
+    return { supersededBy, predecessorId };
   }
 
   async snapshot(rootId: string): Promise<SnapshotView> {
@@ -904,9 +934,10 @@ export class EngineHost implements Host {
     }
   }
 
-  async restoreTree(rootId: string, options: { readonly force?: boolean } = {}): Promise<TreeView> {
+  async restoreTree(rootId: string, options: RestoreOptions = {}): Promise<TreeView> {
     const root = parseRoot(rootId);
     this.#admit();
+    if (options.allowDrift === true && (await this.#movedOn(root, options.actor))) return this.inspectTree(root);
     const ownership = this.#ownership;
     if (ownership?.gating === true) {
       ownership.lease.assertValid();
@@ -919,6 +950,33 @@ export class EngineHost implements Host {
       await this.#routing.restoreHere(root, undefined);
     }
     return this.inspectTree(root);
+  }
+
+  /**
+   * An admin's `allowDrift` restore: a drifted tree (or one whose move-on a crash interrupted) moves
+   * on to a successor (succession.ts); false when the tree is not drifted (it restores as usual).
+   */
+  async #movedOn(root: string, actor: string | undefined): Promise<boolean> {
+    const head = await this.#residency.loadHead(root);
+    if (head === undefined) throw treeNotFound(root);
+    const drift = this.#catalog.driftOf(head.root.deploymentRef);
+    const view = await storeCall('succession read', () => this.#succession.view(root));
+    if (drift === undefined && view === null) return false;
+    const ownership = this.#ownership;
+    if (ownership?.gating === true) {
+      ownership.lease.assertValid();
+      if (drift !== undefined && view === null) {
+        // Not drift cluster-wide while a live node holds the version: the tree runs (or is routed) there.
+        const route = await storeCall('owner record read', () => ownership.route(root));
+        if (route.kind === 'elsewhere') throw route.error;
+        const holders = await storeCall('node registry read', () => ownership.holders(drift.stored.toString()));
+        if (holders.length > 0) {
+          throw codedError(HostErrorCode.deploymentDrift, `tree ${root} runs ${drift.stored.toString()}, which live node ${holders.join(', ')} still holds: it is not moved on while it can run there`);
+        }
+      }
+    }
+    await this.#succession.moveOn(head, drift, actor);
+    return true;
   }
 
   // -------------------------------------------------------------------------------------------

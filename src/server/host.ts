@@ -288,6 +288,46 @@ export interface LateReportView {
   readonly reason: string | null;
 }
 
+/** One version of a deployment (docs/deployment-versions.md). */
+export interface DeploymentVersionView {
+  readonly deploymentRef: string;
+  readonly name: string;
+  readonly contractDigest: string;
+  readonly implementationDigest: string;
+  readonly configurationDigest: string;
+  readonly bindingsDigest: string;
+  /** The version new starts use. */
+  readonly current: boolean;
+  /** Whether this node holds the version (false: only live trees of it were found). */
+  readonly registeredHere: boolean;
+  /** Whether the version exports a restoreDecider (it can take drifted trees over as successors). */
+  readonly restoreDecider: boolean;
+  /** Live (not terminal) trees of the version among those scanned. */
+  readonly liveTrees: number;
+  /** Up to 20 of their root ids, newest first. */
+  readonly liveRootIds: readonly string[];
+}
+
+export interface DeploymentVersionsView {
+  readonly name: string;
+  readonly versions: readonly DeploymentVersionView[];
+  /** Trees of the name read (newest first, bounded). */
+  readonly treesScanned: number;
+  /** False when the bound stopped the scan: older trees were not counted. */
+  readonly complete: boolean;
+}
+
+/** A drifted tree moved on to a successor tree on another version (docs/deployment-versions.md). */
+export interface SuccessionView {
+  /** The successor's root id (null while the move-on is unfinished: retry it to finish). */
+  readonly successorId: string | null;
+  readonly reason: string;
+  readonly decidedAt: string;
+  readonly fromRef: string;
+  readonly toRef: string;
+  readonly differs: readonly string[];
+}
+
 export interface TreeView {
   readonly rootId: string;
   readonly incarnationId: string;
@@ -300,6 +340,10 @@ export interface TreeView {
   /** True when a runtime in this server owns the tree (false: served from the stored head). */
   readonly active: boolean;
   readonly processes: readonly ProcessView[];
+  /** Set when the tree was moved on to a successor: it never runs again. */
+  readonly supersededBy: SuccessionView | null;
+  /** The tree this one succeeded, or null. */
+  readonly predecessorId: string | null;
 }
 
 /** A tree's latched persistence fault (src/server/fault-latch.ts). */
@@ -447,9 +491,23 @@ export interface HostTelemetry {
   sseClientConnected(): (reason?: StreamEndReason) => void;
 }
 
+export interface RestoreOptions {
+  /** Take the tree from a live owner elsewhere. */
+  readonly force?: boolean;
+  /**
+   * A drifted tree (its version held by no node here) moves on: the current version's restoreDecider
+   * decides, and an accepted tree continues as a successor tree (docs/deployment-versions.md).
+   */
+  readonly allowDrift?: boolean;
+  /** Who asked (the authenticated principal, or a label), recorded with the move-on. */
+  readonly actor?: string;
+}
+
 export interface Host {
   deployments(): readonly DeploymentView[];
   deployment(name: string): DeploymentView;
+  /** Every version of `name` here, and versions live trees of it run (`deployment_not_found` when neither). */
+  deploymentVersions(name: string): Promise<DeploymentVersionsView>;
 
   startProcess(request: StartRequest, idempotencyKey?: string): Promise<StartOutcome>;
   listProcesses(query: ProcessListQuery): Promise<Page<ProcessSummary>>;
@@ -499,7 +557,7 @@ export interface Host {
    * Takes the tree over here from its stored head. Joined to other nodes: a tree a live other node
    * owns is forwarded there (`tree_owned_elsewhere`) unless `force`, which takes it from that owner.
    */
-  restoreTree(rootId: string, options?: { readonly force?: boolean }): Promise<TreeView>;
+  restoreTree(rootId: string, options?: RestoreOptions): Promise<TreeView>;
   releaseTree(rootId: string, purge: boolean): Promise<void>;
 
   waits(query?: WaitQuery): Promise<readonly WaitView[]>;

@@ -4,6 +4,7 @@ import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { DeploymentCatalog } from './catalog.js';
 import type { HostCommitter } from './host-committer.js';
 import { storeCall } from './store-call.js';
+import { driftRefusal } from './drift.js';
 
 /**
  * Tree residency: which trees this server's Engine owns ("local") and what it remembers about the
@@ -34,6 +35,8 @@ export interface ResidencyOptions {
   readonly rootLookup?: (processId: string) => Promise<string | undefined>;
   /** Finished trees kept in memory before older ones are released (default 1000). */
   readonly finishedTreeRetention?: number;
+  /** Throws when the stored tree must not run here at all (it was moved on to a successor: succession.ts). */
+  readonly assertRestorable?: (root: string) => Promise<void>;
 }
 
 /** Parses a process id from a request (`invalid_request`, never a kernel identity error). */
@@ -68,6 +71,7 @@ export class TreeResidency {
   readonly #logger: Logger | undefined;
   readonly #retention: number;
   readonly #rootLookup: ((processId: string) => Promise<string | undefined>) | undefined;
+  readonly #assertRestorable: ((root: string) => Promise<void>) | undefined;
   /** Roots of the trees this Engine owns (a cache of what the Engine says). */
   readonly #localRoots = new Set<string>();
   /** Non-root process id → its root (children of stored trees are found through it). */
@@ -91,6 +95,7 @@ export class TreeResidency {
     this.#logger = options.logger;
     this.#retention = options.finishedTreeRetention ?? 1_000;
     this.#rootLookup = options.rootLookup;
+    this.#assertRestorable = options.assertRestorable;
     if (!Number.isSafeInteger(this.#retention) || this.#retention < 0) throw new TypeError('finishedTreeRetention must be a non-negative integer');
   }
 
@@ -297,12 +302,20 @@ export class TreeResidency {
       await this.#engine.releaseTree(ProcessId.parse(root));
       this.#forget(root);
     }
-    let deployment: Deployment;
-    try {
-      deployment = this.#catalog.resolve(head.root.deploymentRef);
-    } catch (error) {
-      throw codedError(HostErrorCode.deploymentNotFound, `tree ${root} runs ${head.root.deploymentRef.toString()}, which this server does not have`, error);
+    await this.#assertRestorable?.(root);
+    // A version no node here holds is drift: refused (and logged) before anything is reserved; the
+    // kernel would refuse it too, but only the Host can say which ref members moved.
+    const drift = this.#catalog.driftOf(head.root.deploymentRef);
+    if (drift !== undefined) {
+      this.#logger?.warn(
+        { rootId: root, storedRef: drift.stored.toString(), currentRef: drift.current?.toString() ?? null, differs: drift.differs },
+        'deployment drift: refused to restore a tree whose version this node does not hold',
+      );
+      // No version of the name at all: nothing it drifted from (404, as before versions existed).
+      if (drift.current === undefined) throw codedError(HostErrorCode.deploymentNotFound, `tree ${root} runs ${drift.stored.toString()}, and no version of ${drift.stored.name} is registered here`);
+      throw driftRefusal(root, drift);
     }
+    const deployment = this.#catalog.resolve(head.root.deploymentRef);
     await this.#engine.restoreTree(deployment, head);
     this.adopt(root, head);
     return head;

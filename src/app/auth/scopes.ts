@@ -29,6 +29,7 @@ export const operationScopes: Readonly<Record<string, Scope | 'public'>> = {
   getMetrics: 'metrics:read',
   listDeployments: 'processes:read',
   getDeployment: 'processes:read',
+  listDeploymentVersions: 'processes:read',
   startProcess: 'processes:write',
   listProcesses: 'processes:read',
   getProcess: 'processes:read',

@@ -147,6 +147,12 @@ export class Ownership implements CommitOwnership {
     return { kind: 'here', expected: raw, mine: false };
   }
 
+  /** The live nodes that advertise exactly `ref` (a tree of it can still run there: not drift). */
+  async holders(ref: string): Promise<string[]> {
+    const leases = await this.#registry.leases(await this.#registry.nodeIds());
+    return [...leases.entries()].filter(([, lease]) => lease.refs.includes(ref)).map(([nodeId]) => nodeId);
+  }
+
   /**
    * The owner record this node wrote for `head` if it still owns it (it hibernated the tree): what a
    * takeover of it guards against without reading the record first — a record that moved on fails the

@@ -255,6 +255,20 @@ export function ownerKey(prefix: string, rootId: ProcessId | string): string {
   return recordKey(prefix, rootId, ownerRecordSuffix);
 }
 
+/**
+ * The record suffix of a tree's succession record (src/server/succession.ts): written once, by the
+ * admin's move-on of a drifted tree, with a compare of the head it was decided on.
+ */
+export const successionRecordSuffix = 'succession';
+
+/** A tree's succession record (the tree was moved on to a successor on another version). */
+export function successionKey(prefix: string, rootId: ProcessId | string): string {
+  return recordKey(prefix, rootId, successionRecordSuffix);
+}
+
+/** The record suffix naming a successor tree's predecessor (written by the successor's start commit). */
+export const predecessorRecordSuffix = 'predecessor';
+
 /** The directory entry naming the root of a non-root process (one key per process: its own slot). */
 export function processRootKey(prefix: string, processId: ProcessId | string): string {
   return `${prefix}:process-root:${root(processId)}`;

@@ -13,6 +13,7 @@ import { treeKeyBase } from '../../../src/store/redis/keys.js';
 import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
 import { ProcessDispatchers } from '../../../src/app/process-dispatchers.js';
 import { Deployment, Digest, Payload, Settlement } from '../../../src/kernel/index.js';
+import type { DeploymentEntry } from '../../../src/server/catalog.js';
 import { ownerDispatched } from '../../../src/transport/owner-dispatched.js';
 import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
 import { echoDefinition } from '../../../strategies/demo/echo.js';
@@ -76,7 +77,7 @@ async function untilOutput(child: ChildProcess, text: string, times = 1): Promis
   });
 }
 
-function apiHost(prefix: string, env: Record<string, string> = {}, deployments: Deployment[] = []): EngineHost {
+function apiHost(prefix: string, env: Record<string, string> = {}, deployments: DeploymentEntry[] = []): EngineHost {
   return new EngineHost({
     config: testConfig({ SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', ...timing, ...env }),
     defaultMetrics: false,

@@ -1,0 +1,176 @@
+import type { Logger } from 'pino';
+import { ErrorCode, KernelError, Payload, type TreeSnapshot } from '../kernel/index.js';
+import { codedError, HostErrorCode } from '../errors.js';
+import type { SuccessionStore } from '../store/succession.js';
+import type { DeploymentCatalog } from './catalog.js';
+import { assessmentOf, type Drift, type RestoreDecision } from './drift.js';
+import type { Json, SuccessionView } from './host.js';
+
+/**
+ * Moving a drifted tree on (docs/deployment-versions.md): the kernel never restores a tree under
+ * another DeploymentRef, so the Host starts a **successor tree** on the current version, whose start
+ * input the current version's restoreDecider derives from the old root's committed state, and
+ * supersedes the old tree. One recorded Host transaction, resumable from its record:
+ *
+ * 1. decide (nothing written on a refusal, an undecidable drift, or an input the current version's
+ *    schema refuses);
+ * 2. write the succession record beside the old head, compared against the head decided on; with it
+ *    the old tree is fenced for good (no restore, takeover or command runs it again: `tree_superseded`);
+ * 3. start the successor with an Idempotency-Key derived from the old root (a retry finds the same one);
+ * 4. link both ways (old → successor in the record, successor → predecessor beside its head).
+ *
+ * A crash after 2 leaves a pending record; the next `allowDrift` restore of the old tree resumes at 3
+ * with the recorded input (the decider is not asked again).
+ */
+
+/** The succession record (JSON) beside the superseded tree's head. */
+interface SuccessionRecord {
+  readonly predecessorId: string;
+  readonly successorId: string | null;
+  readonly fromRef: string;
+  readonly toRef: string;
+  readonly toName: string;
+  readonly differs: readonly string[];
+  readonly reason: string;
+  readonly decidedAt: string;
+  readonly decidedBy: string | null;
+  readonly headDigest: string;
+  readonly input: Json;
+  readonly tenant: string | null;
+}
+
+export interface SuccessionOptions {
+  readonly catalog: DeploymentCatalog;
+  readonly store: SuccessionStore;
+  /** Starts the successor (Starts, with the Idempotency-Key given): resolves with its root id. */
+  readonly start: (request: { readonly deployment: string; readonly input: Json; readonly tenant?: string }, idempotencyKey: string) => Promise<string>;
+  readonly tenantOf: (root: string) => Promise<string | undefined>;
+  readonly now: () => string;
+  readonly logger?: Logger;
+}
+
+export class Succession {
+  readonly #options: SuccessionOptions;
+
+  constructor(options: SuccessionOptions) {
+    this.#options = options;
+  }
+
+  /** The succession of `root` as the tree view shows it, or null. */
+  async view(root: string): Promise<SuccessionView | null> {
+    const record = await this.#read(root);
+    if (record === undefined) return null;
+    return { successorId: record.successorId, reason: record.reason, decidedAt: record.decidedAt, fromRef: record.fromRef, toRef: record.toRef, differs: record.differs };
+  }
+
+  async predecessorOf(root: string): Promise<string | null> {
+    return (await this.#options.store.predecessorOf(root)) ?? null;
+  }
+
+  /** Throws `tree_superseded` when `root` was moved on (a restore, takeover or command must not run it). */
+  async assertNotSuperseded(root: string): Promise<void> {
+    const record = await this.#read(root);
+    if (record === undefined) return;
+    const successor = record.successorId === null ? 'a successor whose start is unfinished (retry the move-on)' : `tree ${record.successorId}`;
+    throw codedError(HostErrorCode.treeSuperseded, `tree ${root} was moved on to ${successor} on ${record.toRef}; it never runs again (reads still work)`);
+  }
+
+  /**
+   * Moves the drifted tree `head` on (or finishes a move-on a crash interrupted). Resolves once the
+   * successor runs and both links are recorded.
+   */
+  async moveOn(head: TreeSnapshot, drift: Drift | undefined, actor: string | undefined): Promise<void> {
+    const root = head.rootId.toString();
+    let record = await this.#read(root);
+    if (record?.successorId !== undefined && record.successorId !== null) return;
+    if (record === undefined) {
+      if (drift === undefined) throw new KernelError(ErrorCode.invalidUsage, 'moveOn needs a drifted tree');
+      const decided = await this.#decide(head, drift, actor);
+      const outcome = await this.#options.store.supersede(root, decided.headDigest, JSON.stringify(decided));
+      if (outcome.kind === 'absent') throw codedError(HostErrorCode.treeNotFound, `no tree ${root}`);
+      if (outcome.kind === 'head_moved') {
+        throw new KernelError(ErrorCode.treeIncarnationConflict, `tree ${root} changed while its move-on was decided; nothing was written, retry`);
+      }
+      record = outcome.kind === 'exists' ? parseRecord(outcome.record) : decided;
+      if (outcome.kind === 'written') {
+        this.#options.logger?.warn(
+          { rootId: root, fromRef: record.fromRef, toRef: record.toRef, differs: record.differs, reason: record.reason, decidedBy: record.decidedBy },
+          'deployment drift: the tree is superseded and moves on to a successor tree',
+        );
+      }
+    }
+    const successor = await this.#options.start(
+      { deployment: record.toName, input: record.input, ...(record.tenant === null ? {} : { tenant: record.tenant }) },
+      `scope.succession:${root}`,
+    );
+    await this.#options.store.complete(root, JSON.stringify({ ...record, successorId: successor }), successor);
+    this.#options.logger?.info({ rootId: root, successorId: successor, toRef: record.toRef }, 'deployment drift: successor tree started');
+  }
+
+  async #decide(head: TreeSnapshot, drift: Drift, actor: string | undefined): Promise<SuccessionRecord> {
+    const root = head.rootId.toString();
+    const logger = this.#options.logger;
+    if (head.root.isTerminal) {
+      throw new KernelError(ErrorCode.processFinished, `tree ${root} has finished (${head.root.status}): there is nothing to move on; reads still work`);
+    }
+    const current = drift.current === undefined ? undefined : this.#options.catalog.resolve(drift.current);
+    const decider = current === undefined ? undefined : this.#options.catalog.restoreDecider(current.ref);
+    if (current === undefined || decider === undefined) {
+      const why = current === undefined ? `no version of ${drift.stored.name} is registered here` : `the current version ${current.ref.toString()} exports no restoreDecider`;
+      logger?.warn({ rootId: root, storedRef: drift.stored.toString(), differs: drift.differs }, `deployment drift: undecidable (${why})`);
+      throw codedError(HostErrorCode.deploymentDriftUndecidable, `tree ${root} runs ${drift.stored.toString()}; it cannot be moved on: ${why}`);
+    }
+    const assessment = assessmentOf(head, { ...drift, current: current.ref });
+    let decision: RestoreDecision;
+    try {
+      decision = checkDecision(await decider(assessment));
+    } catch (error) {
+      // Fail secure: a decider that throws or answers nonsense refuses.
+      decision = { accept: false, reason: `the restoreDecider failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    if (!decision.accept) {
+      logger?.warn({ rootId: root, storedRef: drift.stored.toString(), toRef: current.ref.toString(), reason: decision.reason }, 'deployment drift: the restoreDecider refused the move-on');
+      throw codedError(HostErrorCode.deploymentDriftRefused, `the restoreDecider of ${current.ref.toString()} refused to move tree ${root} on: ${decision.reason}`);
+    }
+    // Checked before anything is written: a successor that could not start must not leave the old tree fenced.
+    let input: Payload;
+    try {
+      input = Payload.encode(decision.input);
+    } catch (error) {
+      throw codedError(HostErrorCode.deploymentDriftRefused, `the restoreDecider's input is not JSON: ${error instanceof Error ? error.message : String(error)}`, error);
+    }
+    current.descriptor.inputSchema.validate(input, 'successor input');
+    return {
+      predecessorId: root,
+      successorId: null,
+      fromRef: drift.stored.toString(),
+      toRef: current.ref.toString(),
+      toName: current.ref.name,
+      differs: drift.differs,
+      reason: decision.reason,
+      decidedAt: this.#options.now(),
+      decidedBy: actor ?? null,
+      headDigest: head.digest.toString(),
+      input: input.decode() as Json,
+      tenant: (await this.#options.tenantOf(root)) ?? null,
+    };
+  }
+
+  async #read(root: string): Promise<SuccessionRecord | undefined> {
+    const text = await this.#options.store.read(root);
+    return text === undefined ? undefined : parseRecord(text);
+  }
+}
+
+function checkDecision(value: unknown): RestoreDecision {
+  const decision = value as Partial<{ accept: unknown; reason: unknown; input: unknown }> | null;
+  if (typeof decision !== 'object' || decision === null || typeof decision.accept !== 'boolean' || typeof decision.reason !== 'string' || decision.reason === '') {
+    throw new TypeError('a decision is {accept: boolean, reason: non-empty string, input when accepted}');
+  }
+  if (decision.accept && !('input' in decision)) throw new TypeError('an accepting decision names the successor input');
+  return decision.accept ? { accept: true, reason: decision.reason, input: decision.input } : { accept: false, reason: decision.reason };
+}
+
+function parseRecord(text: string): SuccessionRecord {
+  return JSON.parse(text) as SuccessionRecord;
+}
