@@ -21,6 +21,7 @@ import type { HostMetrics } from './metrics.js';
 import { IndexedInbox } from './indexed-inbox.js';
 import { RedisHostCommitter } from './redis-host-committer.js';
 import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
+import { AnswerClaims } from './gates/answer-claims.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
@@ -34,6 +35,8 @@ export interface Backend {
   readonly log: EventLog;
   readonly idempotency: IdempotencyStore;
   readonly roots: RootIndex;
+  /** Gates: the claims of answers being delivered, which the committer turns into gate records. */
+  readonly claims: AnswerClaims;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
   /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
@@ -78,10 +81,12 @@ function embeddedBackend(options: BackendOptions): Backend {
   const log = new MemoryEventLog({ maxLen: options.config.eventLogMaxLen });
   const roots = new MemoryRootIndex();
   const idempotency = new MemoryIdempotencyStore();
-  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics });
+  const claims = new AnswerClaims();
+  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims });
   return {
     mode: 'embedded',
     committer,
+    claims,
     log,
     idempotency,
     roots,
@@ -117,9 +122,11 @@ function redisBackend(options: BackendOptions): Backend {
     describe,
   });
   const processes = new RedisProcessDirectory({ redis, keyPrefix: config.keyPrefix });
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes });
+  const claims = new AnswerClaims();
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes, claims });
   return {
     mode: 'redis',
+    claims,
     redis,
     committer,
     log: store.events,

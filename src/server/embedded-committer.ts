@@ -7,6 +7,7 @@ import { CommitterBase, recordsOf, rootEntryOf } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
+import type { AnswerClaims } from './gates/answer-claims.js';
 
 export interface EmbeddedCommitterOptions {
   readonly store: MemoryTreeCommitter;
@@ -14,6 +15,8 @@ export interface EmbeddedCommitterOptions {
   readonly idempotency: MemoryIdempotencyStore;
   readonly roots: MemoryRootIndex;
   readonly metrics?: HostMetrics;
+  /** Gates: every wait answer a commit admits leaves its gate record (applied with the commit's events). */
+  readonly claims?: AnswerClaims;
 }
 
 /**
@@ -30,6 +33,9 @@ export class EmbeddedCommitter extends CommitterBase {
   readonly #roots: MemoryRootIndex;
   readonly #purged = new Set<string>();
   readonly #tenants = new Map<string, string>();
+  readonly #claims: AnswerClaims | undefined;
+  /** Per root: the records its commits wrote (gate answers), by suffix. */
+  readonly #records = new Map<string, Map<string, string>>();
 
   constructor(options: EmbeddedCommitterOptions) {
     super(options.metrics);
@@ -37,6 +43,11 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#log = options.log;
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
+    this.#claims = options.claims;
+  }
+
+  async readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
+    return this.#records.get(rootId.toString())?.get(suffix);
   }
 
   async readTenant(rootId: ProcessId): Promise<string | undefined> {
@@ -58,6 +69,7 @@ export class EmbeddedCommitter extends CommitterBase {
     }
     this.#purged.add(root);
     this.#tenants.delete(root);
+    this.#records.delete(root);
     this.#log.delete(root);
     await this.#roots.remove(rootEntryOf(head));
     return 'purged';
@@ -95,6 +107,13 @@ export class EmbeddedCommitter extends CommitterBase {
 
   #apply(rootId: ProcessId, context: CommitContext | undefined): void {
     const events = context?.events ?? [];
-    if (events.length > 0) this.#log.append(rootId.toString(), recordsOf(events));
+    if (events.length === 0) return;
+    const root = rootId.toString();
+    this.#log.append(root, recordsOf(events));
+    const writes = this.#claims?.recordsFor(events) ?? [];
+    if (writes.length === 0) return;
+    const records = this.#records.get(root) ?? new Map<string, string>();
+    for (const write of writes) records.set(write.suffix, write.value);
+    this.#records.set(root, records);
   }
 }

@@ -1,6 +1,6 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
+import { type Clock, type Delta, type Deployment, type Descriptor, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
@@ -20,6 +20,10 @@ import type {
   DeploymentView,
   EffectQuery,
   EffectView,
+  GateAnswerInput,
+  GateAnswerOutcome,
+  GateQuery,
+  GateView,
   Host,
   HostTelemetry,
   Json,
@@ -47,6 +51,7 @@ import type {
 import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
+import { GateService } from './gates/gate-service.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -149,6 +154,7 @@ export class EngineHost implements Host {
   readonly #recovering = new Set<string>();
   readonly #starts: Starts;
   readonly #inbox: WaitInbox;
+  readonly #gates: GateService;
   readonly #list: ProcessList;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
@@ -231,6 +237,7 @@ export class EngineHost implements Host {
     });
     this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
+    this.#gates = this.#gateService(residency, backend);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,
@@ -848,6 +855,51 @@ export class EngineHost implements Host {
   async waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>> {
     const { cursor, limit, ...scope } = query;
     return waitPage(await this.waits(scope), cursor, pageLimit(limit, pageLimits.waits));
+  }
+
+  gatePage(query: GateQuery): Promise<Page<GateView>> {
+    return this.#gates.page(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+  }
+
+  gate(gateId: string): Promise<GateView> {
+    return this.#gates.gate(gateId);
+  }
+
+  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome> {
+    return this.#gates.answer(gateId, input, 'human');
+  }
+
+  /** The gate service over this Host's own surface and stores (src/server/gates/). */
+  #gateService(residency: TreeResidency, backend: Backend): GateService {
+    return new GateService({
+      waits: (query) => this.waits(query),
+      locate: async (processId) => {
+        const located = await residency.locateOrThrow(processId);
+        return { root: located.root, snapshot: snapshotOf(located) };
+      },
+      members: async (rootId) => {
+        const located = await residency.locate(rootId);
+        if (located === undefined) throw treeNotFound(rootId);
+        return located.kind === 'local' ? located.inspection.processes.map((entry) => entry.snapshot) : located.head.processSnapshots();
+      },
+      tenantOf: (rootId) => this.#treeTenant(rootId),
+      describe: (process, wait) => {
+        let descriptor: Descriptor | undefined;
+        try {
+          descriptor = this.#catalog.resolve(process.deploymentRef).descriptor;
+        } catch {
+          descriptor = undefined;
+        }
+        const schema = descriptor === undefined ? wait.answerSchema : (descriptor.wait(wait.key)?.answerSchema ?? wait.answerSchema);
+        return {
+          answerSchema: schema === undefined ? null : (JSON.parse(schema.json()) as Json),
+          description: descriptor?.wait(wait.key)?.description ?? null,
+        };
+      },
+      deliverSignals: (processId, signals) => this.deliverSignals(processId, signals),
+      readRecord: (rootId, suffix) => storeCall('gate record read', () => backend.committer.readRecord(ProcessId.parse(rootId), suffix)),
+      claims: backend.claims,
+    });
   }
 
   async events(processId: string, query: LogQuery): Promise<LogPage> {

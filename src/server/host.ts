@@ -8,6 +8,11 @@
  * an HTTP status.
  */
 
+import type { GateAnswerInput, GateAnswerOutcome, GateQuery } from './gates/gate-service.js';
+import type { GateView } from './gates/gate-view.js';
+
+export type { GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
+
 /** A JSON value as it appears in request and response bodies. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -412,6 +417,16 @@ export interface Host {
    * last wait of the previous page, so waits opened or answered meanwhile neither repeat nor shift a page.
    */
   waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>>;
+  /** Gates (src/server/gates/): a page of them (open ones across nodes; answered and closed ones per tree). */
+  gatePage(query: GateQuery): Promise<Page<GateView>>;
+  /** One gate: `gate_not_found` when its id names no external wait. */
+  gate(gateId: string): Promise<GateView>;
+  /**
+   * Answers a gate exactly once, as a person (provenance `human`): routed to its tree's owner like a
+   * signal; 422 when the answer fails its schema (nothing recorded), 409 `gate_already_answered` once
+   * another answer won, 200 again for the same request id with the same answer.
+   */
+  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome>;
   /**
    * A page of a tree's log (the tree of `processId`). A cursor whose successors were trimmed is
    * `history_trimmed` (a `HistoryTrimmedError`, errors.ts); when trimmed entries lie further on, the page ends
