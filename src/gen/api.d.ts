@@ -763,6 +763,11 @@ export interface components {
             consumed: boolean;
             /** @description The payload while unconsumed; null once consumed (its digest stays). */
             payload: unknown;
+            /**
+             * @description Who sent it, as the server saw it: `user` for a signal an HTTP caller delivered (a gate answer included), `machine` for the rest (engine-minted, signal_child, cross-tree messages, policy answers).
+             * @enum {string}
+             */
+            agency: "user" | "machine";
         };
         /** @description An effect's outcome as committed. */
         Settlement: {

@@ -22,6 +22,7 @@ import { IndexedInbox } from './indexed-inbox.js';
 import { RedisHostCommitter } from './redis-host-committer.js';
 import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 import { AnswerClaims } from './gates/answer-claims.js';
+import { SignalAgency } from './signal-agency.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
@@ -37,6 +38,8 @@ export interface Backend {
   readonly roots: RootIndex;
   /** Gates: the claims of answers being delivered, which the committer turns into gate records. */
   readonly claims: AnswerClaims;
+  /** Agency: the signals people sent, which the committer records with the commit that admits them. */
+  readonly agency: SignalAgency;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
   /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
@@ -82,11 +85,13 @@ function embeddedBackend(options: BackendOptions): Backend {
   const roots = new MemoryRootIndex();
   const idempotency = new MemoryIdempotencyStore();
   const claims = new AnswerClaims();
-  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims });
+  const agency = new SignalAgency();
+  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims, agency });
   return {
     mode: 'embedded',
     committer,
     claims,
+    agency,
     log,
     idempotency,
     roots,
@@ -123,10 +128,12 @@ function redisBackend(options: BackendOptions): Backend {
   });
   const processes = new RedisProcessDirectory({ redis, keyPrefix: config.keyPrefix });
   const claims = new AnswerClaims();
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes, claims });
+  const agency = new SignalAgency();
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes, claims, agency });
   return {
     mode: 'redis',
     claims,
+    agency,
     redis,
     committer,
     log: store.events,

@@ -52,6 +52,7 @@ import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
 import { GateService } from './gates/gate-service.js';
+import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -515,11 +516,11 @@ export class EngineHost implements Host {
     return { done: false, status: snapshot.status, work: located.kind === 'local' ? located.entry.work : 'inactive', rootId: located.root };
   }
 
-  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
-    return this.#routing.acrossRelease(() => this.#deliverSignals(processId, signals));
+  deliverSignals(processId: string, signals: readonly SignalInput[], options: { readonly agency?: Agency } = {}): Promise<{ accepted: boolean }> {
+    return this.#routing.acrossRelease(() => this.#deliverSignals(processId, signals, options.agency ?? 'machine'));
   }
 
-  async #deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
+  async #deliverSignals(processId: string, signals: readonly SignalInput[], agency: Agency): Promise<{ accepted: boolean }> {
     const requests = signalRequests(signals);
     const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') {
@@ -527,6 +528,8 @@ export class EngineHost implements Host {
       throw this.#residency.refuseStored(located);
     }
     if (located.entry.snapshot.isTerminal) return signalsToFinished(located.entry.snapshot, requests);
+    // A person's batch: the commit that admits it records so (signal-agency.ts).
+    const unmark = agency === 'user' ? this.#backend.agency.markUser(snapshotOf(located).processId.toString(), requests.map((request) => request.id.toString())) : undefined;
     try {
       return { accepted: await located.handle.deliverSignals(...requests) };
     } catch (error) {
@@ -537,6 +540,8 @@ export class EngineHost implements Host {
         if (now.isTerminal) return signalsToFinished(now, requests);
       }
       throw error;
+    } finally {
+      unmark?.();
     }
   }
 
@@ -585,7 +590,10 @@ export class EngineHost implements Host {
     const after = query.after ?? 0;
     if (!Number.isSafeInteger(after) || after < 0) throw invalidRequest('after must be a non-negative arrival sequence');
     const limit = pageLimit(query.limit, pageLimits.signals);
-    const receipts = snapshotOf(await this.#residency.locateOrThrow(processId)).signalReceipts();
+    const located = await this.#residency.locateOrThrow(processId);
+    const snapshot = snapshotOf(located);
+    const receipts = snapshot.signalReceipts();
+    const agency = await storeCall('agency record read', () => this.#backend.committer.readRecord(ProcessId.parse(located.root), agencyRecordSuffix(snapshot.processId.toString())));
     const items = receipts.slice(after, after + limit).map((receipt) => ({
       id: receipt.id.toString(),
       waitId: receipt.waitId?.toString() ?? null,
@@ -593,6 +601,7 @@ export class EngineHost implements Host {
       arrivalSequence: toNumber(receipt.arrivalSequence, 'arrivalSequence'),
       consumed: receipt.consumed,
       payload: receipt.pendingSignal()?.payload.decode<Json>() ?? null,
+      agency: agencyOf(agency, receipt.id.toString(), toNumber(receipt.arrivalSequence, 'arrivalSequence')),
     }));
     const last = items.at(-1);
     return { items, nextCursor: last !== undefined && after + limit < receipts.length ? String(last.arrivalSequence) : null };
@@ -896,7 +905,7 @@ export class EngineHost implements Host {
           description: descriptor?.wait(wait.key)?.description ?? null,
         };
       },
-      deliverSignals: (processId, signals) => this.deliverSignals(processId, signals),
+      deliverSignals: (processId, signals, agency) => this.deliverSignals(processId, signals, { agency }),
       readRecord: (rootId, suffix) => storeCall('gate record read', () => backend.committer.readRecord(ProcessId.parse(rootId), suffix)),
       claims: backend.claims,
     });

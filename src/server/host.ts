@@ -11,7 +11,9 @@
 import type { GateAnswerInput, GateAnswerOutcome, GateQuery } from './gates/gate-service.js';
 import type { GateView } from './gates/gate-view.js';
 
-export type { GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
+import type { Agency } from './signal-agency.js';
+
+export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
 
 /** A JSON value as it appears in request and response bodies. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -107,6 +109,8 @@ export interface ReceiptView {
   readonly consumed: boolean;
   /** The payload while unconsumed; null once consumed (its digest stays). */
   readonly payload: Json | null;
+  /** Who sent it (signal-agency.ts). */
+  readonly agency: Agency;
 }
 
 export interface SettlementView {
@@ -382,7 +386,8 @@ export interface Host {
   /** The direct children of a process (`process_not_found` for an unknown parent). */
   children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }>;
   awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll>;
-  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
+  /** `agency`: who sent the batch, as the server saw it (default `machine`; the HTTP route says `user`). */
+  deliverSignals(processId: string, signals: readonly SignalInput[], options?: { readonly agency?: Agency }): Promise<{ accepted: boolean }>;
   /**
    * Resolves once the intent is in the authoritative head (pause, cancel, kill: the parked or
    * terminal checkpoint, or one recording `pending_control`; resume: its checkpoint).

@@ -15,6 +15,7 @@ import { ownerRecordSuffix } from '../store/redis/keys.js';
 import type { RedisProcessDirectory } from '../store/redis/process-directory.js';
 import type { AnswerClaims } from './gates/answer-claims.js';
 import { gateRecordSuffix } from './gates/gate-record.js';
+import { type AgencyPlan, agencyRecordSuffix, type SignalAgency } from './signal-agency.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -29,6 +30,8 @@ export interface RedisHostCommitterOptions {
   readonly processes?: RedisProcessDirectory;
   /** Gates: every wait answer a commit admits carries its gate record in that commit. */
   readonly claims?: AnswerClaims;
+  /** Agency: the signals people sent are recorded by the commit that admits them. */
+  readonly agency?: SignalAgency;
 }
 
 /**
@@ -47,6 +50,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #waits: WaitIndexWriter | undefined;
   readonly #processes: RedisProcessDirectory | undefined;
   readonly #claims: AnswerClaims | undefined;
+  readonly #agency: SignalAgency | undefined;
   /** Per unfinished root: the non-root members whose directory entry this node wrote. */
   readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
@@ -62,6 +66,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#waits = options.waits;
     this.#processes = options.processes;
     this.#claims = options.claims;
+    this.#agency = options.agency;
   }
 
   /**
@@ -94,6 +99,7 @@ export class RedisHostCommitter extends CommitterBase {
     // The next activation of the tree reads what it needs again (the wait index, the directory).
     this.#waits?.forget(rootId);
     this.#mapped.delete(rootId);
+    this.#agency?.forget(rootId);
   }
 
   async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
@@ -109,7 +115,9 @@ export class RedisHostCommitter extends CommitterBase {
     // And the answer records of its gates (they live as long as the tree's head).
     if (outcome === 'purged' && head !== undefined) {
       for (const suffix of answeredGateSuffixes(head)) await this.#store.deleteRecord(rootId, suffix).catch(() => undefined);
+      for (const process of head.processSnapshots()) await this.#store.deleteRecord(rootId, agencyRecordSuffix(process.processId.toString())).catch(() => undefined);
     }
+    this.#agency?.forget(rootId.toString());
     this.#waits?.forget(rootId.toString());
     this.#mapped.delete(rootId.toString());
     if (outcome === 'purged' && head !== undefined && this.#processes !== undefined) {
@@ -143,9 +151,12 @@ export class RedisHostCommitter extends CommitterBase {
       if (owner !== undefined) records.push(owner);
     }
     records.push(...(this.#claims?.recordsFor(context?.events ?? []) ?? []));
+    const agency = await this.#agencyWrites(checkpoint.snapshot, context);
+    records.push(...(agency?.writes ?? []));
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    agency?.committed();
     await this.#indexed(plan);
     if (intent !== undefined) {
       // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
@@ -177,6 +188,8 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    // A new incarnation here: what this node knew of the tree's agency records is read again.
+    this.#agency?.forget(activation.rootId.toString());
     const owner = this.#ownerRecord(activation.snapshot);
     // The three index writes that must precede the commit do not depend on one another: one round trip.
     const [, plan] = await Promise.all([
@@ -196,6 +209,16 @@ export class RedisHostCommitter extends CommitterBase {
       else await this.#store.takeOverTree(activation, expected, full);
     }
     await this.#indexed(plan);
+  }
+
+  /** The agency records a checkpoint rewrites (signals people sent), read first when not known here. */
+  async #agencyWrites(snapshot: TreeSnapshot, context: CommitContext | undefined): Promise<AgencyPlan | undefined> {
+    if (this.#agency === undefined || context === undefined || context.events.length === 0) return undefined;
+    try {
+      return await this.#agency.recordsFor(snapshot, context.events, (suffix) => this.#store.readRecord(snapshot.rootId, suffix));
+    } catch (error) {
+      throw unavailable('agency record read', error);
+    }
   }
 
   /**

@@ -142,6 +142,21 @@ describe('process-owned gates', () => {
     problemOf(await request(server.url).get('/v1/gates?state=answered'), 400, 'invalid_request');
   });
 
+  test('agency: what HTTP callers send is the user\'s, engine-minted records the machine\'s, in the signal listing', async () => {
+    const { processId } = await startWaiting('demo.approval', { subject: 'agency' });
+    assert.equal((await signal(processId, [{ id: 'note-1', payload: { note: 'from a person' } }])).status, 200);
+    const gate = await gateOf(processId);
+    assert.equal((await answerGate(gate.gateId, { answer: { approved: true }, requestId: 'yes' })).status, 200);
+    const page = await request(server.url).get(`/v1/processes/${encodeURIComponent(processId)}/signals?limit=1000`);
+    const agency = Object.fromEntries((page.body.items as Array<{ id: string; agency: string }>).map((item) => [item.id, item.agency]));
+    assert.equal(agency['note-1'], 'user');
+    assert.equal(agency[gate.answer?.signalId ?? (await getGate(gate.gateId)).body.answer.signalId], 'user');
+    const engine = Object.entries(agency).filter(([id]) => id.startsWith('signal:engine:'));
+    assert.ok(engine.length > 0 && engine.every(([, value]) => value === 'machine'), JSON.stringify(agency));
+    // A caller cannot choose it: the signal schema has no such member.
+    problemOf(await request(server.url).post(`/v1/processes/${encodeURIComponent(processId)}/signals`).send({ signals: [{ id: 'n2', payload: {}, agency: 'machine' }] }), 400, 'invalid_request');
+  });
+
   test('demo.counter: every wait is its own gate; answered ones are listed per tree', async () => {
     const { processId } = await startWaiting('demo.counter', { target: 3 });
     const first = await gateOf(processId);

@@ -23,7 +23,7 @@ export interface GatePort {
   /** The wait's answer schema and its deployment's description, as the descriptor says (null when this node cannot tell). */
   describe(process: ProcessSnapshot, wait: MailboxWait): { readonly answerSchema: Json | null; readonly description: string | null };
   /** `POST /v1/processes/{id}/signals`: routed to the tree's owner (throws where it lives). */
-  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
+  deliverSignals(processId: string, signals: readonly SignalInput[], agency: 'user' | 'machine'): Promise<{ accepted: boolean }>;
   readRecord(rootId: string, suffix: string): Promise<string | undefined>;
   readonly claims: AnswerClaims;
 }
@@ -120,7 +120,8 @@ export class GateService {
     const signalId = answerSignalId(gateId, input.requestId);
     const withdraw = this.#port.claims.expect(processId, signalId, { provenance, actor: input.actor, requestId: input.requestId, rule });
     try {
-      const outcome = await this.#port.deliverSignals(processId, [{ id: signalId, waitId, payload: input.answer }]);
+      // A person answers through this route; a policy is the machine.
+      const outcome = await this.#port.deliverSignals(processId, [{ id: signalId, waitId, payload: input.answer }], provenance === 'policy' ? 'machine' : 'user');
       return { accepted: outcome.accepted, gate: await this.gate(gateId) };
     } catch (error) {
       if (error instanceof KernelError && moved.has(error.code)) {
