@@ -144,6 +144,10 @@ test('SIGKILL of the owner during the answers: after takeover the gate is answer
   const result = await json(await fetch(processUrl(b, id, '/result?waitMs=15000')));
   assert.equal(result.status, 'completed');
   assert.equal((await answersInHead(b, id, waitId)).length, 1, 'exactly once');
+  // Whichever way it went, the answer in the head has its record beside it, written by the same commit.
+  const final = await gateOn(b, gate.gateId);
+  assert.equal(final.answer?.provenance, 'human');
+  assert.notEqual(await cluster.redis.get(`${cluster.prefix}:{${id}}:record:gate:${id}:${waitId}`), null);
   // Every 200 any client saw names the answer the head holds.
   assert.ok(statuses.filter((status) => status === 200).length <= 1);
 });
