@@ -56,6 +56,7 @@ export const problemRegistry = {
   tree_not_found: { status: 404, title: 'Tree not found' },
   effect_not_found: { status: 404, title: 'Effect not found' },
   node_not_found: { status: 404, title: 'Node not found' },
+  gate_not_found: { status: 404, title: 'Gate not found' },
   // 406–431: the exchange cannot happen in this form.
   not_acceptable: { status: 406, title: 'Not acceptable' },
   request_timeout: { status: 408, title: 'Request timeout' },
@@ -88,6 +89,8 @@ export const problemRegistry = {
   tree_superseded: { status: 409, title: 'Tree superseded' },
   resource_limit_exceeded: { status: 409, title: 'Resource limit exceeded' },
   counter_exhausted: { status: 409, title: 'Counter exhausted' },
+  gate_already_answered: { status: 409, title: 'Gate already answered' },
+  gate_closed: { status: 409, title: 'Gate closed' },
   // 410: what the request points at existed, and retention removed it.
   history_trimmed: { status: 410, title: 'History trimmed' },
   // 422: well-formed, but refused on its meaning.
@@ -204,6 +207,16 @@ export const Problem = closedObject(
         example: '1712000000000-3',
       }),
     ),
+    firstAnswer: Type.Optional(
+      closedObject(
+        {
+          answeredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the answer that won was admitted (null: answered before gates kept records).' }),
+          provenance: Type.Unsafe<string>({ type: 'string', enum: ['human', 'api', 'policy'], description: 'How it came: the gate route, the signal path, or a policy (set by the server).' }),
+          actor: Type.Union([Type.String(), Type.Null()], { description: 'Who answered, as a label (the authenticated principal when there is one).' }),
+        },
+        { description: '`gate_already_answered` only: the answer that came first.' },
+      ),
+    ),
   },
   { $id: 'Problem', description: 'An RFC 9457 problem details body (`application/problem+json`).' },
 );
@@ -221,6 +234,14 @@ export interface ProblemBody {
   errors?: FieldError[];
   firstAvailable?: string;
   lastPosition?: string;
+  firstAnswer?: FirstAnswer;
+}
+
+/** `gate_already_answered`: the answer that won (thrown as the error's `firstAnswer`). */
+export interface FirstAnswer {
+  readonly answeredAt: string | null;
+  readonly provenance: string;
+  readonly actor: string | null;
 }
 
 export interface FieldError {
@@ -388,6 +409,8 @@ interface Classified {
   readonly firstAvailable?: string;
   /** `cursor_ahead`: the newest position the log holds. */
   readonly lastPosition?: string;
+  /** `gate_already_answered`: the answer that came first. */
+  readonly firstAnswer?: FirstAnswer;
   /** Logged with the error: 'info' for client mistakes, 'warn' for known 5xx, 'error' for defects. */
   readonly level: 'info' | 'warn' | 'error';
 }
@@ -462,6 +485,8 @@ function classify(error: unknown, bodyLimit: number): Classified {
     if (code === 'history_trimmed' && typeof firstAvailable === 'string') return { code, detail: message, firstAvailable, level: 'info' };
     const lastPosition = (error as { lastPosition?: unknown }).lastPosition;
     if (code === 'cursor_ahead' && typeof lastPosition === 'string') return { code, detail: message, lastPosition, level: 'info' };
+    const firstAnswer = (error as { firstAnswer?: FirstAnswer }).firstAnswer;
+    if (code === 'gate_already_answered' && typeof firstAnswer === 'object' && firstAnswer !== null) return { code, detail: message, firstAnswer, level: 'info' };
     return errors === undefined ? { code, detail: message, level: 'info' } : { code, detail: message, errors, level: 'info' };
   }
   // The client closed the connection before its body arrived (Node's `aborted`, which Fastify's body
@@ -497,7 +522,7 @@ function bounded(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}… (truncated)` : text;
 }
 
-function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[], positions: Pick<Classified, 'firstAvailable' | 'lastPosition'> = {}): ProblemBody {
+function render(request: FastifyRequest, code: ProblemCode, detail: string, errors?: readonly FieldError[], positions: Pick<Classified, 'firstAvailable' | 'lastPosition' | 'firstAnswer'> = {}): ProblemBody {
   const { status, title } = problemRegistry[code];
   const listed = errors === undefined ? undefined : errors.slice(0, problemBounds.errors);
   const omitted = errors === undefined ? 0 : errors.length - (listed?.length ?? 0);
@@ -519,6 +544,7 @@ function render(request: FastifyRequest, code: ProblemCode, detail: string, erro
   }
   if (positions.firstAvailable !== undefined) body.firstAvailable = positions.firstAvailable;
   if (positions.lastPosition !== undefined) body.lastPosition = positions.lastPosition;
+  if (positions.firstAnswer !== undefined) body.firstAnswer = { answeredAt: positions.firstAnswer.answeredAt, provenance: positions.firstAnswer.provenance, actor: positions.firstAnswer.actor };
   return body;
 }
 

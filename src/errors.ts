@@ -48,6 +48,12 @@ export const HostErrorCode = {
   nodeLeaseLost: 'node_lease_lost',
   /** 503: the tree's owner holds a live lease but did not answer a forwarded command (Retry-After: its lease). */
   ownerUnreachable: 'owner_unreachable',
+  /** 404: no gate with this id (no such process, or the process never opened that external wait). */
+  gateNotFound: 'gate_not_found',
+  /** 409: the gate was answered already; the problem names when, by which provenance and actor. */
+  gateAlreadyAnswered: 'gate_already_answered',
+  /** 409: the gate's wait ended without an answer (its process finished or moved on). */
+  gateClosed: 'gate_closed',
   /** 503: the server is shutting down and admits no new work. */
   shuttingDown: 'shutting_down',
   /** 500: a stored uint64 counter does not fit a JSON-safe number (never expected in practice). */

@@ -82,6 +82,11 @@ export const Receipt = closedObject(
     arrivalSequence: Type.Integer({ minimum: 0 }),
     consumed: Type.Boolean(),
     payload: anyJson('The payload while unconsumed; null once consumed (its digest stays).'),
+    agency: stringEnum(['user', 'machine'], {
+      description:
+        'Who sent it, as the server saw it: `user` for a signal an HTTP caller delivered (a gate answer included), `machine` for the ' +
+        'rest (engine-minted, signal_child, cross-tree messages, policy answers).',
+    }),
   },
   { $id: 'Receipt', description: 'A signal the process accepted.' },
 );

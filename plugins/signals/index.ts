@@ -4,6 +4,18 @@ import { problemResponses, withPointerBase } from '../problem-details.js';
 import { ReceiptPage, ReceiptQuery } from '../processes/schemas.js';
 import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
 import { SignalBatch, SignalOutcome } from './schemas.js';
+import type { FastifyRequest } from 'fastify';
+
+/**
+ * Who sent a batch, as the server sees it: an HTTP caller is a person (`user`), except another node
+ * delivering a cross-tree message on a process's behalf (its node token with authentication on; its
+ * forwarded-by and agency headers without, where nothing can be told apart anyway).
+ */
+function agencyOf(request: FastifyRequest): 'user' | 'machine' {
+  if (request.principal !== undefined) return request.principal.keyId.startsWith('node:') ? 'machine' : 'user';
+  const forwarded = request.headers['scope-forwarded-by'] !== undefined;
+  return forwarded && request.headers['scope-signal-agency'] === 'machine' ? 'machine' : 'user';
+}
 
 export { signalComponents } from './schemas.js';
 
@@ -49,6 +61,7 @@ const signals: FastifyPluginAsyncTypebox = async (app) => {
               ...(signal.waitId === undefined ? {} : { waitId: signal.waitId }),
               payload: signal.payload as never,
             })),
+            { agency: agencyOf(request) },
           ),
       ),
   );

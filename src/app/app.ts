@@ -40,6 +40,7 @@ import control, { bodyOptionalOperations, controlComponents } from '../../plugin
 import effects, { effectComponents } from '../../plugins/effects/index.js';
 import trees, { treeBodyOptionalOperations, treeComponents } from '../../plugins/trees/index.js';
 import waits, { waitComponents } from '../../plugins/waits/index.js';
+import gates, { gateComponents } from '../../plugins/gates/index.js';
 import nodes, { nodeComponents } from '../../plugins/nodes/index.js';
 import health, { healthComponents } from '../../plugins/health/index.js';
 import eventsPlugin, { eventsComponents } from '../../plugins/events/index.js';
@@ -141,6 +142,7 @@ export function resourcePlugins(config: AppConfig = {}): readonly ResourcePlugin
     { plugin: effects, components: effectComponents },
     { plugin: trees, components: treeComponents },
     { plugin: waits, components: waitComponents },
+    { plugin: gates, components: gateComponents },
     { plugin: nodes, components: nodeComponents },
     { plugin: eventsPlugin, components: eventsComponents },
     { plugin: streamPlugin, options: streamOptions, components: streamComponents },
@@ -157,6 +159,7 @@ export const openapiTags = [
   { name: 'effects', description: "A process's effects; replay and resolution of Unknown outcomes." },
   { name: 'trees', description: 'Process trees: inspection, snapshots, capture, restore and release.' },
   { name: 'waits', description: 'The inbox of unanswered waits.' },
+  { name: 'gates', description: 'Gates: waits as people answer them, exactly once, with provenance.' },
   { name: 'nodes', description: 'The nodes on one Redis: leases, and eviction of a sick node.' },
   { name: 'events', description: "A tree's committed events and deltas as pages." },
   { name: 'stream', description: "A tree's events and deltas as a resumable server-sent event stream." },

@@ -505,6 +505,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/gates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Gates
+         * @description Open gates across nodes (read from the open-wait index, so a gate is listed only once its wait’s commit was acknowledged), oldest first, in pages like `/v1/waits`. With `rootId`, `state=answered|closed` lists a tree’s other gates from its head.
+         */
+        get: operations["listGates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/gates/{gateId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One gate
+         * @description Its state is read off the head of its tree: `answered` exactly when the head holds the answer.
+         */
+        get: operations["getGate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/gates/{gateId}/answer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a gate (exactly once)
+         * @description Validated against the gate’s answer schema before anything is recorded (422 with pointers; the gate stays open). The answer is admitted as a signal addressed to the wait, and the gate’s answer record rides in the same commit: the gate is answered exactly when the head holds the answer, on every node. A second answer is 409 `gate_already_answered` naming when, by which provenance and actor the first came; the same `requestId` with the same answer is 200 again. Served by the tree’s owner (forwarded from any node).
+         */
+        post: operations["answerGate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/nodes": {
         parameters: {
             query?: never;
@@ -668,7 +728,7 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "deployment_drift" | "deployment_drift_undecidable" | "deployment_drift_refused" | "tree_superseded" | "resource_limit_exceeded" | "counter_exhausted" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "gate_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "deployment_drift" | "deployment_drift_undecidable" | "deployment_drift_refused" | "tree_superseded" | "resource_limit_exceeded" | "counter_exhausted" | "gate_already_answered" | "gate_closed" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed far enough to have one. */
@@ -685,6 +745,18 @@ export interface components {
              * @example 1712000000000-3
              */
             lastPosition?: string;
+            /** @description `gate_already_answered` only: the answer that came first. */
+            firstAnswer?: {
+                /** @description When the answer that won was admitted (null: answered before gates kept records). */
+                answeredAt: string | null;
+                /**
+                 * @description How it came: the gate route, the signal path, or a policy (set by the server).
+                 * @enum {string}
+                 */
+                provenance: "human" | "api" | "policy";
+                /** @description Who answered, as a label (the authenticated principal when there is one). */
+                actor: string | null;
+            };
         };
         /** @description A wait a deployment declares in its contract. */
         WaitDeclaration: {
@@ -849,6 +921,11 @@ export interface components {
             consumed: boolean;
             /** @description The payload while unconsumed; null once consumed (its digest stays). */
             payload: unknown;
+            /**
+             * @description Who sent it, as the server saw it: `user` for a signal an HTTP caller delivered (a gate answer included), `machine` for the rest (engine-minted, signal_child, cross-tree messages, policy answers).
+             * @enum {string}
+             */
+            agency: "user" | "machine";
         };
         /** @description An effect's outcome as committed. */
         Settlement: {
@@ -1256,6 +1333,98 @@ export interface components {
         WaitList: {
             items: components["schemas"]["Wait"][];
             nextCursor: string | null;
+        };
+        /** @description One field of the form, read off the answer schema. */
+        GateField: {
+            name: string;
+            type: string | null;
+            required: boolean;
+            description: string | null;
+        };
+        /** @description How the gate was answered (the answer itself is in the process’s mailbox until consumed). */
+        GateAnswer: {
+            answeredAt: string | null;
+            /**
+             * @description Set by the server: `human` (this route), `api` (a signal addressed to the wait), `policy` (an auto-decision).
+             * @enum {string}
+             */
+            provenance: "human" | "api" | "policy";
+            actor: string | null;
+            requestId: string | null;
+            rule: string | null;
+            /** @description The signal that answered the wait (in `GET /v1/processes/{id}/signals`). */
+            signalId: string;
+        };
+        /** @description A gate: a wait as a person answers it. */
+        Gate: {
+            /**
+             * @description Derived from the process and wait ids: every node computes the same.
+             * @example gate:cHJvY2VzczowMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZiB3YWl0OjAxMjNhYmNk
+             */
+            gateId: string;
+            /**
+             * @description Process-owned: the face of an external wait.
+             * @enum {string}
+             */
+            owner: "process";
+            /**
+             * @description `approval` when the answer must carry a boolean `approved`; else `form`.
+             * @enum {string}
+             */
+            kind: "approval" | "form" | "open_url";
+            /**
+             * @description `open` while the wait is, `answered` once the head holds its answer, `closed` when the wait ended unanswered.
+             * @enum {string}
+             */
+            state: "open" | "answered" | "closed";
+            subject: {
+                processId: string;
+                rootId: string;
+                deployment: string;
+                waitId: string;
+                key: string;
+            };
+            /** @description Derived from the wait’s own validated facts: what a person sees cannot disagree with what the answer is checked against. */
+            prompt: {
+                text: string | null;
+                fields: components["schemas"]["GateField"][];
+            };
+            /** @description The JSON Schema the answer must satisfy (null: any JSON value). */
+            answerSchema: unknown;
+            openedAt: string | null;
+            answer: components["schemas"]["GateAnswer"] | null;
+        };
+        /** @description A page of gates, oldest first. */
+        GateList: {
+            items: components["schemas"]["Gate"][];
+            nextCursor: string | null;
+        };
+        /**
+         * @description An answer to a gate. Provenance is set by the server; a body that names one is refused.
+         * @example {
+         *       "answer": {
+         *         "approved": true
+         *       },
+         *       "requestId": "answer-1",
+         *       "actor": "ada"
+         *     }
+         */
+        GateAnswerRequest: {
+            /** @description The answer, checked against the gate’s answer schema before anything is recorded. */
+            answer: unknown;
+            /**
+             * @description The caller’s id for this answer: sending it again with the same answer is a no-op (200).
+             * @example answer-7f3a
+             */
+            requestId: string;
+            /** @description Who answers, kept as a label (ignored when authentication is on: the principal is recorded). */
+            actor?: string;
+        };
+        /** @description The answer is in the head: the gate as it stands now. */
+        GateAnswerOutcome: {
+            /** @description False when this request id had been admitted before with the same answer. */
+            accepted: boolean;
+            gate: components["schemas"]["Gate"];
         };
         /** @description One node of the cluster. */
         Node: {
@@ -4153,6 +4322,277 @@ export interface operations {
             };
             /** @description `insufficient_scope` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listGates: {
+        parameters: {
+            query?: {
+                /** @description Default `open`. `answered` and `closed` gates are listed per tree (with `rootId`). */
+                state?: "open" | "answered" | "closed";
+                kind?: "approval" | "form" | "open_url";
+                /** @description Only gates of processes of this deployment. */
+                deployment?: string;
+                /** @description Only gates in this tree. */
+                rootId?: string;
+                /** @description From a previous page’s `nextCursor`. */
+                cursor?: string;
+                /** @description Page size (default 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of gates. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GateList"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getGate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The gate id (URL-encoded where it appears in the path). */
+                gateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The gate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gate"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    answerGate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The gate id (URL-encoded where it appears in the path). */
+                gateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GateAnswerRequest"];
+            };
+        };
+        responses: {
+            /** @description The answer is in the head. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GateAnswerOutcome"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_already_answered`, `gate_closed`, `tree_not_active` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schema_validation_failed` */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -23,6 +23,8 @@ import type { HostMetrics } from './metrics.js';
 import { IndexedInbox } from './indexed-inbox.js';
 import { RedisHostCommitter } from './redis-host-committer.js';
 import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
+import { AnswerClaims } from './gates/answer-claims.js';
+import { SignalAgency } from './signal-agency.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
@@ -36,6 +38,10 @@ export interface Backend {
   readonly log: EventLog;
   readonly idempotency: IdempotencyStore;
   readonly roots: RootIndex;
+  /** Gates: the claims of answers being delivered, which the committer turns into gate records. */
+  readonly claims: AnswerClaims;
+  /** Agency: the signals people sent, which the committer records with the commit that admits them. */
+  readonly agency: SignalAgency;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
   /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
@@ -82,10 +88,14 @@ function embeddedBackend(options: BackendOptions): Backend {
   const log = new MemoryEventLog({ maxLen: options.config.eventLogMaxLen });
   const roots = new MemoryRootIndex();
   const idempotency = new MemoryIdempotencyStore();
-  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics });
+  const claims = new AnswerClaims();
+  const agency = new SignalAgency();
+  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims, agency });
   return {
     mode: 'embedded',
     committer,
+    claims,
+    agency,
     log,
     idempotency,
     roots,
@@ -122,9 +132,13 @@ function redisBackend(options: BackendOptions): Backend {
     describe,
   });
   const processes = new RedisProcessDirectory({ redis, keyPrefix: config.keyPrefix });
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes });
+  const claims = new AnswerClaims();
+  const agency = new SignalAgency();
+  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes, claims, agency });
   return {
     mode: 'redis',
+    claims,
+    agency,
     redis,
     committer,
     log: store.events,

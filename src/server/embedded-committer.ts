@@ -7,6 +7,8 @@ import { CommitterBase, recordsOf, rootEntryOf } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
+import type { AnswerClaims } from './gates/answer-claims.js';
+import type { SignalAgency } from './signal-agency.js';
 
 export interface EmbeddedCommitterOptions {
   readonly store: MemoryTreeCommitter;
@@ -14,6 +16,10 @@ export interface EmbeddedCommitterOptions {
   readonly idempotency: MemoryIdempotencyStore;
   readonly roots: MemoryRootIndex;
   readonly metrics?: HostMetrics;
+  /** Gates: every wait answer a commit admits leaves its gate record (applied with the commit's events). */
+  readonly claims?: AnswerClaims;
+  /** Agency: the signals people sent are recorded with the commit that admits them. */
+  readonly agency?: SignalAgency;
 }
 
 /**
@@ -30,6 +36,10 @@ export class EmbeddedCommitter extends CommitterBase {
   readonly #roots: MemoryRootIndex;
   readonly #purged = new Set<string>();
   readonly #tenants = new Map<string, string>();
+  readonly #claims: AnswerClaims | undefined;
+  readonly #agency: SignalAgency | undefined;
+  /** Per root: the records its commits wrote (gate answers), by suffix. */
+  readonly #records = new Map<string, Map<string, string>>();
 
   constructor(options: EmbeddedCommitterOptions) {
     super(options.metrics);
@@ -37,6 +47,12 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#log = options.log;
     this.#idempotency = options.idempotency;
     this.#roots = options.roots;
+    this.#claims = options.claims;
+    this.#agency = options.agency;
+  }
+
+  async readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
+    return this.#records.get(rootId.toString())?.get(suffix);
   }
 
   async readTenant(rootId: ProcessId): Promise<string | undefined> {
@@ -58,6 +74,7 @@ export class EmbeddedCommitter extends CommitterBase {
     }
     this.#purged.add(root);
     this.#tenants.delete(root);
+    this.#records.delete(root);
     this.#log.delete(root);
     await this.#roots.remove(rootEntryOf(head));
     return 'purged';
@@ -65,8 +82,10 @@ export class EmbeddedCommitter extends CommitterBase {
 
   protected async checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
     this.#checkNotPurged(checkpoint.rootId);
+    const agency = context === undefined ? undefined : await this.#agency?.recordsFor(checkpoint.snapshot, context.events, (suffix) => this.readRecord(checkpoint.rootId, suffix));
     await this.#store.commitCheckpoint(checkpoint);
-    this.#apply(checkpoint.rootId, context);
+    this.#apply(checkpoint.rootId, context, agency?.writes ?? []);
+    agency?.committed();
     if (checkpoint.kind === 'start') {
       const root = checkpoint.rootId.toString();
       const intent = intentOf(context?.hostValues);
@@ -93,8 +112,15 @@ export class EmbeddedCommitter extends CommitterBase {
     if (this.#purged.has(rootId.toString())) throw treeIncarnationConflict('the tree was purged');
   }
 
-  #apply(rootId: ProcessId, context: CommitContext | undefined): void {
+  #apply(rootId: ProcessId, context: CommitContext | undefined, extra: readonly { suffix: string; value: string }[] = []): void {
     const events = context?.events ?? [];
-    if (events.length > 0) this.#log.append(rootId.toString(), recordsOf(events));
+    if (events.length === 0) return;
+    const root = rootId.toString();
+    this.#log.append(root, recordsOf(events));
+    const writes = [...(this.#claims?.recordsFor(events) ?? []), ...extra];
+    if (writes.length === 0) return;
+    const records = this.#records.get(root) ?? new Map<string, string>();
+    for (const write of writes) records.set(write.suffix, write.value);
+    this.#records.set(root, records);
   }
 }

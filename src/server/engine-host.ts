@@ -1,6 +1,6 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import { type Clock, type Delta, type Deployment, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
+import { type Clock, type Delta, type Deployment, type Descriptor, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
@@ -25,6 +25,10 @@ import type {
   DeploymentView,
   EffectQuery,
   EffectView,
+  GateAnswerInput,
+  GateAnswerOutcome,
+  GateQuery,
+  GateView,
   Host,
   HostTelemetry,
   Json,
@@ -57,6 +61,8 @@ import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
 import { unknownEffectPage } from './unknown-effects.js';
+import { GateService } from './gates/gate-service.js';
+import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -178,6 +184,7 @@ export class EngineHost implements Host {
   readonly #starts: Starts;
   readonly #succession: Succession;
   readonly #inbox: WaitInbox;
+  readonly #gates: GateService;
   readonly #list: ProcessList;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
@@ -274,6 +281,7 @@ export class EngineHost implements Host {
     });
     this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
+    this.#gates = this.#gateService(residency, backend);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,
@@ -652,11 +660,11 @@ export class EngineHost implements Host {
     return { done: false, status: snapshot.status, work: located.kind === 'local' ? located.entry.work : 'inactive', rootId: located.root };
   }
 
-  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
-    return this.#routing.acrossRelease(() => this.#deliverSignals(processId, signals));
+  deliverSignals(processId: string, signals: readonly SignalInput[], options: { readonly agency?: Agency } = {}): Promise<{ accepted: boolean }> {
+    return this.#routing.acrossRelease(() => this.#deliverSignals(processId, signals, options.agency ?? 'machine'));
   }
 
-  async #deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }> {
+  async #deliverSignals(processId: string, signals: readonly SignalInput[], agency: Agency): Promise<{ accepted: boolean }> {
     const requests = signalRequests(signals);
     const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') {
@@ -664,6 +672,8 @@ export class EngineHost implements Host {
       throw this.#residency.refuseStored(located);
     }
     if (located.entry.snapshot.isTerminal) return signalsToFinished(located.entry.snapshot, requests);
+    // A person's batch: the commit that admits it records so (signal-agency.ts).
+    const unmark = agency === 'user' ? this.#backend.agency.markUser(snapshotOf(located).processId.toString(), requests.map((request) => request.id.toString())) : undefined;
     try {
       return { accepted: await located.handle.deliverSignals(...requests) };
     } catch (error) {
@@ -674,6 +684,8 @@ export class EngineHost implements Host {
         if (now.isTerminal) return signalsToFinished(now, requests);
       }
       throw error;
+    } finally {
+      unmark?.();
     }
   }
 
@@ -738,7 +750,10 @@ export class EngineHost implements Host {
     const after = query.after ?? 0;
     if (!Number.isSafeInteger(after) || after < 0) throw invalidRequest('after must be a non-negative arrival sequence');
     const limit = pageLimit(query.limit, pageLimits.signals);
-    const receipts = snapshotOf(await this.#residency.locateOrThrow(processId)).signalReceipts();
+    const located = await this.#residency.locateOrThrow(processId);
+    const snapshot = snapshotOf(located);
+    const receipts = snapshot.signalReceipts();
+    const agency = await storeCall('agency record read', () => this.#backend.committer.readRecord(ProcessId.parse(located.root), agencyRecordSuffix(snapshot.processId.toString())));
     const items = receipts.slice(after, after + limit).map((receipt) => ({
       id: receipt.id.toString(),
       waitId: receipt.waitId?.toString() ?? null,
@@ -746,6 +761,7 @@ export class EngineHost implements Host {
       arrivalSequence: toNumber(receipt.arrivalSequence, 'arrivalSequence'),
       consumed: receipt.consumed,
       payload: receipt.pendingSignal()?.payload.decode<Json>() ?? null,
+      agency: agencyOf(agency, receipt.id.toString(), toNumber(receipt.arrivalSequence, 'arrivalSequence')),
     }));
     const last = items.at(-1);
     return { items, nextCursor: last !== undefined && after + limit < receipts.length ? String(last.arrivalSequence) : null };
@@ -1057,6 +1073,51 @@ export class EngineHost implements Host {
   async waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>> {
     const { cursor, limit, ...scope } = query;
     return waitPage(await this.waits(scope), cursor, pageLimit(limit, pageLimits.waits));
+  }
+
+  gatePage(query: GateQuery): Promise<Page<GateView>> {
+    return this.#gates.page(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+  }
+
+  gate(gateId: string): Promise<GateView> {
+    return this.#gates.gate(gateId);
+  }
+
+  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome> {
+    return this.#gates.answer(gateId, input, 'human');
+  }
+
+  /** The gate service over this Host's own surface and stores (src/server/gates/). */
+  #gateService(residency: TreeResidency, backend: Backend): GateService {
+    return new GateService({
+      waits: (query) => this.waits(query),
+      locate: async (processId) => {
+        const located = await residency.locateOrThrow(processId);
+        return { root: located.root, snapshot: snapshotOf(located) };
+      },
+      members: async (rootId) => {
+        const located = await residency.locate(rootId);
+        if (located === undefined) throw treeNotFound(rootId);
+        return located.kind === 'local' ? located.inspection.processes.map((entry) => entry.snapshot) : located.head.processSnapshots();
+      },
+      tenantOf: (rootId) => this.#treeTenant(rootId),
+      describe: (process, wait) => {
+        let descriptor: Descriptor | undefined;
+        try {
+          descriptor = this.#catalog.resolve(process.deploymentRef).descriptor;
+        } catch {
+          descriptor = undefined;
+        }
+        const schema = descriptor === undefined ? wait.answerSchema : (descriptor.wait(wait.key)?.answerSchema ?? wait.answerSchema);
+        return {
+          answerSchema: schema === undefined ? null : (JSON.parse(schema.json()) as Json),
+          description: descriptor?.wait(wait.key)?.description ?? null,
+        };
+      },
+      deliverSignals: (processId, signals, agency) => this.deliverSignals(processId, signals, { agency }),
+      readRecord: (rootId, suffix) => storeCall('gate record read', () => backend.committer.readRecord(ProcessId.parse(rootId), suffix)),
+      claims: backend.claims,
+    });
   }
 
   async events(processId: string, query: LogQuery): Promise<LogPage> {

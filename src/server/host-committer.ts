@@ -33,6 +33,8 @@ export interface HostCommitter extends TreeStore {
   purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'>;
   /** The tenant recorded with the tree's start commit (tenancy.ts), or undefined. */
   readTenant(rootId: ProcessId): Promise<string | undefined>;
+  /** A record a commit of the tree wrote beside its head (a gate's answer record: gates/gate-record.ts), or undefined. */
+  readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined>;
   /** The tree left this node's memory (released, hibernated): forget what was kept to spare index writes. */
   released(rootId: string): void;
 }
@@ -60,6 +62,7 @@ export function unavailable(what: string, error: unknown): KernelError {
 /** Shared bookkeeping: timing, in-flight tracking, sealing. */
 export abstract class CommitterBase implements HostCommitter {
   abstract readTenant(rootId: ProcessId): Promise<string | undefined>;
+  abstract readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined>;
 
   readonly #metrics: HostMetrics | undefined;
   readonly #inflight = new Map<string, number>();

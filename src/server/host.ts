@@ -8,6 +8,13 @@
  * an HTTP status.
  */
 
+import type { GateAnswerInput, GateAnswerOutcome, GateQuery } from './gates/gate-service.js';
+import type { GateView } from './gates/gate-view.js';
+
+import type { Agency } from './signal-agency.js';
+
+export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
+
 /** A JSON value as it appears in request and response bodies. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -102,6 +109,8 @@ export interface ReceiptView {
   readonly consumed: boolean;
   /** The payload while unconsumed; null once consumed (its digest stays). */
   readonly payload: Json | null;
+  /** Who sent it (signal-agency.ts). */
+  readonly agency: Agency;
 }
 
 export interface SettlementView {
@@ -520,7 +529,8 @@ export interface Host {
   /** The direct children of a process (`process_not_found` for an unknown parent). */
   children(processId: string): Promise<{ readonly processId: string; readonly items: readonly ProcessView[] }>;
   awaitResult(processId: string, waitMs: number, signal?: AbortSignal): Promise<ResultPoll>;
-  deliverSignals(processId: string, signals: readonly SignalInput[]): Promise<{ accepted: boolean }>;
+  /** `agency`: who sent the batch, as the server saw it (default `machine`; the HTTP route says `user`). */
+  deliverSignals(processId: string, signals: readonly SignalInput[], options?: { readonly agency?: Agency }): Promise<{ accepted: boolean }>;
   /**
    * Resolves once the intent is in the authoritative head (pause, cancel, kill: the parked or
    * terminal checkpoint, or one recording `pending_control`; resume: its checkpoint).
@@ -566,6 +576,16 @@ export interface Host {
    * last wait of the previous page, so waits opened or answered meanwhile neither repeat nor shift a page.
    */
   waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>>;
+  /** Gates (src/server/gates/): a page of them (open ones across nodes; answered and closed ones per tree). */
+  gatePage(query: GateQuery): Promise<Page<GateView>>;
+  /** One gate: `gate_not_found` when its id names no external wait. */
+  gate(gateId: string): Promise<GateView>;
+  /**
+   * Answers a gate exactly once, as a person (provenance `human`): routed to its tree's owner like a
+   * signal; 422 when the answer fails its schema (nothing recorded), 409 `gate_already_answered` once
+   * another answer won, 200 again for the same request id with the same answer.
+   */
+  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome>;
   /**
    * A page of a tree's log (the tree of `processId`). A cursor whose successors were trimmed is
    * `history_trimmed` (a `HistoryTrimmedError`, errors.ts); when trimmed entries lie further on, the page ends

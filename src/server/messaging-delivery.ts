@@ -106,6 +106,8 @@ async function forward(
       headers: {
         'content-type': 'application/json',
         'scope-forwarded-by': self,
+        // A message is the machine's, also when the recipient's owner admits it (plugins/signals).
+        'scope-signal-agency': 'machine',
         // The owner authenticates this node as acting for the sender's tenant, and checks the recipient is in it.
         ...(credential === undefined ? {} : { authorization: `Bearer ${credential}` }),
       },

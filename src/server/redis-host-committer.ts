@@ -13,6 +13,9 @@ import type { IndexedCommit, WaitIndexPlan, WaitIndexWriter } from './wait-index
 import { type CommitOwnership, encodeOwner } from './ownership/owner-record.js';
 import { ownerRecordSuffix } from '../store/redis/keys.js';
 import type { RedisProcessDirectory } from '../store/redis/process-directory.js';
+import type { AnswerClaims } from './gates/answer-claims.js';
+import { gateRecordSuffix } from './gates/gate-record.js';
+import { type AgencyPlan, agencyRecordSuffix, type SignalAgency } from './signal-agency.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -25,6 +28,10 @@ export interface RedisHostCommitterOptions {
   readonly waits?: WaitIndexWriter;
   /** Where every node finds a child's tree: written before the commit that adds the child. */
   readonly processes?: RedisProcessDirectory;
+  /** Gates: every wait answer a commit admits carries its gate record in that commit. */
+  readonly claims?: AnswerClaims;
+  /** Agency: the signals people sent are recorded by the commit that admits them. */
+  readonly agency?: SignalAgency;
 }
 
 /**
@@ -42,6 +49,8 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #permits: DispatchPermits | undefined;
   readonly #waits: WaitIndexWriter | undefined;
   readonly #processes: RedisProcessDirectory | undefined;
+  readonly #claims: AnswerClaims | undefined;
+  readonly #agency: SignalAgency | undefined;
   /** Per unfinished root: the non-root members whose directory entry this node wrote. */
   readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
@@ -56,6 +65,8 @@ export class RedisHostCommitter extends CommitterBase {
     this.#permits = options.permits;
     this.#waits = options.waits;
     this.#processes = options.processes;
+    this.#claims = options.claims;
+    this.#agency = options.agency;
   }
 
   /**
@@ -80,10 +91,15 @@ export class RedisHostCommitter extends CommitterBase {
     return this.#store.readRecord(rootId, tenantRecordSuffix);
   }
 
+  readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
+    return this.#store.readRecord(rootId, suffix);
+  }
+
   override released(rootId: string): void {
     // The next activation of the tree reads what it needs again (the wait index, the directory).
     this.#waits?.forget(rootId);
     this.#mapped.delete(rootId);
+    this.#agency?.forget(rootId);
   }
 
   async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
@@ -96,6 +112,12 @@ export class RedisHostCommitter extends CommitterBase {
     if (outcome === 'purged') await this.#store.deleteRecord(rootId, tenantRecordSuffix).catch(() => undefined);
     // So is its owner record (a purged tree has no owner; a leftover would only be swept again).
     if (outcome === 'purged') await this.#store.deleteRecord(rootId, ownerRecordSuffix).catch(() => undefined);
+    // And the answer records of its gates (they live as long as the tree's head).
+    if (outcome === 'purged' && head !== undefined) {
+      for (const suffix of answeredGateSuffixes(head)) await this.#store.deleteRecord(rootId, suffix).catch(() => undefined);
+      for (const process of head.processSnapshots()) await this.#store.deleteRecord(rootId, agencyRecordSuffix(process.processId.toString())).catch(() => undefined);
+    }
+    this.#agency?.forget(rootId.toString());
     this.#waits?.forget(rootId.toString());
     this.#mapped.delete(rootId.toString());
     if (outcome === 'purged' && head !== undefined && this.#processes !== undefined) {
@@ -128,9 +150,13 @@ export class RedisHostCommitter extends CommitterBase {
       if (tenant !== undefined) records.push({ suffix: tenantRecordSuffix, value: tenant });
       if (owner !== undefined) records.push(owner);
     }
+    records.push(...(this.#claims?.recordsFor(context?.events ?? []) ?? []));
+    const agency = await this.#agencyWrites(checkpoint.snapshot, context);
+    records.push(...(agency?.writes ?? []));
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    agency?.committed();
     await this.#indexed(plan);
     if (intent !== undefined) {
       // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
@@ -142,7 +168,11 @@ export class RedisHostCommitter extends CommitterBase {
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
     await this.#mapMembers(boundary.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] });
-    await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...this.#permits?.writesFor(boundary) });
+    const writes = this.#permits?.writesFor(boundary);
+    // A signal_child answering a child's wait commits on the parent's effect boundary.
+    const gates = this.#claims?.recordsFor(context?.events ?? []) ?? [];
+    const records = gates.length === 0 ? writes?.records : [...(writes?.records ?? []), ...gates];
+    await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }) });
     await this.#indexed(plan);
     if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.snapshot.process(boundary.processId)?.prepared?.effect(boundary.effectId)?.unknown === true) {
       this.#onUnknown(boundary.rootId.toString());
@@ -158,6 +188,8 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    // A new incarnation here: what this node knew of the tree's agency records is read again.
+    this.#agency?.forget(activation.rootId.toString());
     const owner = this.#ownerRecord(activation.snapshot);
     // The three index writes that must precede the commit do not depend on one another: one round trip.
     const [, plan] = await Promise.all([
@@ -177,6 +209,16 @@ export class RedisHostCommitter extends CommitterBase {
       else await this.#store.takeOverTree(activation, expected, full);
     }
     await this.#indexed(plan);
+  }
+
+  /** The agency records a checkpoint rewrites (signals people sent), read first when not known here. */
+  async #agencyWrites(snapshot: TreeSnapshot, context: CommitContext | undefined): Promise<AgencyPlan | undefined> {
+    if (this.#agency === undefined || context === undefined || context.events.length === 0) return undefined;
+    try {
+      return await this.#agency.recordsFor(snapshot, context.events, (suffix) => this.#store.readRecord(snapshot.rootId, suffix));
+    } catch (error) {
+      throw unavailable('agency record read', error);
+    }
   }
 
   /**
@@ -266,4 +308,15 @@ export class RedisHostCommitter extends CommitterBase {
       throw codedError(HostErrorCode.idempotencyKeyInProgress, 'this start lost its Idempotency-Key reservation to another start; retry to get that one');
     }
   }
+}
+
+/** The record suffixes of every answered external wait of a tree. */
+function answeredGateSuffixes(head: TreeSnapshot): string[] {
+  const suffixes: string[] = [];
+  for (const process of head.processSnapshots()) {
+    for (const wait of process.mailbox.waits()) {
+      if (wait.kind === 'external' && wait.answered) suffixes.push(gateRecordSuffix(process.processId.toString(), wait.waitId.toString()));
+    }
+  }
+  return suffixes;
 }

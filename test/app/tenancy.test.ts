@@ -107,6 +107,32 @@ function isolationSuite(name: string, env: () => Record<string, string>): void {
       assert.deepEqual(filtered.body.items, [], 'naming the root does not help');
     });
 
+    test('gates: another tenant’s gate is the 404 an unknown gate gets, unlisted and unanswerable; the actor is the principal', async () => {
+      let gateId: string | undefined;
+      for (let attempt = 0; gateId === undefined && attempt < 500; attempt += 1) {
+        const listed = await request(node.url).get(`/v1/gates?rootId=${encodeURIComponent(rootId)}`).set(as(alice));
+        gateId = listed.body.items?.[0]?.gateId;
+        if (gateId === undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.ok(gateId !== undefined, 'alice lists her gate');
+      const unknownGate = `gate:${Buffer.from(`${unknownId} wait:0123abcd`).toString('base64url')}`;
+      const path = (id: string, rest = '') => `/v1/gates/${encodeURIComponent(id)}${rest}`;
+      const foreign = await request(node.url).get(path(gateId)).set(as(bob));
+      const unknown = await request(node.url).get(path(unknownGate)).set(as(bob));
+      assert.equal(foreign.status, 404);
+      assert.equal(foreign.body.code, 'gate_not_found');
+      assert.equal(foreign.body.detail, (unknown.body.detail as string).replace(unknownGate, gateId), 'the same words');
+      const answer = { answer: { approved: true }, requestId: 'r-1', actor: 'mallory' };
+      const refused = await request(node.url).post(path(gateId, '/answer')).set(as(bob)).send(answer);
+      assert.equal(refused.status, 404);
+      assert.equal(refused.body.code, 'gate_not_found');
+      const theirs = await request(node.url).get(`/v1/gates?rootId=${encodeURIComponent(rootId)}`).set(as(bob));
+      assert.deepEqual(theirs.body.items, []);
+      const answered = await request(node.url).post(path(gateId, '/answer')).set(as(alice)).send(answer);
+      assert.equal(answered.status, 200, answered.text);
+      assert.equal(answered.body.gate.answer.actor, 'alice', 'the principal, not what the body says');
+    });
+
     test('an Idempotency-Key is scoped per tenant', async () => {
       const body = { deployment: 'demo.echo', input: { value: 'once' } };
       const first = await request(node.url).post('/v1/processes').set(as(alice)).set('idempotency-key', 'shared-key').send(body);

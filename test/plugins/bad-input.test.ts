@@ -26,6 +26,7 @@ let server: TestServer;
 let small: TestServer;
 let processId: string;
 let effectId: string;
+let gateId: string;
 const statuses: number[] = [];
 
 /** A valid body per body route (path template → body). */
@@ -42,6 +43,7 @@ const validBodies: Record<string, unknown> = {
   '/v1/trees/{rootId}/cancel': { reason: 'r' },
   '/v1/trees/{rootId}/kill': { reason: 'r' },
   '/v1/processes:bulk': { filter: { deployment: 'demo.none' }, action: 'cancel', dryRun: true },
+  '/v1/gates/{gateId}/answer': { answer: { approved: true }, requestId: 'answer-1' },
 };
 const bodyRoutes = routes.filter((route) => route.operation.requestBody !== undefined);
 
@@ -50,6 +52,7 @@ function fill(path: string, values: Record<string, string> = {}): string {
     if (values[name] !== undefined) return values[name]!;
     if (name === 'name') return 'demo.echo';
     if (name === 'effectId') return encodeURIComponent(effectId);
+    if (name === 'gateId') return encodeURIComponent(gateId);
     return encodeURIComponent(processId);
   });
 }
@@ -71,6 +74,14 @@ function expectCode(response: { status: number; body: any; text: string }, statu
 before(async () => {
   [server, small] = await Promise.all([startServer(), startServer({ env: { SCOPE_BODY_LIMIT: '2KiB' } })]);
   ({ processId } = await start(server, 'demo.approval', { subject: 'bad input' }));
+  for (;;) {
+    const gates = await request(server.url).get(`/v1/gates?rootId=${encodeURIComponent(processId)}`);
+    if (gates.body.items?.length === 1) {
+      gateId = gates.body.items[0].gateId;
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   const sleeper = await start(server, 'demo.sleep', { ms: 60_000 });
   for (;;) {
     const effects = await request(server.url).get(`/v1/processes/${encodeURIComponent(sleeper.processId)}/effects`);

@@ -58,6 +58,9 @@ export const operationScopes: Readonly<Record<string, Scope | 'public'>> = {
   listNodes: 'trees:admin',
   evictNode: 'trees:admin',
   listWaits: 'processes:read',
+  listGates: 'processes:read',
+  getGate: 'processes:read',
+  answerGate: 'gates:answer',
   listProcessEvents: 'processes:read',
   streamTree: 'processes:read',
 };

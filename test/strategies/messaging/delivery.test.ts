@@ -45,6 +45,12 @@ test('a message answers another tree\'s wait: the recipient holds it under the s
     const answered = await result(host, recipient.id);
     assert.deepEqual(answered.output, { subject: 'messaging', approved: true, comment: 'sent as a message', notes: [] });
     assert.deepEqual(await messageReceipts(host, recipient.id), [expected]);
+    // A message is the machine's (agency), and the wait it answered was answered through the signal path (api).
+    const receipts = (await host.signals(recipient.id, { limit: 1000 })).items;
+    assert.equal(receipts.find((receipt) => receipt.id === expected)?.agency, 'machine');
+    const gate = (await host.gatePage({ rootId: recipient.id, state: 'answered' })).items[0];
+    assert.equal(gate?.answer?.provenance, 'api');
+    assert.equal(gate?.answer?.signalId, expected);
   } finally {
     await host.close(0);
   }
