@@ -67,14 +67,19 @@ export class Process {
     return abortable(this.#runtime.result.promise, options.signal);
   }
 
-  /** Waits until the Process has a terminal outcome and its tree has no owned work left. */
+  /**
+   * Waits until this Process and every descendant have finished their owned work and published
+   * their results in this runtime (siblings and ancestors may still run); a stopped writer's
+   * RuntimeError is rethrown once the subtree's jobs have returned. Canceling `signal` stops only
+   * this wait.
+   */
   async join(options: { signal?: AbortSignal } = {}): Promise<void> {
     this.#guardReentrancy();
     await abortable(
       this.#runtime.result.promise.then(
-        () => this.#tree.whenIdle(),
+        () => this.#tree.whenSubtreeSettled(this.#runtime),
         async (error: unknown) => {
-          await this.#tree.whenIdle();
+          await this.#tree.whenSubtreeSettled(this.#runtime);
           throw error;
         },
       ),

@@ -280,6 +280,8 @@ export class TreeRuntime {
   /** Parents whose child admission was in flight when a tree-wide pause was accepted: the child joins paused. */
   readonly #pauseOnPublish = new Map<string, string>();
   #idleWaiters: Array<() => void> = [];
+  /** Joins waiting for a Process and its descendants (see whenSubtreeSettled). */
+  #subtreeWaiters: Array<{ readonly process: ProcessRuntime; readonly resolve: () => void }> = [];
   #settledNotified = false;
 
   constructor(services: RuntimeServices, head: TreeSnapshot, sequence: bigint, deployments: ReadonlyMap<string, Deployment>) {
@@ -472,6 +474,11 @@ export class TreeRuntime {
   }
 
   #checkIdle(): void {
+    if (this.#subtreeWaiters.length > 0) {
+      const waiting = this.#subtreeWaiters;
+      this.#subtreeWaiters = waiting.filter((waiter) => !this.#subtreeSettled(waiter.process));
+      for (const waiter of waiting) if (!this.#subtreeWaiters.includes(waiter)) waiter.resolve();
+    }
     if (this.#jobs > 0) return;
     // Under a freeze only terminal intent still advances (see #advance): other runnable work is
     // held at its boundary and must not keep a capture waiting for it — that would never end.
@@ -487,7 +494,32 @@ export class TreeRuntime {
     }
   }
 
-  /** Resolves once no job runs and nothing is runnable (used by capture, join and release). */
+  /**
+   * Resolves once `process` and every descendant has finished its owned work in this runtime:
+   * each is terminal with its result published (or the writer stopped) and runs no job — a
+   * child in admission is its parent's job (the seed's Process.Join). Siblings and ancestors
+   * may still be working.
+   */
+  whenSubtreeSettled(process: ProcessRuntime): Promise<void> {
+    return new Promise((resolve) => {
+      this.#subtreeWaiters.push({ process, resolve });
+      void this.#exclusive(() => this.#checkIdle());
+    });
+  }
+
+  #subtreeSettled(process: ProcessRuntime): boolean {
+    const pending = [process];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      if (next.job !== undefined) return false;
+      // A stopped or released writer publishes no more results: only its jobs are awaited.
+      const ended = this.#stopped !== undefined || this.#released !== undefined;
+      if (!ended && !(next.snapshot.isTerminal && next.result.settled)) return false;
+      pending.push(...(this.#childrenByParent.get(next.id.toString()) ?? []));
+    }
+    return true;
+  }
+
+  /** Resolves once no job runs and nothing is runnable (used by capture, release and the Engine's close). */
   whenIdle(): Promise<void> {
     return new Promise((resolve) => {
       this.#idleWaiters.push(resolve);

@@ -20,7 +20,10 @@ import { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
 import { isParkedTree } from '../../../src/kernel/parked.js';
 import { childSpec, doneProgram, gateChildProgram, parentProgram, type ParentReport } from './child-programs.js';
 import { Transition } from '../../../src/kernel/transition.js';
-import { committedStatus, deploy, ProgramDefinition, RecordingCommitter, setup } from './harness.js';
+import { committedStatus, deferred, deploy, isSettled, ProgramDefinition, RecordingCommitter, setup } from './harness.js';
+import { dispatchProgram } from './programs.js';
+import type { Dispatcher } from '../../../src/kernel/definition.js';
+import { Settlement } from '../../../src/kernel/settlement.js';
 
 /** The id of the child started by batch entry `index` of `parent`'s first Step. */
 function childOf(parent: ProcessId, index: number, step = 1n): ProcessId {
@@ -384,4 +387,33 @@ test("a parent's end reaches its live children after a crash: the restored tree 
   assert.equal(ended?.isTerminal, true);
   assert.equal(ended?.termination?.cause, 'parent_cancellation');
   await second.engine.close();
+});
+
+test("a child's join waits for its own subtree only: it returns while a sibling's dispatch still runs, and the parent's join waits for both", { timeout: 30_000 }, async () => {
+  const release = deferred<void>();
+  const dispatching = deferred<void>();
+  const held: Dispatcher = {
+    async dispatch(request) {
+      dispatching.resolve();
+      await release.promise;
+      return Settlement.of('succeeded', request.effect.payload);
+    },
+    replayPolicy: () => 'never',
+  };
+  const slow = deploy(dispatchProgram({ name: 'test.child.slow' }), held, 'children-slow');
+  const { engine } = setup({ deploymentResolver: new MapDeploymentResolver([done, slow]) });
+  const parent = deploy(parentProgram({ children: [childSpec('a', done), childSpec('b', slow)], wait: { boundary: 'terminal_result', condition: ChildWaitCondition.all() } }));
+  const root = await engine.start(parent, Payload.encode({}));
+  await dispatching.promise;
+  const first = engine.process(childOf(root.id, 0));
+  assert.ok(first !== undefined);
+  assert.equal((await first.await()).status, 'completed');
+  // Before, join waited for the whole tree to go idle, so this hung until the sibling's dispatch ended.
+  await first.join();
+  const rootJoined = root.join();
+  assert.equal(await isSettled(rootJoined), false, "the root's join waits for its running descendant");
+  release.resolve();
+  await rootJoined;
+  assert.equal((await root.await()).status, 'completed');
+  assert.equal((await engine.process(childOf(root.id, 1))?.await())?.status, 'completed');
 });
