@@ -14,7 +14,7 @@ import { spawnServe } from '../helpers/scope-serve.js';
  * open SSE stream ends with the shutdown event, and repeated signals join the one teardown.
  */
 
-const shutdownMs = 3_000;
+const shutdownMs = 6_000;
 let redis: RedisServer;
 const children: ChildProcess[] = [];
 
@@ -89,6 +89,17 @@ test('SIGTERM runs the named phases in order; a phase held by a blocked commit i
     const processUrl = `${server.url}/v1/processes/${encodeURIComponent(rootId)}`;
     const treeUrl = `${server.url}/v1/trees/${encodeURIComponent(rootId)}`;
     const waitId = (await until(async () => (await (await fetch(processUrl)).json()) as { waitId: string | null }, (view) => view.waitId !== null, 'the wait')).waitId as string;
+
+    // A dispatch in flight holds settle_dispatches open for its whole bound, so the requests below
+    // land while the server drains, however slowly this machine runs them.
+    const sleeping = await post(`${server.url}/v1/processes`, { deployment: 'demo.sleep', input: { ms: 600_000 } });
+    assert.equal(sleeping.status, 201);
+    const sleepUrl = `${server.url}/v1/processes/${encodeURIComponent(((await sleeping.json()) as { processId: string }).processId)}`;
+    await until(
+      async () => (await (await fetch(`${sleepUrl}/effects`)).json()) as { items: Array<{ status: string }> },
+      (page) => page.items.some((effect) => effect.status === 'pending'),
+      'the sleep in flight',
+    );
 
     // An open stream, read to its end in the background.
     const stream = await fetch(`${treeUrl}/stream`, { headers: { accept: 'text/event-stream' } });
