@@ -228,7 +228,7 @@ describe('the console in a browser', { skip }, () => {
     }
   });
 
-  test('bulk cancel of 10 demo.sleep processes by filter: a dry-run count, a confirmation, then every one canceled', async () => {
+  test('bulk cancel of 10 demo.sleep processes by filter: the server\'s dry-run count, a confirmation, then one bulk call cancels every one', async () => {
     const ids: string[] = [];
     for (let index = 0; index < 10; index += 1) ids.push(await server.start('demo.sleep', { ms: 600_000 }));
     await until(
@@ -236,41 +236,114 @@ describe('the console in a browser', { skip }, () => {
       (count) => count === 10,
     );
     await inTab('bulk', async (tab) => {
+      const controls: string[] = [];
+      tab.on('request', (request) => {
+        if (request.method() === 'POST') controls.push(`${new URL(request.url()).pathname} ${request.postData() ?? ''}`);
+      });
       await tab.goto(`${server.base}/#/processes?deployment=demo.sleep&status=running`);
       await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 10`);
       await tab.getByLabel('Action', { exact: true }).selectOption('cancel');
       await tab.getByRole('button', { name: 'Dry run: count matching processes' }).click();
       const confirmation = tab.getByRole('alertdialog');
-      assert.match((await confirmation.textContent()) ?? '', /cancel 10 processes matching status running, deployment demo\.sleep/);
+      await confirmation.waitFor();
+      assert.match((await confirmation.textContent()) ?? '', /cancel 10 processes \(with their trees\) matching status running, deployment demo\.sleep/);
+      assert.equal(controls.length, 1, `the count is the server's dry run: ${controls.join(' | ')}`);
+      assert.deepEqual(JSON.parse(controls[0]!.slice('/v1/processes:bulk '.length)), { filter: { status: 'running', deployment: 'demo.sleep' }, action: 'cancel', dryRun: true });
+      for (const id of ids) assert.notEqual((await view(id)).status, 'canceled', 'the dry run changed nothing');
       await confirmation.getByRole('button', { name: 'Confirm: cancel 10' }).click();
-      await tab.locator('.bulk-progress', { hasText: 'cancel sent to 10 of 10 processes' }).waitFor();
+      await tab.locator('.bulk-progress[data-done="true"]', { hasText: 'cancel: 10 matched, 10 affected (10 processes), 0 skipped, 0 failed' }).waitFor();
+      assert.ok(
+        controls.every((line) => line.startsWith('/v1/processes:bulk ')),
+        `no per-process control route is called: ${controls.join(' | ')}`,
+      );
       await tab.getByText('No process matches.').waitFor({ timeout: 20_000 });
     });
     for (const id of ids) assert.equal((await server.result(id)).status, 'canceled');
   });
 
-  test('a second answer to an answered wait shows the server’s problem', async () => {
+  test('a second answer to an answered gate shows who answered first (when, provenance, actor)', async () => {
     const processId = await server.start('demo.approval', { subject: 'twice' });
-    const waiting = await until(() => view(processId), (process) => process.waitId !== null);
+    await until(() => view(processId), (process) => process.waitId !== null);
     await inTab('conflict', async (tab) => {
       await tab.goto(`${server.base}/#/inbox`);
       const item = tab.locator(`li.inbox-item[data-process-id="${processId}"]`);
       await item.getByLabel('approved (required)').check();
-      // Someone else answers first.
-      const first = await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {
+      const gateId = (await item.getAttribute('data-gate-id')) ?? '';
+      assert.match(gateId, /^gate:/);
+      // Someone else answers first, through the same gate.
+      const first = await server.json(`/v1/gates/${encodeURIComponent(gateId)}/answer`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ signals: [{ id: 'someone-else', waitId: waiting.waitId, payload: { approved: false } }] }),
+        body: JSON.stringify({ answer: { approved: false }, requestId: 'someone-else', actor: 'ada' }),
       });
       assert.equal(first.status, 200);
       await item.getByRole('button', { name: 'Send answer' }).click();
-      const problem = item.locator('.problem');
-      await problem.waitFor();
-      const code = (await problem.getAttribute('data-code')) ?? '';
-      assert.ok(['process_finished', 'signal_rejected'].includes(code), `the server's code is shown: ${code}`);
-      assert.match((await problem.textContent()) ?? '', /(409|422)/);
+      const shown = item.locator('.first-answer');
+      await shown.waitFor();
+      assert.equal(await shown.getAttribute('data-provenance'), 'human');
+      const text = (await shown.textContent()) ?? '';
+      assert.match(text, /Answered first at .+ by ada \(provenance: human\)/);
+      assert.ok(text.includes(String(first.body.gate.answer.answeredAt).replace('T', ' ').replace(/\.\d+Z$/, 'Z')), `when: ${text}`);
+      assert.equal(await item.locator('.problem').getAttribute('data-code'), 'gate_already_answered');
     });
-    assert.equal((await server.result(processId)).output && ((await server.result(processId)).output as { approved: boolean }).approved, false);
+    assert.equal(((await server.result(processId)).output as { approved: boolean }).approved, false);
+  });
+
+  test('an answer resent after a lost response keeps its request id: admitted once, shown as answered', async () => {
+    const processId = await server.start('demo.approval', { subject: 'lost response' });
+    await until(() => view(processId), (process) => process.waitId !== null);
+    await inTab('retry', async (tab) => {
+      const requestIds: string[] = [];
+      let lose = true;
+      // The first answer reaches the server, but its response never reaches the page.
+      await tab.route('**/v1/gates/*/answer', async (route) => {
+        requestIds.push(JSON.parse(route.request().postData() ?? '{}').requestId);
+        if (!lose) return route.continue();
+        lose = false;
+        await route.fetch();
+        await route.abort('connectionreset');
+      });
+      await tab.goto(`${server.base}/#/inbox`);
+      const item = tab.locator(`li.inbox-item[data-process-id="${processId}"]`);
+      await item.getByLabel('approved (required)').check();
+      await item.getByRole('button', { name: 'Send answer' }).click();
+      await item.locator('.problem').waitFor();
+      await item.getByRole('button', { name: 'Send answer' }).click();
+      await item.getByText('Answered from this page.').waitFor();
+      assert.equal(requestIds.length, 2);
+      assert.equal(requestIds[0], requestIds[1], 'the retry carries the same request id');
+    });
+    assert.equal(((await server.result(processId)).output as { approved: boolean }).approved, true);
+  });
+
+  test('a tree-wide cancel from the Tree view ends every live process of an example.collaboration.research tree, shown live', async () => {
+    const rootId = await server.start('example.collaboration.research', { topic: 'the console', surveyMs: 60_000 });
+    const tree = () => server.json(`/v1/trees/${encodeURIComponent(rootId)}`).then((response) => response.body as { processes: { processId: string; deployment: string; status: string }[] });
+    const live = await until(tree, (body) => body.processes.some((process) => process.deployment === 'example.collaboration.research.survey' && process.status === 'running'));
+    const survey = live.processes.find((process) => process.deployment === 'example.collaboration.research.survey')!.processId;
+    await inTab('tree-cancel', async (tab) => {
+      await tab.goto(`${server.base}/#/tree/${encodeURIComponent(rootId)}`);
+      await tab.locator(`.tree-node[data-process-id="${survey}"][data-status="running"]`).waitFor();
+      await tab.locator('[data-stream="live"]').waitFor();
+      await tab.evaluate('window.stillTheSamePage = true');
+      const group = tab.getByRole('group', { name: `Controls for the whole tree ${rootId}` });
+      await group.getByRole('button', { name: 'cancel the whole tree' }).click();
+      const done = group.locator('.tree-control-done');
+      await done.waitFor();
+      const affected = Number(/cancel of the whole tree: (\d+) process/.exec((await done.textContent()) ?? '')?.[1]);
+      assert.ok(affected >= 2, `the root and the survey at least: ${affected}`);
+      await tab.locator(`.tree-node[data-process-id="${rootId}"][data-status="canceled"]`).waitFor({ timeout: 20_000 });
+      await tab.locator(`.tree-node[data-process-id="${survey}"][data-status="canceled"]`).waitFor({ timeout: 20_000 });
+      await tab.waitForFunction(`document.querySelectorAll('.tree-node[data-status="canceled"]').length === ${affected}`, undefined, { timeout: 20_000 });
+      const statuses = await tab.locator('.tree-node').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-status')));
+      assert.ok(
+        statuses.every((status) => status === 'canceled' || status === 'completed'),
+        `every process ended: canceled, or completed before the cancel: ${statuses.join(' ')}`,
+      );
+      assert.equal(await tab.evaluate('window.stillTheSamePage'), true, 'shown live, without a reload');
+    });
+    const after = await tree();
+    assert.equal(after.processes.filter((process) => process.status === 'canceled').length, after.processes.filter((process) => process.status !== 'completed').length);
   });
 
   test('the Processes view asks for one page, not the whole store, with many processes present', async () => {

@@ -1,20 +1,18 @@
 /**
  * Processes: root processes, newest first, one page at a time (the API's cursor), filtered by status,
  * deployment and start time — all kept in the URL. The shown page refreshes itself every few seconds
- * (one request for that page). Bulk actions act on the current filter: a dry run counts what matches,
- * and a confirmation names the count before anything is sent.
+ * (one request for that page). Bulk actions act on the current filter through the server's bulk route:
+ * a dry run counts what matches, and a confirmation names the count before anything is changed.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, withQuery, type Page, type ProcessSummary } from '../api';
-import { control, controlActions, type ControlAction } from '../controls';
+import { controlActions, type ControlAction } from '../controls';
 import { href, navigate, type Route } from '../route';
 import { ProblemView, StatusBadge, Time } from '../widgets';
 
 const statuses = ['running', 'waiting', 'paused', 'completed', 'failed', 'canceled', 'killed'];
 const pageSize = 20;
 const refreshMs = 2_000;
-/** The most processes one bulk action walks. */
-const bulkLimit = 1_000;
 
 interface Filters {
   readonly status: string;
@@ -170,15 +168,62 @@ export function ProcessesView({ route }: { readonly route: Route }) {
   );
 }
 
+interface BulkResult {
+  readonly matched: number;
+  readonly affected: number;
+  readonly processesAffected: number;
+  readonly skipped: number;
+  readonly failed: readonly { readonly rootId: string; readonly code: string; readonly message: string }[];
+  readonly truncated: boolean;
+  readonly nextCursor: string | null;
+}
+
+/** The bulk route's filter for the list's filters (the same members; the start range's lower end is `startedFrom`). */
+function bulkFilterOf(filters: Filters): Record<string, string> {
+  const filter: Record<string, string> = {};
+  if (filters.status !== '') filter.status = filters.status;
+  if (filters.deployment !== '') filter.deployment = filters.deployment;
+  const from = toInstant(filters.startedAfter);
+  if (from !== undefined) filter.startedFrom = from;
+  const before = toInstant(filters.startedBefore);
+  if (before !== undefined) filter.startedBefore = before;
+  return filter;
+}
+
 /**
- * A bulk action over everything the filter matches: the page walks the filtered list (every page, up
- * to {@link bulkLimit}), shows the count, and on confirmation calls the per-process control route for
- * each. (A server-side bulk route would make this one request; until then it is a loop.)
+ * Calls `POST /v1/processes:bulk` until the list is covered: one call covers at most 100 roots, and a
+ * truncated answer names the cursor to continue from. The totals add up across calls.
+ */
+async function bulk(filters: Filters, action: ControlAction, dryRun: boolean, onProgress?: (sum: BulkResult) => void): Promise<BulkResult> {
+  let sum: BulkResult = { matched: 0, affected: 0, processesAffected: 0, skipped: 0, failed: [], truncated: false, nextCursor: null };
+  let cursor: string | undefined;
+  do {
+    const body = { filter: bulkFilterOf(filters), action, dryRun, ...(dryRun ? {} : { reason: `bulk ${action} from the console` }), ...(cursor === undefined ? {} : { cursor }) };
+    const part: BulkResult = await api<BulkResult>('POST', '/v1/processes:bulk', body);
+    sum = {
+      matched: sum.matched + part.matched,
+      affected: sum.affected + part.affected,
+      processesAffected: sum.processesAffected + part.processesAffected,
+      skipped: sum.skipped + part.skipped,
+      failed: [...sum.failed, ...part.failed],
+      truncated: part.truncated,
+      nextCursor: part.nextCursor,
+    };
+    onProgress?.(sum);
+    cursor = part.truncated && part.nextCursor !== null ? part.nextCursor : undefined;
+  } while (cursor !== undefined);
+  return sum;
+}
+
+/**
+ * A bulk action over every root the filter matches, on the server: a dry run counts the trees (changing
+ * nothing), the confirmation names that count, and the real call applies the action tree by tree,
+ * answering how many trees it changed, skipped (nothing to change) and failed.
  */
 function BulkActions({ filters }: { readonly filters: Filters }) {
   const [action, setAction] = useState<ControlAction>('cancel');
-  const [matched, setMatched] = useState<ProcessSummary[] | undefined>();
-  const [progress, setProgress] = useState<string | undefined>();
+  const [matched, setMatched] = useState<number | undefined>();
+  const [outcome, setOutcome] = useState<{ readonly done: boolean; readonly result: BulkResult } | undefined>();
   const [error, setError] = useState<unknown>();
   const filterText = [
     filters.status === '' ? undefined : `status ${filters.status}`,
@@ -191,36 +236,23 @@ function BulkActions({ filters }: { readonly filters: Filters }) {
 
   const dryRun = async (): Promise<void> => {
     setError(undefined);
-    setProgress(undefined);
+    setOutcome(undefined);
     try {
-      const found: ProcessSummary[] = [];
-      let cursor: string | undefined;
-      do {
-        const page: Page<ProcessSummary> = await api<Page<ProcessSummary>>('GET', listPath(filters, cursor, 100));
-        found.push(...page.items);
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor !== undefined && found.length < bulkLimit);
-      setMatched(found.slice(0, bulkLimit));
+      setMatched((await bulk(filters, action, true)).matched);
     } catch (problem) {
       setError(problem);
     }
   };
 
   const confirm = async (): Promise<void> => {
-    const targets = matched ?? [];
     setMatched(undefined);
-    let done = 0;
-    const failures: string[] = [];
-    for (const process of targets) {
-      try {
-        await control(process.processId, action);
-      } catch (problem) {
-        failures.push(`${process.processId}: ${problem instanceof Error ? problem.message : String(problem)}`);
-      }
-      done += 1;
-      setProgress(`${action}: ${done} of ${targets.length} sent`);
+    setError(undefined);
+    try {
+      const result = await bulk(filters, action, false, (sum) => setOutcome({ done: false, result: sum }));
+      setOutcome({ done: true, result });
+    } catch (problem) {
+      setError(problem);
     }
-    setProgress(`${action} sent to ${targets.length - failures.length} of ${targets.length} processes${failures.length === 0 ? '' : `; refused: ${failures.join('; ')}`}`);
   };
 
   return (
@@ -250,22 +282,38 @@ function BulkActions({ filters }: { readonly filters: Filters }) {
       {matched === undefined ? null : (
         <div class="confirm" role="alertdialog" aria-labelledby="bulk-confirm-text">
           <p id="bulk-confirm-text">
-            {action} {matched.length} process{matched.length === 1 ? '' : 'es'} matching {filterText === '' ? 'all root processes' : filterText}?
+            {action} {matched} process{matched === 1 ? '' : 'es'} (with their trees) matching {filterText === '' ? 'all root processes' : filterText}?
           </p>
-          <button type="button" class="danger" disabled={matched.length === 0} onClick={() => void confirm()}>
-            Confirm: {action} {matched.length}
+          <button type="button" class="danger" disabled={matched === 0} onClick={() => void confirm()}>
+            Confirm: {action} {matched}
           </button>{' '}
           <button type="button" onClick={() => setMatched(undefined)}>
             Dismiss
           </button>
         </div>
       )}
-      {progress === undefined ? null : (
-        <p role="status" class="bulk-progress">
-          {progress}
-        </p>
-      )}
+      {outcome === undefined ? null : <BulkOutcome action={action} done={outcome.done} result={outcome.result} />}
       <ProblemView error={error} />
     </section>
+  );
+}
+
+function BulkOutcome({ action, done, result }: { readonly action: ControlAction; readonly done: boolean; readonly result: BulkResult }) {
+  return (
+    <div role="status" class="bulk-progress" data-done={String(done)}>
+      <p>
+        {action}
+        {done ? '' : ' (in progress)'}: {result.matched} matched, {result.affected} affected ({result.processesAffected} process{result.processesAffected === 1 ? '' : 'es'}), {result.skipped} skipped, {result.failed.length} failed
+      </p>
+      {result.failed.length === 0 ? null : (
+        <ul class="bulk-failed" aria-label="Failed trees">
+          {result.failed.map((failure) => (
+            <li key={failure.rootId}>
+              <code>{failure.rootId}</code>: <code>{failure.code}</code> {failure.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
   );
 }

@@ -2,11 +2,12 @@
  * Tree: one process tree drawn parent → children, each with its status, open wait and Unknown effects,
  * kept current from the tree's SSE stream: every committed event reloads the (small) inspection, and a
  * break in the stream is shown and followed by a full reload. Beside it the event timeline (filterable
- * by type) and, for the selected process, its effects with their attempts and the controls.
+ * by type), the whole tree's controls and, for the selected process, its effects with their attempts and
+ * its own controls.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, enc, type EffectView, type Page, type ProcessView, type TreeView } from '../api';
-import { ProcessControls } from '../controls';
+import { ProcessControls, terminalStatuses, TreeControls } from '../controls';
 import { href, navigate } from '../route';
 import { openTreeStream, type StreamMessage, type StreamState } from '../sse';
 import { Json, ProblemView, shortId, StatusBadge } from '../widgets';
@@ -97,6 +98,7 @@ export function TreeView({ rootId, selected }: { readonly rootId: string; readon
       </h2>
       <StreamMarker state={stream} />
       <ProblemView error={error} />
+      {tree === undefined ? null : <TreeControls rootId={rootId} active={tree.processes.some((process) => !terminalStatuses.has(process.status))} />}
       <div class="tree-layout">
         <div class="tree-pane">
           <h3>Processes ({tree?.processes.length ?? 0})</h3>
