@@ -902,7 +902,7 @@ export class EngineHost implements Host {
         fault: this.#faultOf(root, local.stopped),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
-        ...(await this.#lineage(root)),
+        ...this.#residentLineage(root),
       };
     }
     const head = await this.#residency.loadHead(root);
@@ -922,6 +922,18 @@ export class EngineHost implements Host {
   }
 
   /** The tree's succession links (docs/deployment-versions.md). */
+  /**
+   * A resident tree's lineage without a storage read, so its view is served from memory even while
+   * storage cannot answer: a tree this node runs was never superseded (a move-on fences every writer
+   * and is refused while a live node holds the tree), and its predecessor link, written once, is
+   * read in the background the first time and shown from then on.
+   */
+  #residentLineage(root: string): Pick<TreeView, 'supersededBy' | 'predecessorId'> {
+    const known = this.#succession.knownPredecessorOf(root);
+    if (known === undefined) void this.#succession.predecessorOf(root).catch(() => undefined);
+    return { supersededBy: null, predecessorId: known ?? null };
+  }
+
   async #lineage(root: string): Promise<Pick<TreeView, 'supersededBy' | 'predecessorId'>> {
     const [supersededBy, predecessorId] = await storeCall('succession read', () => Promise.all([this.#succession.view(root), this.#succession.predecessorOf(root)]));
     return { supersededBy, predecessorId };

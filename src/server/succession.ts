@@ -51,6 +51,8 @@ export interface SuccessionOptions {
 
 export class Succession {
   readonly #options: SuccessionOptions;
+  /** Predecessor links seen (write-once records, so they can be kept). */
+  readonly #predecessors = new Map<string, string>();
 
   constructor(options: SuccessionOptions) {
     this.#options = options;
@@ -64,7 +66,16 @@ export class Succession {
   }
 
   async predecessorOf(root: string): Promise<string | null> {
-    return (await this.#options.store.predecessorOf(root)) ?? null;
+    const known = this.#predecessors.get(root);
+    if (known !== undefined) return known;
+    const predecessor = (await this.#options.store.predecessorOf(root)) ?? null;
+    if (predecessor !== null) this.#predecessors.set(root, predecessor); // written once, never changed
+    return predecessor;
+  }
+
+  /** The predecessor this node has seen recorded for `root` (no storage read), or undefined. */
+  knownPredecessorOf(root: string): string | undefined {
+    return this.#predecessors.get(root);
   }
 
   /** Throws `tree_superseded` when `root` was moved on (a restore, takeover or command must not run it). */
@@ -104,6 +115,7 @@ export class Succession {
       `scope.succession:${root}`,
     );
     await this.#options.store.complete(root, JSON.stringify({ ...record, successorId: successor }), successor);
+    this.#predecessors.set(successor, root);
     this.#options.logger?.info({ rootId: root, successorId: successor, toRef: record.toRef }, 'deployment drift: successor tree started');
   }
 
