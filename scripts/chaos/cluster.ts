@@ -169,7 +169,13 @@ export class Cluster {
       running.delete(child);
       if (slot.child === child) slot.up = false;
     });
-    await this.#ready(slot, child);
+    try {
+      await this.#ready(slot, child);
+    } catch (error) {
+      // A member that never became ready must not outlive the run (it would keep the test alive).
+      child.kill('SIGKILL');
+      throw error;
+    }
     slot.up = true;
   }
 

@@ -30,6 +30,8 @@ export interface ChaosOptions {
   readonly downMs: readonly [number, number];
   /** Nodes release parked trees idle this long (0: never); short, so wakes happen under the kills. */
   readonly hibernateMs?: number;
+  /** How long a (re)started member may take to be ready (default the cluster's 60 s). */
+  readonly startTimeoutMs?: number;
   readonly progress?: (line: string) => void;
 }
 
@@ -101,7 +103,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const say = options.progress ?? (() => undefined);
   const root = new Prng(options.seed);
   const hibernateMs = options.hibernateMs ?? defaultHibernateMs;
-  const cluster = await Cluster.start({ nodes: 3, workers: 2, env: (kind) => environment(kind, hibernateMs) });
+  const cluster = await Cluster.start({
+    nodes: 3,
+    workers: 2,
+    env: (kind) => environment(kind, hibernateMs),
+    ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
+  });
   say(`chaos: redis ${cluster.redis.url}, nodes ${cluster.nodes.map((node) => node.url).join(' ')}, 2 workers`);
   const redis = new Redis(cluster.redis.url, { maxRetriesPerRequest: null });
   const violations: string[] = [];
