@@ -42,6 +42,7 @@ const validBodies: Record<string, unknown> = {
   '/v1/trees/{rootId}/resume': {},
   '/v1/trees/{rootId}/cancel': { reason: 'r' },
   '/v1/trees/{rootId}/kill': { reason: 'r' },
+  '/v1/trees/{rootId}/restore': { allowDrift: false },
   '/v1/processes:bulk': { filter: { deployment: 'demo.none' }, action: 'cancel', dryRun: true },
   '/v1/gates/{gateId}/answer': { answer: { approved: true }, requestId: 'answer-1' },
 };
