@@ -31,7 +31,9 @@ test('the time cap releases a tree that never settles, and says so in the log', 
   const logger = { warn: (fields: unknown) => logged.resolve(fields) } as unknown as Logger;
   const barrier = new InterruptBarrier({ releaseMs: 20, settled: () => false, logger });
   barrier.hold(root.toString(), 'cancel');
-  const fields = (await logged.promise) as { rootId: string; action: string; releaseMs: number };
+  // The cap's timer is unref'd (it must not keep a server alive): hold the loop open while it runs.
+  const keepAlive = setInterval(() => undefined, 1_000);
+  const fields = (await logged.promise.finally(() => clearInterval(keepAlive))) as { rootId: string; action: string; releaseMs: number };
   assert.deepEqual(fields, { rootId: root.toString(), action: 'cancel', releaseMs: 20 });
   assert.equal(barrier.holds(root.toString()), false);
 });
