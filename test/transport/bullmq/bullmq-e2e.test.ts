@@ -17,6 +17,7 @@ import type { DeploymentEntry } from '../../../src/server/catalog.js';
 import { ownerDispatched } from '../../../src/transport/owner-dispatched.js';
 import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
 import { echoDefinition } from '../../../strategies/demo/echo.js';
+import { startServerModel, type ServerModel } from '../../../src/server/model/server-model.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 import { drainStream, effectsOf, freshPrefix, ofType, rejectsWith, result, start, testConfig, untilSettled } from '../../server/harness.js';
@@ -77,11 +78,12 @@ async function untilOutput(child: ChildProcess, text: string, times = 1): Promis
   });
 }
 
-function apiHost(prefix: string, env: Record<string, string> = {}, deployments: DeploymentEntry[] = []): EngineHost {
+function apiHost(prefix: string, env: Record<string, string> = {}, deployments: DeploymentEntry[] = [], model?: ServerModel): EngineHost {
   return new EngineHost({
     config: testConfig({ SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_TRANSPORT: 'bullmq', ...timing, ...env }),
     defaultMetrics: false,
     deployments,
+    ...(model === undefined ? {} : { model: model.options }),
   });
 }
 
@@ -290,7 +292,9 @@ test('bullmq: a deployment with no worker fails definitely with transport.unclai
 
 test('bullmq: readiness and metrics say which deployments a live worker serves', async () => {
   const prefix = freshPrefix();
-  const host = apiHost(prefix);
+  // The scripted model endpoint `scope serve` would run, so the example agents bind the worker's refs.
+  const model = await startServerModel(testConfig({}).model);
+  const host = apiHost(prefix, {}, [], model);
   let worker: ChildProcess | undefined;
   try {
     const before = await host.readiness();
@@ -306,6 +310,7 @@ test('bullmq: readiness and metrics say which deployments a live worker serves',
     assert.match(metrics.body, /scope_transport_live_workers\{ref="[0-9a-f]{64}"\} 1/);
   } finally {
     await host.close(2_000);
+    await model.close();
     worker?.kill('SIGTERM');
     if (worker !== undefined && worker.exitCode === null) await once(worker, 'exit');
   }
