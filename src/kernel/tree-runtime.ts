@@ -259,6 +259,8 @@ export class TreeRuntime {
     changed: (process, previous) => this.#track(process, previous),
     jobsChanged: (delta) => {
       this.#jobs += delta;
+      // A job's end may settle a joined subtree even where no drive pass follows (a stopped writer).
+      if (delta < 0) this.#checkSubtreeWaiters();
     },
   };
   #incarnationId: TreeIncarnationId;
@@ -473,12 +475,15 @@ export class TreeRuntime {
     return next !== undefined && next.order < end ? next : undefined;
   }
 
+  #checkSubtreeWaiters(): void {
+    if (this.#subtreeWaiters.length === 0) return;
+    const waiting = this.#subtreeWaiters;
+    this.#subtreeWaiters = waiting.filter((waiter) => !this.#subtreeSettled(waiter.process));
+    for (const waiter of waiting) if (!this.#subtreeWaiters.includes(waiter)) waiter.resolve();
+  }
+
   #checkIdle(): void {
-    if (this.#subtreeWaiters.length > 0) {
-      const waiting = this.#subtreeWaiters;
-      this.#subtreeWaiters = waiting.filter((waiter) => !this.#subtreeSettled(waiter.process));
-      for (const waiter of waiting) if (!this.#subtreeWaiters.includes(waiter)) waiter.resolve();
-    }
+    this.#checkSubtreeWaiters();
     if (this.#jobs > 0) return;
     // Under a freeze only terminal intent still advances (see #advance): other runnable work is
     // held at its boundary and must not keep a capture waiting for it — that would never end.
