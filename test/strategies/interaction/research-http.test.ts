@@ -49,7 +49,7 @@ test('example.agent.research: children in call order, ask_human in /v1/waits, a 
     () => raw(server, 'GET', '/v1/waits'),
     (response) => (response.body?.items ?? []).some((wait: { key: string; rootId: string }) => wait.key === 'toolset.ask.ask_human' && wait.rootId === processId),
   );
-  const wait = (waits.body.items as { processId: string; waitId: string; key: string; rootId: string; prompt: string; answerSchema: { required: string[] } }[]).find((entry) => entry.rootId === processId);
+  const wait = (waits.body.items as { processId: string; waitId: string; key: string; rootId: string; prompt: string; answerSchema: { required: string[] } }[]).find((entry) => entry.rootId === processId && entry.key === 'toolset.ask.ask_human');
   assert.ok(wait !== undefined);
   assert.notEqual(wait.processId, processId, 'the wait is the tool child’s, not the agent’s');
   assert.equal(wait.prompt, 'Which matters most to you: cost, latency or safety?');
