@@ -1,5 +1,5 @@
 import { type EffectBoundary, TreeActivation } from '../../kernel/index.js';
-import { hostWriteLimits, type HostWriteSet } from './host-writes.js';
+import type { HostWriteSet } from './host-writes.js';
 import { dispatchPermitSuffix } from './keys.js';
 
 /**
@@ -8,8 +8,9 @@ import { dispatchPermitSuffix } from './keys.js';
  * (lua/transport/claimAttempt) checks the permit, so a claim can only run what the head granted:
  *
  * - the **pending** boundary of an Effect grants it to the boundary's incarnation;
- * - an **activation** (restore, takeover) grants every effect still pending or Unknown in the tree
- *   to the new incarnation (a restored dispatch or a replay needs no new boundary);
+ * - an **activation** (restore, takeover) writes none: the claim's fence is the head's
+ *   incarnation, and a permit only says that a committed pending boundary granted the effect — so
+ *   a restore of a tree with any number of pending or Unknown effects moves nothing;
  * - a boundary that settles an Effect **definitely** (settled or resolved) withdraws the permit
  *   (`settled`) and consumes the effect's settlement inbox; a settled Unknown keeps the permit for
  *   a replay.
@@ -24,7 +25,7 @@ export class DispatchPermits {
 
   /** The write set a commit carries (undefined: nothing to add). */
   writesFor(commit: EffectBoundary | TreeActivation): HostWriteSet | undefined {
-    return commit instanceof TreeActivation ? this.#activation(commit) : this.#boundary(commit);
+    return commit instanceof TreeActivation ? undefined : this.#boundary(commit);
   }
 
   /**
@@ -49,19 +50,5 @@ export class DispatchPermits {
     }
     if (!effect.definite) return undefined;
     return { records: [{ suffix: dispatchPermitSuffix(effectId), value: withdrawnPermit }], inboxClears: [effectId] };
-  }
-
-  #activation(activation: TreeActivation): HostWriteSet | undefined {
-    const incarnation = activation.incarnationId.toString();
-    const records = [];
-    for (const process of activation.snapshot.processSnapshots()) {
-      for (const effect of process.prepared?.effects() ?? []) {
-        if (effect.effect.target !== 'dispatcher' || (effect.phase !== 'pending' && !effect.unknown)) continue;
-        records.push({ suffix: dispatchPermitSuffix(effect.id.toString()), value: incarnation });
-      }
-    }
-    // Beyond the per-commit bound an effect keeps its old permit: its restored attempt is refused
-    // and settles `transport.unclaimed` (it provably never ran) — see docs/transport.md.
-    return records.length === 0 ? undefined : { records: records.slice(0, hostWriteLimits.records) };
   }
 }

@@ -1,7 +1,8 @@
 --[[
-  claimAttempt: a worker asks to execute an attempt. It may only when the tree's head and the
-  effect's dispatch permit (written with the head by the boundary that granted it) both name the
-  attempt's incarnation, the attempt is unclaimed (no record yet: a revoked, claimed or settled
+  claimAttempt: a worker asks to execute an attempt. It may only when the tree's head names the
+  attempt's incarnation (the fence), the effect holds a dispatch permit (written with the head by
+  the pending boundary that granted it, and not withdrawn by a definite settlement; the permit
+  need not name the current incarnation, so an activation moves no permits), the attempt is unclaimed (no record yet: a revoked, claimed or settled
   attempt has one), the effect is not settled definitely, no earlier attempt of it is still running
   under a live lease — and a `never` effect is claimed at most once per tree, ever. A refused claim
   writes nothing. A granted claim creates the attempt record and counts the execution, before
@@ -27,7 +28,7 @@
 
   Output:
     { 1 } claimed; { -2 } the head names another incarnation; { -3 } already claimed or settled;
-    { -4 } the permit names another incarnation (or none); { -5 } revoked (never ran, never will);
+    { -4 } the effect has no permit (no pending boundary granted it); { -5 } revoked (never ran, never will);
     { -6 } the effect is settled; { -7 } a `never` effect was claimed before; { -8 } an earlier
     attempt of the effect is still running
 ]]
@@ -38,7 +39,7 @@ local incarnation, effect = ARGV[5], ARGV[6]
 if redis.call('HGET', KEYS[2], 'incarnation') ~= incarnation then return { -2 } end
 local permit = redis.call('GET', KEYS[3])
 if permit == 'settled' or redis.call('HEXISTS', KEYS[5], effect) == 1 then return { -6 } end
-if permit ~= incarnation then return { -4 } end
+if not permit then return { -4 } end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local current = redis.call('HGET', KEYS[7], effect)
