@@ -1,39 +1,35 @@
 import { invalidRequest } from '../errors.js';
 import type { EffectView, Page, UnknownEffectQuery, UnknownEffectView } from './host.js';
 import type { TreeResidency } from './residency.js';
-
-interface UnknownRef {
-  readonly processId: string;
-  readonly rootId: string;
-  readonly deployment: string;
-  readonly effectId: string;
-}
+import { unknownRefsOf, type UnknownRef } from './tree-marks.js';
 
 export interface UnknownEffectSources {
-  readonly residency: TreeResidency;
+  /** Every Unknown effect there is, in any order (embedded: `residentUnknowns`; Redis: the verified index). */
+  readonly refs: () => Promise<UnknownRef[]>;
   /** The full effect views of one process (attempts, diagnostic, late report). */
   readonly effectsOf: (processId: string) => Promise<readonly EffectView[]>;
   readonly tenantOf: (root: string) => Promise<string>;
 }
 
 /**
- * Every Unknown effect of the trees this runtime holds, ordered by (process, effect) so the cursor (the
- * last entry of the previous page) is exact. Read from the Engine's in-memory heads (each process
- * already knows its `unknownEffectIds`): no stored head or log is scanned to find them; only the
- * processes on the returned page have their effect views read, for the evidence.
+ * Every Unknown effect, ordered by (process, effect) so the cursor (the last entry of the previous page)
+ * is exact. The refs come from heads (each process knows its `unknownEffectIds`): no log is scanned to
+ * find them; only the processes on the returned page have their effect views read, for the evidence.
  */
 export async function unknownEffectPage(sources: UnknownEffectSources, query: UnknownEffectQuery, limit: number): Promise<Page<UnknownEffectView>> {
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const refs: UnknownRef[] = [];
-  for (const root of sources.residency.localRoots()) {
-    const inspection = sources.residency.inspectLocal(root);
-    if (inspection === undefined) continue;
-    if (query.tenant !== undefined && (await sources.tenantOf(root)) !== query.tenant) continue;
-    for (const { snapshot } of inspection.processes) {
-      for (const effectId of snapshot.unknownEffectIds()) {
-        refs.push({ processId: snapshot.processId.toString(), rootId: root, deployment: snapshot.deploymentRef.name, effectId: effectId.toString() });
+  const tenants = new Map<string, string>();
+  for (const ref of await sources.refs()) {
+    if (query.tenant !== undefined) {
+      let tenant = tenants.get(ref.rootId);
+      if (tenant === undefined) {
+        tenant = await sources.tenantOf(ref.rootId);
+        tenants.set(ref.rootId, tenant);
       }
+      if (tenant !== query.tenant) continue;
     }
+    refs.push(ref);
   }
   refs.sort(compareRefs);
   const start = after === undefined ? 0 : refs.findIndex((ref) => compareRefs(ref, after) > 0);
@@ -52,6 +48,24 @@ export async function unknownEffectPage(sources: UnknownEffectSources, query: Un
   const last = chosen.at(-1);
   const more = start >= 0 && start + limit < refs.length;
   return { items, nextCursor: more && last !== undefined ? encodeCursor(last) : null };
+}
+
+/**
+ * Embedded mode (one node, whose memory is the truth): the Unknowns of the trees this runtime holds, and
+ * of those it hibernated (an Unknown parks its process, so an idle tree with one is released) read from
+ * the memory store's heads.
+ */
+export async function residentUnknowns(residency: TreeResidency): Promise<UnknownRef[]> {
+  const refs: UnknownRef[] = [];
+  for (const root of residency.localRoots()) {
+    const inspection = residency.inspectLocal(root);
+    if (inspection !== undefined) refs.push(...unknownRefsOf(root, inspection.processes.map((process) => process.snapshot)));
+  }
+  for (const root of residency.hibernatedRoots()) {
+    const head = await residency.loadHead(root);
+    if (head !== undefined) refs.push(...unknownRefsOf(root, head.processSnapshots()));
+  }
+  return refs;
 }
 
 function compareRefs(a: Pick<UnknownRef, 'processId' | 'effectId'>, b: Pick<UnknownRef, 'processId' | 'effectId'>): number {
