@@ -24,6 +24,7 @@ import type { HostMetrics } from './metrics.js';
 import { IndexedInbox } from './indexed-inbox.js';
 import { IndexedUnknowns } from './indexed-unknowns.js';
 import { UnknownIndexWriter } from './unknown-index-writer.js';
+import type { UnknownRef } from './tree-marks.js';
 import { RedisHostCommitter } from './redis-host-committer.js';
 import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 import { AnswerClaims } from './gates/answer-claims.js';
@@ -47,8 +48,8 @@ export interface Backend {
   readonly agency: SignalAgency;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
-  /** Redis mode: the Unknown effects of every tree, read from the Unknown-outcome index (embedded mode walks its memory). */
-  readonly unknowns?: IndexedUnknowns;
+  /** The Unknown effects of every stored tree: Redis mode from the verified Unknown-outcome index, embedded from the committer's memory. */
+  readonly unknowns: { refs(): Promise<UnknownRef[]> };
   /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
   readonly headDigests?: (roots: readonly string[]) => Promise<(string | undefined)[]>;
   /** Redis mode: the root a non-root process belongs to, from the process directory (a child of a tree never held here). */
@@ -99,6 +100,7 @@ function embeddedBackend(options: BackendOptions): Backend {
   return {
     mode: 'embedded',
     committer,
+    unknowns: { refs: () => committer.unknownRefs() },
     claims,
     agency,
     log,

@@ -61,7 +61,7 @@ import type {
 import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
-import { residentUnknowns, unknownEffectPage } from './unknown-effects.js';
+import { unknownEffectPage } from './unknown-effects.js';
 import { GateService } from './gates/gate-service.js';
 import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
 import { LogReader } from './log-reader.js';
@@ -805,9 +805,8 @@ export class EngineHost implements Host {
 
   /** Every Unknown effect (unknown-effects.ts): Redis mode from the verified index, embedded from memory; in pages. */
   async unknownEffects(query: UnknownEffectQuery): Promise<Page<UnknownEffectView>> {
-    const indexed = this.#backend.unknowns;
     const sources = {
-      refs: () => (indexed === undefined ? residentUnknowns(this.#residency) : indexed.refs()),
+      refs: () => this.#backend.unknowns.refs(),
       effectsOf: async (processId: string) => (await this.effects(processId, { limit: pageLimits.effects.max })).items,
       tenantOf: (root: string) => this.#treeTenant(root),
     };

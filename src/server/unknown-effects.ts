@@ -1,10 +1,9 @@
 import { invalidRequest } from '../errors.js';
 import type { EffectView, Page, UnknownEffectQuery, UnknownEffectView } from './host.js';
-import type { TreeResidency } from './residency.js';
-import { unknownRefsOf, type UnknownRef } from './tree-marks.js';
+import type { UnknownRef } from './tree-marks.js';
 
 export interface UnknownEffectSources {
-  /** Every Unknown effect there is, in any order (embedded: `residentUnknowns`; Redis: the verified index). */
+  /** Every Unknown effect there is, in any order (embedded: the committer's memory; Redis: the verified index). */
   readonly refs: () => Promise<UnknownRef[]>;
   /** The full effect views of one process (attempts, diagnostic, late report). */
   readonly effectsOf: (processId: string) => Promise<readonly EffectView[]>;
@@ -48,24 +47,6 @@ export async function unknownEffectPage(sources: UnknownEffectSources, query: Un
   const last = chosen.at(-1);
   const more = start >= 0 && start + limit < refs.length;
   return { items, nextCursor: more && last !== undefined ? encodeCursor(last) : null };
-}
-
-/**
- * Embedded mode (one node, whose memory is the truth): the Unknowns of the trees this runtime holds, and
- * of those it hibernated (an Unknown parks its process, so an idle tree with one is released) read from
- * the memory store's heads.
- */
-export async function residentUnknowns(residency: TreeResidency): Promise<UnknownRef[]> {
-  const refs: UnknownRef[] = [];
-  for (const root of residency.localRoots()) {
-    const inspection = residency.inspectLocal(root);
-    if (inspection !== undefined) refs.push(...unknownRefsOf(root, inspection.processes.map((process) => process.snapshot)));
-  }
-  for (const root of residency.hibernatedRoots()) {
-    const head = await residency.loadHead(root);
-    if (head !== undefined) refs.push(...unknownRefsOf(root, head.processSnapshots()));
-  }
-  return refs;
 }
 
 function compareRefs(a: Pick<UnknownRef, 'processId' | 'effectId'>, b: Pick<UnknownRef, 'processId' | 'effectId'>): number {
