@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { echoDefinition } from '../../strategies/demo/echo.js';
+import { fanoutDefinition } from '../../strategies/demo/fanout.js';
+import { Deployment, Digest, type ReplayPolicy } from '../../src/kernel/index.js';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import type { ProcessListQuery } from '../../src/server/host.js';
 import { unknownIndexShardKey } from '../../src/store/redis/keys.js';
@@ -120,6 +123,31 @@ test('embedded: the Unknown list and the marks include trees hibernated out of m
   assert.deepEqual(await listed(host, { hasUnknown: true }), [unknown]);
 });
 
+test('an open wait that is not a gate (a parent waiting on its children) is no open gate', async () => {
+  // Children that never settle on their own: the parent's children wait stays open.
+  const stuck = Deployment.create({
+    definition: echoDefinition,
+    dispatcher: {
+      dispatch: (_request, _emit, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      replayPolicy: (): ReplayPolicy => 'never',
+    },
+    implementationDigest: Digest.of('test:stuck-echo:implementation'),
+    configurationDigest: Digest.of('test:stuck-echo:configuration'),
+  });
+  const fanout = Deployment.create({
+    definition: fanoutDefinition(stuck),
+    implementationDigest: Digest.of('test:stuck-fanout:implementation'),
+    configurationDigest: Digest.of('test:stuck-fanout:configuration'),
+  });
+  const host = embeddedHost({ deployments: [stuck, fanout] });
+  hosts.push(host);
+  const parent = (await start(host, 'demo.fanout', { values: ['a'] })).processId;
+  await until('the parent to wait on its children', async () => ((await host.inspectProcess(parent)).waitKind === 'children' ? true : undefined));
+  assert.deepEqual(await listed(host, { hasOpenGate: true }), []);
+  assert.deepEqual(await listed(host, { hasOpenGate: false }), [parent]);
+  await host.controlTree(parent, 'kill');
+});
+
 test('redis: the marks hold on a Host that never held the trees, and after the writer closed (a restart on the same Redis)', async () => {
   const prefix = freshPrefix();
   const writer = onRedis(prefix);
@@ -171,8 +199,9 @@ test('redis: an Unknown committed on one Host is listed on another and after a r
   await restarted.restoreTree(unknown);
   const effectId = seen.items[0]!.effect.effectId;
   await restarted.resolveEffect(unknown, effectId, { status: 'succeeded', payload: { mode: 'unknown', attempts: 1 } });
-  assert.deepEqual((await other.unknownEffects({})).items, []);
+  // Removed by its writer (no reader has looked since).
   await until('the entry to leave the index', async () => ((await unknownIndexSize(prefix)) === 0 ? true : undefined));
+  assert.deepEqual((await other.unknownEffects({})).items, []);
 });
 
 test('redis: an index entry its head does not confirm is not listed, and is removed once its commit can no longer land', async () => {
