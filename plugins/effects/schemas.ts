@@ -1,7 +1,7 @@
 /** Effects: a process's effects, and the two ways out of an Unknown outcome (replay, resolution). */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Failure, Settlement } from '../processes/schemas.js';
-import { anyJson, closedObject, identity, nullable, ref, stringEnum } from '../shared.js';
+import { anyJson, closedObject, identity, nullable, ref, stringEnum, timestamp } from '../shared.js';
 
 export const LateReport = closedObject(
   {
@@ -21,7 +21,7 @@ export const LateReport = closedObject(
 export const EffectAttempt = closedObject(
   {
     attemptId: Type.String(),
-    startedAt: nullable(Type.String({ format: 'date-time', description: 'When the attempt started; null when its log entry lacks the time.' })),
+    startedAt: nullable(timestamp('When the attempt started; null when its log entry lacks the time.')),
     worker: nullable(
       Type.String({
         description:
