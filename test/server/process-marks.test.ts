@@ -168,6 +168,15 @@ test('redis: the marks hold on a Host that never held the trees, and after the w
   assert.ok(waitId !== null);
   await restarted.deliverSignals(trees.gate, [{ id: 'yes', waitId, payload: { approved: true } }]);
   await until('the gate to close on the other Host', async () => ((await listed(other, { hasOpenGate: true })).length === 0 ? true : undefined));
+
+  // A bulk control by a mark acts on exactly what its dry run counted (a Host that is no cluster node
+  // controls the trees it restored).
+  await restarted.restoreTree(trees.unknown);
+  const dryKill = await restarted.bulkControl({ filter: { hasUnknown: true }, action: 'kill', dryRun: true });
+  const kill = await restarted.bulkControl({ filter: { hasUnknown: true }, action: 'kill' });
+  assert.equal(dryKill.matched, 1);
+  assert.deepEqual([kill.matched, kill.affected, kill.failed], [dryKill.matched, dryKill.matched, []]);
+  await until('the kill to land, seen from the other Host', async () => ((await other.inspectProcess(trees.unknown)).status === 'killed' ? true : undefined));
 });
 
 async function unknownIndexSize(prefix: string): Promise<number> {
