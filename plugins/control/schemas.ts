@@ -34,6 +34,8 @@ export const BulkFilter = closedObject(
     deployment: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only roots of this deployment.' })),
     startedFrom: Type.Optional(Type.String({ format: 'date-time', description: 'Only roots started at or after this instant.' })),
     startedBefore: Type.Optional(Type.String({ format: 'date-time', description: 'Only roots started before this instant.' })),
+    hasUnknown: Type.Optional(Type.Boolean({ description: 'Only trees that have (true) or have not (false) an effect whose outcome is Unknown (as `GET /v1/processes?hasUnknown=`).' })),
+    hasOpenGate: Type.Optional(Type.Boolean({ description: 'Only trees that have (true) or have not (false) an open gate (as `GET /v1/processes?hasOpenGate=`).' })),
   },
   { $id: 'BulkFilter', description: 'Which root processes (trees) to act on: the process list\'s filters and a start-time range. `{}` matches every root.' },
 );

@@ -38,8 +38,9 @@ const effects: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['effects'],
         summary: 'Every effect whose outcome is Unknown',
         description:
-          'Across the trees this server holds, read from their in-memory heads (no stored head or log is scanned to find them), ' +
-          'with each effect\'s evidence (attempts, diagnostic, late report). Resolve or replay each through its process.',
+          'Across every tree, on any node: in Redis mode from the Unknown-outcome index (written before each commit that makes an effect Unknown, ' +
+          'every entry verified against the tree\'s stored head), embedded from this server\'s trees. No log is scanned to find them. ' +
+          'With each effect\'s evidence (attempts and the worker of each, diagnostic, late report). Resolve or replay each through its process.',
         querystring: UnknownEffectQuery,
         response: { 200: { description: 'A page of Unknown effects.', ...ref(UnknownEffectList) }, ...problemResponses('invalid_request') },
       },

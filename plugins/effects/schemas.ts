@@ -1,7 +1,7 @@
 /** Effects: a process's effects, and the two ways out of an Unknown outcome (replay, resolution). */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Failure, Settlement } from '../processes/schemas.js';
-import { anyJson, closedObject, identity, nullable, ref, stringEnum } from '../shared.js';
+import { anyJson, closedObject, identity, nullable, ref, stringEnum, timestamp } from '../shared.js';
 
 export const LateReport = closedObject(
   {
@@ -18,6 +18,21 @@ export const LateReport = closedObject(
   },
 );
 
+export const EffectAttempt = closedObject(
+  {
+    attemptId: Type.String(),
+    startedAt: nullable(timestamp('When the attempt started; null when its log entry lacks the time.')),
+    worker: nullable(
+      Type.String({
+        description:
+          'Evidence of what ran the attempt: the BullMQ worker id from its claim record (kept one day), or, for an attempt run in the owner process, ' +
+          'the id of the node that started it. Null when not known (never claimed, record expired).',
+      }),
+    ),
+  },
+  { $id: 'EffectAttempt', description: 'One dispatch attempt of an effect.' },
+);
+
 export const Effect = closedObject(
   {
     effectId: Type.String(),
@@ -26,6 +41,7 @@ export const Effect = closedObject(
     target: stringEnum(['framework', 'dispatcher']),
     status: stringEnum(['planned', 'pending', 'settled', 'unknown', 'resolved']),
     attempts: Type.Integer({ minimum: 0, description: 'Dispatch attempts this server made, replays included.' }),
+    attemptList: Type.Array(ref(EffectAttempt), { description: 'Those attempts, oldest first, as far as the tree\'s event log still holds them, each with its worker.' }),
     settlement: nullable(ref(Settlement)),
     diagnostic: nullable(ref(Failure)),
     lateReport: Type.Optional(ref(LateReport)),
@@ -87,4 +103,4 @@ export const UnknownEffectQuery = closedObject({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Page size (default 100).', example: 100 })),
 });
 
-export const effectComponents: readonly TSchema[] = [LateReport, Effect, EffectList, EffectResolution, UnknownEffect, UnknownEffectList];
+export const effectComponents: readonly TSchema[] = [LateReport, EffectAttempt, Effect, EffectList, EffectResolution, UnknownEffect, UnknownEffectList];

@@ -90,8 +90,10 @@ const processes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { status, deployment, limit, cursor, startedAfter, startedBefore } = request.query;
+      const { status, deployment, limit, cursor, startedAfter, startedBefore, hasUnknown, hasOpenGate } = request.query;
       const page = await app.host.listProcesses({
+        ...(hasUnknown === undefined ? {} : { hasUnknown: hasUnknown === 'true' }),
+        ...(hasOpenGate === undefined ? {} : { hasOpenGate: hasOpenGate === 'true' }),
         ...(startedAfter === undefined ? {} : { startedAfter: Date.parse(startedAfter) }),
         ...(startedBefore === undefined ? {} : { startedBefore: Date.parse(startedBefore) }),
         ...(status === undefined ? {} : { status }),

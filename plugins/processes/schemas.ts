@@ -147,6 +147,8 @@ export const ProcessSummary = closedObject(
     deployment: Type.String(),
     status: stringEnum(statusValues),
     startedAt: timestamp('When the process started.'),
+    hasUnknown: Type.Boolean({ description: 'Some process of the tree has an effect whose outcome is Unknown (see `GET /v1/effects?status=unknown`).' }),
+    hasOpenGate: Type.Boolean({ description: 'Some process of the tree waits on an open gate (an open external wait).' }),
   },
   { $id: 'ProcessSummary', description: 'One root process in a list.' },
 );
@@ -247,6 +249,8 @@ export const ListProcessesQuery = closedObject({
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'From a previous page’s `nextCursor`.' })),
   startedAfter: Type.Optional(startTime('Only processes started at or after this time (ISO 8601, UTC).')),
   startedBefore: Type.Optional(startTime('Only processes started before this time (ISO 8601, UTC).')),
+  hasUnknown: Type.Optional(stringEnum(['true', 'false'], { description: 'Only trees that have (`true`) or have not (`false`) an effect whose outcome is Unknown.' })),
+  hasOpenGate: Type.Optional(stringEnum(['true', 'false'], { description: 'Only trees that have (`true`) or have not (`false`) an open gate (an open external wait).' })),
 });
 
 /** The longest result long poll, in milliseconds. */

@@ -86,6 +86,11 @@ export interface ProcessSummary {
   readonly status: string;
   readonly startedAt: string;
 }
+/** A row of `GET /v1/processes`: the summary with its tree's marks. */
+export interface ListedProcess extends ProcessSummary {
+  readonly hasUnknown: boolean;
+  readonly hasOpenGate: boolean;
+}
 export interface Page<T> {
   readonly items: T[];
   readonly nextCursor: string | null;
@@ -113,9 +118,16 @@ export interface EffectView {
   readonly target: string;
   readonly status: string;
   readonly attempts: number;
+  readonly attemptList: readonly EffectAttempt[];
   readonly settlement: { readonly status: string; readonly payload: unknown } | null;
   readonly diagnostic: { readonly kind: string; readonly code: string; readonly message: string } | null;
   readonly lateReport?: { readonly attemptId: string; readonly status: string; readonly payload: unknown; readonly reason: string | null };
+}
+export interface EffectAttempt {
+  readonly attemptId: string;
+  readonly startedAt: string | null;
+  /** The BullMQ worker, or the node that ran it in its owner; null when not known. */
+  readonly worker: string | null;
 }
 export interface UnknownEffect {
   readonly processId: string;

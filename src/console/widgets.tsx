@@ -1,5 +1,5 @@
 /** Small pieces every view uses: a status shown as text and colour (never colour alone), a problem, time. */
-import { ApiError } from './api';
+import { ApiError, type EffectAttempt } from './api';
 
 const statusSymbols: Readonly<Record<string, string>> = {
   running: '▶',
@@ -52,4 +52,25 @@ export function shortId(id: string): string {
 
 export function Json({ value }: { readonly value: unknown }) {
   return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
+}
+
+/** Each attempt with the worker that ran it (evidence: the claim record's worker, or the owner node). */
+export function AttemptList({ attempts }: { readonly attempts: readonly EffectAttempt[] }) {
+  if (attempts.length === 0) return null;
+  return (
+    <ol class="attempts" aria-label="Attempts">
+      {attempts.map((attempt) => (
+        <li key={attempt.attemptId} data-attempt-id={attempt.attemptId}>
+          <code>{attempt.attemptId}</code>
+          {attempt.startedAt === null ? null : (
+            <>
+              {' '}
+              started <Time at={attempt.startedAt} />
+            </>
+          )}
+          , worker: <span class="attempt-worker">{attempt.worker ?? 'not known'}</span>
+        </li>
+      ))}
+    </ol>
+  );
 }

@@ -359,7 +359,7 @@ export interface paths {
         };
         /**
          * Every effect whose outcome is Unknown
-         * @description Across the trees this server holds, read from their in-memory heads (no stored head or log is scanned to find them), with each effect's evidence (attempts, diagnostic, late report). Resolve or replay each through its process.
+         * @description Across every tree, on any node: in Redis mode from the Unknown-outcome index (written before each commit that makes an effect Unknown, every entry verified against the tree's stored head), embedded from this server's trees. No log is scanned to find them. With each effect's evidence (attempts and the worker of each, diagnostic, late report). Resolve or replay each through its process.
          */
         get: operations["listUnknownEffects"];
         put?: never;
@@ -989,6 +989,10 @@ export interface components {
              * @example 2025-01-01T00:00:00.000Z
              */
             startedAt: string;
+            /** @description Some process of the tree has an effect whose outcome is Unknown (see `GET /v1/effects?status=unknown`). */
+            hasUnknown: boolean;
+            /** @description Some process of the tree waits on an open gate (an open external wait). */
+            hasOpenGate: boolean;
         };
         /** @description Root processes, newest first. */
         ProcessPage: {
@@ -1133,6 +1137,10 @@ export interface components {
              * @description Only roots started before this instant.
              */
             startedBefore?: string;
+            /** @description Only trees that have (true) or have not (false) an effect whose outcome is Unknown (as `GET /v1/processes?hasUnknown=`). */
+            hasUnknown?: boolean;
+            /** @description Only trees that have (true) or have not (false) an open gate (as `GET /v1/processes?hasOpenGate=`). */
+            hasOpenGate?: boolean;
         };
         /**
          * @example {
@@ -1193,6 +1201,12 @@ export interface components {
             payload: unknown;
             reason: string | null;
         };
+        /** @description One dispatch attempt of an effect. */
+        EffectAttempt: {
+            attemptId: string;
+            startedAt: string | null;
+            worker: string | null;
+        };
         /** @description One effect of a process. */
         Effect: {
             effectId: string;
@@ -1204,6 +1218,8 @@ export interface components {
             status: "planned" | "pending" | "settled" | "unknown" | "resolved";
             /** @description Dispatch attempts this server made, replays included. */
             attempts: number;
+            /** @description Those attempts, oldest first, as far as the tree's event log still holds them, each with its worker. */
+            attemptList: components["schemas"]["EffectAttempt"][];
             settlement: components["schemas"]["Settlement"] | null;
             diagnostic: components["schemas"]["Failure"] | null;
             lateReport?: components["schemas"]["LateReport"];
@@ -1767,6 +1783,10 @@ export interface operations {
                 startedAfter?: string;
                 /** @description Only processes started before this time (ISO 8601, UTC). */
                 startedBefore?: string;
+                /** @description Only trees that have (`true`) or have not (`false`) an effect whose outcome is Unknown. */
+                hasUnknown?: "true" | "false";
+                /** @description Only trees that have (`true`) or have not (`false`) an open gate (an open external wait). */
+                hasOpenGate?: "true" | "false";
             };
             header?: never;
             path?: never;

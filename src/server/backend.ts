@@ -15,12 +15,16 @@ import { readHeadVersions } from '../store/redis/head-versions.js';
 import { RedisProcessDirectory } from '../store/redis/process-directory.js';
 import { RedisRootIndex } from '../store/redis/root-index.js';
 import { RedisWaitIndex } from '../store/redis/wait-index.js';
+import { RedisUnknownIndex } from '../store/redis/unknown-index.js';
 import { MemoryRootIndex, type RootIndex } from '../store/root-index.js';
 import { redisTargetOf, type ServerConfig } from './config.js';
 import { EmbeddedCommitter } from './embedded-committer.js';
 import type { HostCommitter } from './host-committer.js';
 import type { HostMetrics } from './metrics.js';
 import { IndexedInbox } from './indexed-inbox.js';
+import { IndexedUnknowns } from './indexed-unknowns.js';
+import { UnknownIndexWriter } from './unknown-index-writer.js';
+import type { UnknownRef } from './tree-marks.js';
 import { RedisHostCommitter } from './redis-host-committer.js';
 import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 import { AnswerClaims } from './gates/answer-claims.js';
@@ -44,6 +48,8 @@ export interface Backend {
   readonly agency: SignalAgency;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
+  /** The Unknown effects of every stored tree: Redis mode from the verified Unknown-outcome index, embedded from the committer's memory. */
+  readonly unknowns: { refs(): Promise<UnknownRef[]> };
   /** Redis mode: the digests of stored heads, many in one round trip (readers cache what they parsed by it). */
   readonly headDigests?: (roots: readonly string[]) => Promise<(string | undefined)[]>;
   /** Redis mode: the root a non-root process belongs to, from the process directory (a child of a tree never held here). */
@@ -94,6 +100,7 @@ function embeddedBackend(options: BackendOptions): Backend {
   return {
     mode: 'embedded',
     committer,
+    unknowns: { refs: () => committer.unknownRefs() },
     claims,
     agency,
     log,
@@ -131,10 +138,27 @@ function redisBackend(options: BackendOptions): Backend {
     loadHead: (root) => store.loadHead(ProcessId.parse(root)),
     describe,
   });
+  const unknownIndex = new RedisUnknownIndex({ redis, keyPrefix: config.keyPrefix });
+  const unknowns = new IndexedUnknowns({
+    index: unknownIndex,
+    headVersions: (rootIds) => readHeadVersions(redis, config.keyPrefix, rootIds),
+    loadHead: (root) => store.loadHead(ProcessId.parse(root)),
+  });
   const processes = new RedisProcessDirectory({ redis, keyPrefix: config.keyPrefix });
   const claims = new AnswerClaims();
   const agency = new SignalAgency();
-  const committer = new RedisHostCommitter({ store, idempotency, roots, metrics, permits: options.permits, waits, processes, claims, agency });
+  const committer = new RedisHostCommitter({
+    store,
+    idempotency,
+    roots,
+    metrics,
+    permits: options.permits,
+    waits,
+    processes,
+    claims,
+    agency,
+    unknowns: new UnknownIndexWriter(unknownIndex),
+  });
   return {
     mode: 'redis',
     claims,
@@ -145,6 +169,7 @@ function redisBackend(options: BackendOptions): Backend {
     idempotency,
     roots,
     inbox,
+    unknowns,
     succession: new RedisSuccessionStore({ redis, keyPrefix: config.keyPrefix }),
     rootOf: (processId) => processes.rootOf(processId),
     headDigests: async (rootIds) => (await readHeadVersions(redis, config.keyPrefix, rootIds)).map((version) => version?.digest),

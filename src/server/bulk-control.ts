@@ -31,6 +31,8 @@ export async function bulkControl(ports: BulkControlPorts, request: BulkControlR
     limit,
     cursor: request.cursor,
     tenant: request.tenant,
+    hasUnknown: request.filter.hasUnknown,
+    hasOpenGate: request.filter.hasOpenGate,
   });
   const matched = page.items.filter((item) => {
     const started = Date.parse(item.startedAt);

@@ -1,6 +1,6 @@
 import { EffectId, eventNames, type PreparedEffect, type ProcessId, type ProcessSnapshot } from '../kernel/index.js';
 import type { EventLog } from '../store/event-log.js';
-import type { EffectView, Json } from './host.js';
+import type { EffectAttemptView, EffectView, Json } from './host.js';
 import { failureView, toNumber } from './views.js';
 
 /**
@@ -15,6 +15,8 @@ interface EffectFacts {
   readonly stepSequence: number;
   target: 'framework' | 'dispatcher';
   attempts: number;
+  /** Each dispatch attempt, oldest first (its worker is filled in by the host: attempt-workers.ts). */
+  attemptList: EffectAttemptView[];
   resolved: boolean;
   lastStatus: string | undefined;
 }
@@ -30,7 +32,7 @@ async function effectFacts(log: EventLog, root: string, processId: string): Prom
     for (const record of page) {
       cursor = record.position;
       if (record.processId !== processId || !record.type.startsWith('agent.effect.')) continue;
-      let data: { effect_id?: unknown; step_sequence?: unknown; payload?: Record<string, unknown> };
+      let data: { effect_id?: unknown; step_sequence?: unknown; occurred_at?: unknown; payload?: Record<string, unknown> };
       try {
         data = JSON.parse(record.data) as typeof data;
       } catch {
@@ -43,6 +45,7 @@ async function effectFacts(log: EventLog, root: string, processId: string): Prom
           stepSequence: typeof data.step_sequence === 'number' ? data.step_sequence : 0,
           target: 'dispatcher',
           attempts: 0,
+          attemptList: [],
           resolved: false,
           lastStatus: undefined,
         };
@@ -50,7 +53,11 @@ async function effectFacts(log: EventLog, root: string, processId: string): Prom
       }
       const target = data.payload?.target;
       if (target === 'framework' || target === 'dispatcher') entry.target = target;
-      if (record.type === eventNames.effectStarted) entry.attempts += 1;
+      if (record.type === eventNames.effectStarted) {
+        entry.attempts += 1;
+        const attemptId = data.payload?.attempt_id;
+        if (typeof attemptId === 'string') entry.attemptList.push({ attemptId, startedAt: typeof data.occurred_at === 'string' ? data.occurred_at : null, worker: null });
+      }
       if (record.type === eventNames.effectFinished) entry.lastStatus = String(data.payload?.settlement_status ?? '');
       if (record.type === eventNames.effectResolved) entry.resolved = true;
     }
@@ -71,6 +78,7 @@ export async function effectViews(log: EventLog, root: string, snapshot: Process
       target: entry.target,
       status: entry.resolved ? 'resolved' : entry.lastStatus === 'unknown' ? 'unknown' : entry.lastStatus === undefined ? 'pending' : 'settled',
       attempts: entry.attempts,
+      attemptList: entry.attemptList,
       settlement: null,
       diagnostic: null,
     });
@@ -103,6 +111,7 @@ function preparedEffectView(effect: PreparedEffect, stepSequence: number, facts:
     target: effect.effect.target,
     status,
     attempts: facts?.attempts ?? 0,
+    attemptList: facts?.attemptList ?? [],
     settlement:
       settlement === undefined ? null : { effectId: effect.id.toString(), status: settlement.status, payload: settlement.payload.decode<Json>() },
     diagnostic: failureView(effect.diagnostic ?? effect.failure),

@@ -9,6 +9,7 @@ import { tenantOfHostValues } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
 import type { AnswerClaims } from './gates/answer-claims.js';
 import type { SignalAgency } from './signal-agency.js';
+import { unknownRefsOf, type UnknownRef } from './tree-marks.js';
 
 export interface EmbeddedCommitterOptions {
   readonly store: MemoryTreeCommitter;
@@ -40,6 +41,8 @@ export class EmbeddedCommitter extends CommitterBase {
   readonly #agency: SignalAgency | undefined;
   /** Per root: the records its commits wrote (gate answers), by suffix. */
   readonly #records = new Map<string, Map<string, string>>();
+  /** Per root with any: its Unknown effects as its last commit left them (released trees included). */
+  readonly #unknowns = new Map<string, UnknownRef[]>();
 
   constructor(options: EmbeddedCommitterOptions) {
     super(options.metrics);
@@ -53,6 +56,11 @@ export class EmbeddedCommitter extends CommitterBase {
 
   async readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
     return this.#records.get(rootId.toString())?.get(suffix);
+  }
+
+  /** Every Unknown effect of every stored tree (`GET /v1/effects?status=unknown`, embedded). */
+  async unknownRefs(): Promise<UnknownRef[]> {
+    return [...this.#unknowns.values()].flat();
   }
 
   async readTenant(rootId: ProcessId): Promise<string | undefined> {
@@ -75,6 +83,7 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#purged.add(root);
     this.#tenants.delete(root);
     this.#records.delete(root);
+    this.#unknowns.delete(root);
     this.#log.delete(root);
     await this.#roots.remove(rootEntryOf(head));
     return 'purged';
@@ -84,6 +93,7 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#checkNotPurged(checkpoint.rootId);
     const agency = context === undefined ? undefined : await this.#agency?.recordsFor(checkpoint.snapshot, context.events, (suffix) => this.readRecord(checkpoint.rootId, suffix));
     await this.#store.commitCheckpoint(checkpoint);
+    this.#noteUnknowns(checkpoint.snapshot);
     this.#apply(checkpoint.rootId, context, agency?.writes ?? []);
     agency?.committed();
     if (checkpoint.kind === 'start') {
@@ -99,6 +109,7 @@ export class EmbeddedCommitter extends CommitterBase {
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
     this.#checkNotPurged(boundary.rootId);
     await this.#store.commitEffect(boundary);
+    this.#noteUnknowns(boundary.snapshot);
     this.#apply(boundary.rootId, context);
   }
 
@@ -106,6 +117,13 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#checkNotPurged(activation.rootId);
     await this.#store.activateTree(activation);
     this.#apply(activation.rootId, context);
+  }
+
+  #noteUnknowns(tree: TreeSnapshot): void {
+    const root = tree.rootId.toString();
+    const refs = unknownRefsOf(root, tree.processSnapshots());
+    if (refs.length === 0) this.#unknowns.delete(root);
+    else this.#unknowns.set(root, refs);
   }
 
   #checkNotPurged(rootId: ProcessId): void {

@@ -10,6 +10,7 @@ import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { trustsLateReports } from '../transport/late-reports.js';
 import { isOwnerDispatched } from '../transport/owner-dispatched.js';
+import { AttemptWorkers } from './attempt-workers.js';
 import { DeploymentCatalog, type DeploymentEntry, deploymentOf, rebindEntry } from './catalog.js';
 import type { ServerConfig } from './config.js';
 import { demoDeployments } from './demos.js';
@@ -186,6 +187,7 @@ export class EngineHost implements Host {
   readonly #inbox: WaitInbox;
   readonly #gates: GateService;
   readonly #list: ProcessList;
+  readonly #attemptWorkers: AttemptWorkers;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
   /** Open SSE streams (shutdown's end_streams waits for their last event). */
@@ -283,6 +285,11 @@ export class EngineHost implements Host {
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#gates = this.#gateService(residency, backend);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
+    this.#attemptWorkers = new AttemptWorkers({
+      nodeId: () => this.nodeId,
+      ...(backend.redis === undefined ? {} : { redis: { client: backend.redis, keyPrefix: config.keyPrefix } }),
+      ...(transport === undefined ? {} : { claims: transport.attempts }),
+    });
     this.#starts = new Starts({
       engine: this.#engine,
       catalog: this.#catalog,
@@ -395,9 +402,21 @@ export class EngineHost implements Host {
       setImmediate(() => this.#interrupts.observe(root));
     }
     this.#metrics.observe(event);
+    const started = event.effectStarted();
+    if (started !== undefined && this.#runsHere(event, started.target)) this.#attemptWorkers.ranHere(event.relation.rootId.toString(), started.attemptId.toString());
     // Committed events reached the log with their commit (host committer); the rest go best-effort.
     if (!event.committed) {
       this.#backend.log.append(event.relation.rootId.toString(), [{ type: event.name, processId: event.processId.toString(), data: event.json() }]);
+    }
+  }
+
+  /** Whether an attempt this node started also runs here (not on a queue worker): evidence of its worker. */
+  #runsHere(event: Event, target: string): boolean {
+    if (this.#transport === undefined || target === 'framework') return true;
+    try {
+      return isOwnerDispatched(this.#catalog.resolve(event.deploymentRef).dispatcher);
+    } catch {
+      return false;
     }
   }
 
@@ -778,16 +797,16 @@ export class EngineHost implements Host {
     }
     const located = await this.#residency.locateOrThrow(processId);
     const views = await storeCall('event log read', () => effectViews(this.#backend.log, located.root, snapshotOf(located)));
-    const page = views.slice(offset, offset + limit);
+    const page = await storeCall('attempt record read', () => Promise.all(views.slice(offset, offset + limit).map((view) => this.#withWorkers(located.root, view))));
     const transport = this.#transport;
     const items = transport === undefined ? page : await Promise.all(page.map((view) => (view.status === 'unknown' ? this.#withLateReport(transport, located.root, view) : view)));
     return { items, nextCursor: offset + limit < views.length ? String(offset + limit) : null };
   }
 
-  /** Every Unknown effect of the trees this runtime holds (unknown-effects.ts), in pages. */
+  /** Every Unknown effect (unknown-effects.ts): Redis mode from the verified index, embedded from memory; in pages. */
   async unknownEffects(query: UnknownEffectQuery): Promise<Page<UnknownEffectView>> {
     const sources = {
-      residency: this.#residency,
+      refs: () => this.#backend.unknowns.refs(),
       effectsOf: async (processId: string) => (await this.effects(processId, { limit: pageLimits.effects.max })).items,
       tenantOf: (root: string) => this.#treeTenant(root),
     };
@@ -824,6 +843,13 @@ export class EngineHost implements Host {
     } catch (error) {
       this.#logger?.warn({ err: error, rootId: root }, 'a late report could not be applied; the effect stays Unknown (its report is on the effect view)');
     }
+  }
+
+  /** An effect's view with the worker of each attempt, where known (attempt-workers.ts). */
+  async #withWorkers(root: string, view: EffectView): Promise<EffectView> {
+    if (view.attemptList.length === 0) return view;
+    const workers = await this.#attemptWorkers.workersOf(root, view.effectId, view.attemptList.map((attempt) => attempt.attemptId));
+    return { ...view, attemptList: view.attemptList.map((attempt, index) => ({ ...attempt, worker: workers[index] ?? null })) };
   }
 
   /** An Unknown effect's view with what a worker reported for it after it was declared Unknown (its inbox). */

@@ -163,6 +163,10 @@ export interface ProcessListQuery {
   readonly startedBefore?: number;
   /** Only the trees of this tenant. */
   readonly tenant?: string;
+  /** Only trees that have (true) or have not (false) an effect whose outcome is Unknown (tree-marks.ts). */
+  readonly hasUnknown?: boolean;
+  /** Only trees that have (true) or have not (false) an open gate: an open external wait. */
+  readonly hasOpenGate?: boolean;
 }
 
 export interface ProcessSummary {
@@ -170,6 +174,10 @@ export interface ProcessSummary {
   readonly deployment: string;
   readonly status: string;
   readonly startedAt: string;
+  /** Some process of the tree has an effect whose outcome is Unknown. */
+  readonly hasUnknown: boolean;
+  /** Some process of the tree waits on an open gate (an open external wait). */
+  readonly hasOpenGate: boolean;
 }
 
 export interface Page<T> {
@@ -235,6 +243,10 @@ export interface BulkFilter {
   readonly startedFrom?: string;
   /** Only roots started before this RFC 3339 instant. */
   readonly startedBefore?: string;
+  /** Only trees that have (true) or have not (false) an Unknown outcome (as `GET /v1/processes?hasUnknown=`). */
+  readonly hasUnknown?: boolean;
+  /** Only trees that have (true) or have not (false) an open gate (as `GET /v1/processes?hasOpenGate=`). */
+  readonly hasOpenGate?: boolean;
 }
 
 export interface BulkControlRequest {
@@ -278,6 +290,8 @@ export interface EffectView {
   readonly status: string;
   /** Dispatch attempts this server made, replays included. */
   readonly attempts: number;
+  /** Those attempts, oldest first, as far as the tree's log still holds them. */
+  readonly attemptList: readonly EffectAttemptView[];
   readonly settlement: SettlementView | null;
   readonly diagnostic: FailureView | null;
   /**
@@ -286,6 +300,18 @@ export interface EffectView {
    * evidence, not the record — resolve the effect with it if you trust it.
    */
   readonly lateReport?: LateReportView;
+}
+
+/** One dispatch attempt of an effect. */
+export interface EffectAttemptView {
+  readonly attemptId: string;
+  /** When the attempt started (its `agent.effect.started`), null when the log entry lacks it. */
+  readonly startedAt: string | null;
+  /**
+   * Evidence of what ran it: the BullMQ worker id from the attempt's claim record, or for an attempt run
+   * in the owner process the node id that started it; null when not known (never claimed, expired).
+   */
+  readonly worker: string | null;
 }
 
 /** A worker's report for an attempt that finished after its effect was declared Unknown. */

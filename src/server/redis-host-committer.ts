@@ -16,6 +16,7 @@ import type { RedisProcessDirectory } from '../store/redis/process-directory.js'
 import type { AnswerClaims } from './gates/answer-claims.js';
 import { gateRecordSuffix } from './gates/gate-record.js';
 import { type AgencyPlan, agencyRecordSuffix, type SignalAgency } from './signal-agency.js';
+import type { UnknownIndexPlan, UnknownIndexWriter } from './unknown-index-writer.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -32,6 +33,14 @@ export interface RedisHostCommitterOptions {
   readonly claims?: AnswerClaims;
   /** Agency: the signals people sent are recorded by the commit that admits them. */
   readonly agency?: SignalAgency;
+  /** The Unknown-outcome index's writer: entries before the commits that make effects Unknown, removals after. */
+  readonly unknowns?: UnknownIndexWriter;
+}
+
+/** The index writes one commit needs (both written before it, settled after it). */
+interface IndexPlans {
+  readonly waits: WaitIndexPlan | undefined;
+  readonly unknowns: UnknownIndexPlan | undefined;
 }
 
 /**
@@ -51,6 +60,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #processes: RedisProcessDirectory | undefined;
   readonly #claims: AnswerClaims | undefined;
   readonly #agency: SignalAgency | undefined;
+  readonly #unknowns: UnknownIndexWriter | undefined;
   /** Per unfinished root: the non-root members whose directory entry this node wrote. */
   readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
@@ -67,6 +77,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#processes = options.processes;
     this.#claims = options.claims;
     this.#agency = options.agency;
+    this.#unknowns = options.unknowns;
   }
 
   /**
@@ -98,6 +109,7 @@ export class RedisHostCommitter extends CommitterBase {
   override released(rootId: string): void {
     // The next activation of the tree reads what it needs again (the wait index, the directory).
     this.#waits?.forget(rootId);
+    this.#unknowns?.forget(rootId);
     this.#mapped.delete(rootId);
     this.#agency?.forget(rootId);
   }
@@ -119,6 +131,7 @@ export class RedisHostCommitter extends CommitterBase {
     }
     this.#agency?.forget(rootId.toString());
     this.#waits?.forget(rootId.toString());
+    this.#unknowns?.forget(rootId.toString());
     this.#mapped.delete(rootId.toString());
     if (outcome === 'purged' && head !== undefined && this.#processes !== undefined) {
       const members = head.processSnapshots().filter((process) => !process.processId.equals(rootId));
@@ -268,20 +281,24 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   /**
-   * The wait index entries a commit needs, written before it is sent: a commit that opens a wait is
-   * never acknowledged without its entry (the inbox stays complete). Failing that, nothing is committed.
+   * The wait index and Unknown index entries a commit needs, written (together) before it is sent: a
+   * commit that opens a wait or makes an effect Unknown is never acknowledged without its entry (the
+   * inbox and the Unknown list stay complete). Failing that, nothing is committed.
    */
-  async #indexWaits(commit: IndexedCommit): Promise<WaitIndexPlan | undefined> {
-    if (this.#waits === undefined) return undefined;
-    try {
-      return await this.#waits.prepare(commit);
-    } catch (error) {
-      throw unavailable('wait index write', error);
-    }
+  async #indexWaits(commit: IndexedCommit): Promise<IndexPlans> {
+    const [waits, unknowns] = await Promise.all([
+      this.#waits?.prepare(commit).catch((error: unknown) => {
+        throw unavailable('wait index write', error);
+      }),
+      this.#unknowns?.prepare(commit).catch((error: unknown) => {
+        throw unavailable('unknown index write', error);
+      }),
+    ]);
+    return { waits, unknowns };
   }
 
-  async #indexed(plan: WaitIndexPlan | undefined): Promise<void> {
-    if (plan !== undefined) await this.#waits?.acknowledged(plan);
+  async #indexed(plans: IndexPlans): Promise<void> {
+    await Promise.all([plans.waits === undefined ? undefined : this.#waits?.acknowledged(plans.waits), plans.unknowns === undefined ? undefined : this.#unknowns?.acknowledged(plans.unknowns)]);
   }
 
   /**

@@ -1,39 +1,34 @@
 import { invalidRequest } from '../errors.js';
 import type { EffectView, Page, UnknownEffectQuery, UnknownEffectView } from './host.js';
-import type { TreeResidency } from './residency.js';
-
-interface UnknownRef {
-  readonly processId: string;
-  readonly rootId: string;
-  readonly deployment: string;
-  readonly effectId: string;
-}
+import type { UnknownRef } from './tree-marks.js';
 
 export interface UnknownEffectSources {
-  readonly residency: TreeResidency;
+  /** Every Unknown effect there is, in any order (embedded: the committer's memory; Redis: the verified index). */
+  readonly refs: () => Promise<UnknownRef[]>;
   /** The full effect views of one process (attempts, diagnostic, late report). */
   readonly effectsOf: (processId: string) => Promise<readonly EffectView[]>;
   readonly tenantOf: (root: string) => Promise<string>;
 }
 
 /**
- * Every Unknown effect of the trees this runtime holds, ordered by (process, effect) so the cursor (the
- * last entry of the previous page) is exact. Read from the Engine's in-memory heads (each process
- * already knows its `unknownEffectIds`): no stored head or log is scanned to find them; only the
- * processes on the returned page have their effect views read, for the evidence.
+ * Every Unknown effect, ordered by (process, effect) so the cursor (the last entry of the previous page)
+ * is exact. The refs come from heads (each process knows its `unknownEffectIds`): no log is scanned to
+ * find them; only the processes on the returned page have their effect views read, for the evidence.
  */
 export async function unknownEffectPage(sources: UnknownEffectSources, query: UnknownEffectQuery, limit: number): Promise<Page<UnknownEffectView>> {
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const refs: UnknownRef[] = [];
-  for (const root of sources.residency.localRoots()) {
-    const inspection = sources.residency.inspectLocal(root);
-    if (inspection === undefined) continue;
-    if (query.tenant !== undefined && (await sources.tenantOf(root)) !== query.tenant) continue;
-    for (const { snapshot } of inspection.processes) {
-      for (const effectId of snapshot.unknownEffectIds()) {
-        refs.push({ processId: snapshot.processId.toString(), rootId: root, deployment: snapshot.deploymentRef.name, effectId: effectId.toString() });
+  const tenants = new Map<string, string>();
+  for (const ref of await sources.refs()) {
+    if (query.tenant !== undefined) {
+      let tenant = tenants.get(ref.rootId);
+      if (tenant === undefined) {
+        tenant = await sources.tenantOf(ref.rootId);
+        tenants.set(ref.rootId, tenant);
       }
+      if (tenant !== query.tenant) continue;
     }
+    refs.push(ref);
   }
   refs.sort(compareRefs);
   const start = after === undefined ? 0 : refs.findIndex((ref) => compareRefs(ref, after) > 0);

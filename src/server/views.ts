@@ -93,7 +93,8 @@ export function processView(snapshot: ProcessSnapshot, work: string, runtimeErro
   };
 }
 
-export function summaryOf(snapshot: ProcessSnapshot): ProcessSummary {
+/** A root's summary without its tree's marks (tree-marks.ts: the process list adds them). */
+export function summaryOf(snapshot: ProcessSnapshot): Omit<ProcessSummary, 'hasUnknown' | 'hasOpenGate'> {
   return {
     processId: snapshot.processId.toString(),
     deployment: snapshot.deploymentRef.name,

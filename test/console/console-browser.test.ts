@@ -228,6 +228,51 @@ describe('the console in a browser', { skip }, () => {
     }
   });
 
+  test('the has-Unknown and has-open-gate filters: kept in the URL, rows marked in words, sent to the bulk dry run; the Unknown view names each attempt\'s worker', async () => {
+    const unknown = await server.start('demo.unreliable', { mode: 'unknown', replayable: false });
+    const gate = await server.start('demo.approval', { subject: 'filtered' });
+    await until(() => view(unknown), (process) => process.unknownEffectIds.length === 1);
+    await until(() => view(gate), (process) => process.waitKind === 'external');
+    await inTab('marks', async (tab) => {
+      const posts: string[] = [];
+      tab.on('request', (request) => {
+        if (request.method() === 'POST') posts.push(request.postData() ?? '');
+      });
+      await tab.goto(`${server.base}/#/processes?hasUnknown=true`);
+      const unknownRow = tab.locator(`tr[data-process-id="${unknown}"]`);
+      await unknownRow.waitFor();
+      assert.equal(await tab.locator('#filter-unknown').inputValue(), 'true', 'the filter comes from the URL');
+      assert.match((await unknownRow.textContent()) ?? '', /Unknown outcome/);
+      assert.equal(await tab.locator(`tr[data-process-id="${gate}"]`).count(), 0, 'a tree without an Unknown is not listed');
+      const rows = await tab.locator('tbody tr[data-process-id]').allTextContents();
+      assert.ok(rows.every((text) => /Unknown outcome/.test(text)), rows.join(' | '));
+
+      // Switch filters from the page: the URL follows, and so does the list.
+      await tab.getByLabel('Unknown outcome').selectOption('');
+      await tab.getByLabel('Open gate').selectOption('true');
+      const gateRow = tab.locator(`tr[data-process-id="${gate}"]`);
+      await gateRow.waitFor();
+      assert.match((await gateRow.textContent()) ?? '', /Open gate/);
+      assert.equal(await tab.locator(`tr[data-process-id="${unknown}"]`).count(), 0);
+      const hash = await tab.evaluate('location.hash');
+      assert.match(String(hash), /hasOpenGate=true/);
+      assert.doesNotMatch(String(hash), /hasUnknown/);
+
+      await tab.getByRole('button', { name: 'Dry run: count matching processes' }).click();
+      const confirmation = tab.getByRole('alertdialog');
+      await confirmation.waitFor();
+      assert.match((await confirmation.textContent()) ?? '', /matching with an open gate/);
+      assert.deepEqual(JSON.parse(posts[0] ?? '{}').filter, { hasOpenGate: true });
+      await confirmation.getByRole('button', { name: 'Dismiss' }).click();
+
+      await tab.goto(`${server.base}/#/unknown`);
+      const item = tab.locator('li.unknown-item').filter({ hasText: unknown });
+      await item.waitFor();
+      assert.deepEqual(await item.locator('.attempts .attempt-worker').allTextContents(), ['embedded'], 'the one attempt ran in this (embedded) node');
+    });
+    for (const id of [unknown, gate]) await server.json(`/v1/processes/${encodeURIComponent(id)}/kill`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  });
+
   test('bulk cancel of 10 demo.sleep processes by filter: the server\'s dry-run count, a confirmation, then one bulk call cancels every one', async () => {
     const ids: string[] = [];
     for (let index = 0; index < 10; index += 1) ids.push(await server.start('demo.sleep', { ms: 600_000 }));

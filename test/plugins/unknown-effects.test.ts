@@ -93,3 +93,36 @@ test('GET /v1/processes filters by start time (startedAfter, startedBefore)', as
   assert.ok(!ids.includes(late.processId));
   expectProblem(await server.client.GET('/v1/processes', { params: { query: { startedAfter: 'yesterday' } } }), 400, 'invalid_request');
 });
+
+test('GET /v1/processes?hasUnknown=&hasOpenGate= filter by the marks every summary carries; the effect view names each attempt\'s worker', async () => {
+  const unknown = await unknownProcess();
+  const gate = await start(server, 'demo.approval', { subject: 'marks over HTTP' });
+  await until(
+    () => server.client.GET('/v1/processes/{id}', { params: { path: { id: gate.processId } } }),
+    (r) => r.data?.waitKind === 'external',
+  );
+  // (Earlier tests of this server left Unknowns too: a killed process keeps its Unknown outcome.)
+  const withUnknown = await server.client.GET('/v1/processes', { params: { query: { hasUnknown: 'true', limit: 100 } } });
+  assert.ok(withUnknown.data!.items.every((item) => item.hasUnknown && !item.hasOpenGate));
+  assert.ok(withUnknown.data!.items.some((item) => item.processId === unknown));
+  const withGate = await server.client.GET('/v1/processes', { params: { query: { hasOpenGate: 'true', limit: 100 } } });
+  assert.deepEqual(
+    withGate.data!.items.map((item) => [item.processId, item.hasUnknown, item.hasOpenGate]),
+    [[gate.processId, false, true]],
+  );
+  const neither = await server.client.GET('/v1/processes', { params: { query: { hasOpenGate: 'false', hasUnknown: 'false', limit: 100 } } });
+  assert.ok(neither.data!.items.every((item) => item.processId !== unknown && item.processId !== gate.processId));
+  expectProblem(await server.client.GET('/v1/processes', { params: { query: { hasUnknown: 'yes' as never } } }), 400, 'invalid_request');
+
+  const dry = await server.client.POST('/v1/processes:bulk', { body: { filter: { hasOpenGate: true }, action: 'cancel', dryRun: true } });
+  assert.equal(dry.data!.matched, 1);
+
+  // Embedded: every attempt ran in this node.
+  const listed = await server.client.GET('/v1/effects', { params: { query: { status: 'unknown' } } });
+  const item = listed.data!.items.find((entry) => entry.processId === unknown)!;
+  assert.equal(item.effect.attemptList.length, 1);
+  assert.equal(item.effect.attemptList[0]!.worker, 'embedded');
+  assert.match(item.effect.attemptList[0]!.attemptId, /^attempt:/);
+  await server.client.POST('/v1/processes/{id}/kill', { params: { path: { id: unknown } } });
+  await server.client.POST('/v1/processes/{id}/kill', { params: { path: { id: gate.processId } } });
+});

@@ -1,11 +1,11 @@
 /**
  * Processes: root processes, newest first, one page at a time (the API's cursor), filtered by status,
- * deployment and start time — all kept in the URL. The shown page refreshes itself every few seconds
+ * deployment, start time, and whether the tree has an Unknown outcome or an open gate — all kept in the URL. The shown page refreshes itself every few seconds
  * (one request for that page). Bulk actions act on the current filter through the server's bulk route:
  * a dry run counts what matches, and a confirmation names the count before anything is changed.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, withQuery, type Page, type ProcessSummary } from '../api';
+import { api, withQuery, type ListedProcess, type Page } from '../api';
 import { controlActions, type ControlAction } from '../controls';
 import { href, navigate, type Route } from '../route';
 import { ProblemView, StatusBadge, Time } from '../widgets';
@@ -19,6 +19,9 @@ interface Filters {
   readonly deployment: string;
   readonly startedAfter: string;
   readonly startedBefore: string;
+  /** '' (either), 'true' or 'false', as the API takes them. */
+  readonly hasUnknown: string;
+  readonly hasOpenGate: string;
 }
 
 function filtersOf(query: URLSearchParams): Filters {
@@ -27,7 +30,14 @@ function filtersOf(query: URLSearchParams): Filters {
     deployment: query.get('deployment') ?? '',
     startedAfter: query.get('startedAfter') ?? '',
     startedBefore: query.get('startedBefore') ?? '',
+    hasUnknown: yesNo(query.get('hasUnknown')),
+    hasOpenGate: yesNo(query.get('hasOpenGate')),
   };
+}
+
+/** A yes/no filter from the URL: anything but `true`/`false` means either. */
+function yesNo(value: string | null): string {
+  return value === 'true' || value === 'false' ? value : '';
 }
 
 /** A datetime-local value (local time, minutes) as the API's UTC instant. */
@@ -43,6 +53,8 @@ function listPath(filters: Filters, cursor: string | undefined, limit: number): 
     deployment: filters.deployment,
     startedAfter: toInstant(filters.startedAfter),
     startedBefore: toInstant(filters.startedBefore),
+    hasUnknown: filters.hasUnknown,
+    hasOpenGate: filters.hasOpenGate,
     limit,
     cursor,
   });
@@ -51,7 +63,7 @@ function listPath(filters: Filters, cursor: string | undefined, limit: number): 
 export function ProcessesView({ route }: { readonly route: Route }) {
   const filters = filtersOf(route.query);
   const cursor = route.query.get('cursor') ?? undefined;
-  const [page, setPage] = useState<Page<ProcessSummary> | undefined>();
+  const [page, setPage] = useState<Page<ListedProcess> | undefined>();
   const [error, setError] = useState<unknown>();
   const key = listPath(filters, cursor, pageSize);
 
@@ -60,7 +72,7 @@ export function ProcessesView({ route }: { readonly route: Route }) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const load = async (): Promise<void> => {
       try {
-        const next = await api<Page<ProcessSummary>>('GET', key);
+        const next = await api<Page<ListedProcess>>('GET', key);
         if (!stopped) {
           setPage(next);
           setError(undefined);
@@ -110,6 +122,22 @@ export function ProcessesView({ route }: { readonly route: Route }) {
           <label for="filter-before">Started before</label>
           <input id="filter-before" type="datetime-local" value={filters.startedBefore} onChange={(event) => apply({ startedBefore: event.currentTarget.value })} />
         </div>
+        <div class="field">
+          <label for="filter-unknown">Unknown outcome</label>
+          <select id="filter-unknown" value={filters.hasUnknown} onChange={(event) => apply({ hasUnknown: event.currentTarget.value })}>
+            <option value="">any</option>
+            <option value="true">has one</option>
+            <option value="false">has none</option>
+          </select>
+        </div>
+        <div class="field">
+          <label for="filter-gate">Open gate</label>
+          <select id="filter-gate" value={filters.hasOpenGate} onChange={(event) => apply({ hasOpenGate: event.currentTarget.value })}>
+            <option value="">any</option>
+            <option value="true">has one</option>
+            <option value="false">has none</option>
+          </select>
+        </div>
       </form>
       <ProblemView error={error} />
       {page === undefined ? (
@@ -124,12 +152,13 @@ export function ProcessesView({ route }: { readonly route: Route }) {
                 <th scope="col">Deployment</th>
                 <th scope="col">Status</th>
                 <th scope="col">Started</th>
+                <th scope="col">Needs attention</th>
               </tr>
             </thead>
             <tbody>
               {page.items.length === 0 ? (
                 <tr>
-                  <td colSpan={4}>No process matches.</td>
+                  <td colSpan={5}>No process matches.</td>
                 </tr>
               ) : (
                 page.items.map((process) => (
@@ -143,6 +172,10 @@ export function ProcessesView({ route }: { readonly route: Route }) {
                     </td>
                     <td>
                       <Time at={process.startedAt} />
+                    </td>
+                    <td class="marks">
+                      {process.hasUnknown ? <span class="mark mark-unknown">⚠ Unknown outcome</span> : null}
+                      {process.hasOpenGate ? <span class="mark mark-wait">⏸ Open gate</span> : null}
                     </td>
                   </tr>
                 ))
@@ -179,8 +212,10 @@ interface BulkResult {
 }
 
 /** The bulk route's filter for the list's filters (the same members; the start range's lower end is `startedFrom`). */
-function bulkFilterOf(filters: Filters): Record<string, string> {
-  const filter: Record<string, string> = {};
+function bulkFilterOf(filters: Filters): Record<string, string | boolean> {
+  const filter: Record<string, string | boolean> = {};
+  if (filters.hasUnknown !== '') filter.hasUnknown = filters.hasUnknown === 'true';
+  if (filters.hasOpenGate !== '') filter.hasOpenGate = filters.hasOpenGate === 'true';
   if (filters.status !== '') filter.status = filters.status;
   if (filters.deployment !== '') filter.deployment = filters.deployment;
   const from = toInstant(filters.startedAfter);
@@ -230,6 +265,8 @@ function BulkActions({ filters }: { readonly filters: Filters }) {
     filters.deployment === '' ? undefined : `deployment ${filters.deployment}`,
     filters.startedAfter === '' ? undefined : `started after ${filters.startedAfter}`,
     filters.startedBefore === '' ? undefined : `started before ${filters.startedBefore}`,
+    filters.hasUnknown === '' ? undefined : filters.hasUnknown === 'true' ? 'with an Unknown outcome' : 'without an Unknown outcome',
+    filters.hasOpenGate === '' ? undefined : filters.hasOpenGate === 'true' ? 'with an open gate' : 'without an open gate',
   ]
     .filter((part) => part !== undefined)
     .join(', ');

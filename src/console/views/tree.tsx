@@ -10,7 +10,7 @@ import { api, enc, type EffectView, type Page, type ProcessView, type TreeView }
 import { ProcessControls, terminalStatuses, TreeControls } from '../controls';
 import { href, navigate } from '../route';
 import { openTreeStream, type StreamMessage, type StreamState } from '../sse';
-import { Json, ProblemView, shortId, StatusBadge } from '../widgets';
+import { AttemptList, Json, ProblemView, shortId, StatusBadge } from '../widgets';
 
 const timelineLimit = 500;
 const reloadDelayMs = 100;
@@ -264,7 +264,10 @@ function ProcessDetail({ process, version }: { readonly process: ProcessView; re
                     </>
                   ) : null}
                 </td>
-                <td>{effect.attempts}</td>
+                <td>
+                  {effect.attempts}
+                  <AttemptList attempts={effect.attemptList} />
+                </td>
                 <td>{effect.settlement === null ? (effect.diagnostic?.message ?? '—') : `${effect.settlement.status}`}</td>
               </tr>
             ))}

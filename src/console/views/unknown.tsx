@@ -7,7 +7,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc, withQuery, type Page, type UnknownEffect } from '../api';
 import { href } from '../route';
-import { Json, ProblemView } from '../widgets';
+import { AttemptList, Json, ProblemView } from '../widgets';
 
 type Decision = { readonly kind: 'resolve'; readonly status: 'succeeded' | 'failed'; readonly payload: unknown } | { readonly kind: 'replay' };
 
@@ -124,7 +124,10 @@ function UnknownCard({ entry, onSettled }: { readonly entry: UnknownEffect; read
       </p>
       <dl>
         <dt>Attempts</dt>
-        <dd>{effect.attempts}</dd>
+        <dd>
+          {effect.attempts}
+          <AttemptList attempts={effect.attemptList} />
+        </dd>
         <dt>Diagnostic</dt>
         <dd>{effect.diagnostic === null ? 'none' : `${effect.diagnostic.code}: ${effect.diagnostic.message}`}</dd>
         {effect.lateReport === undefined ? null : (

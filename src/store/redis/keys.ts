@@ -111,6 +111,15 @@ export function waitIndexShardKey(prefix: string, shard: number): string {
   return `${prefix}:waits:${shard}`;
 }
 
+/**
+ * One shard of the Unknown-outcome index (`GET /v1/effects?status=unknown`): like the open-wait index, a
+ * hash whose fields point at effects of many trees, outside every hash tag, each shard its own key.
+ */
+export function unknownIndexShardKey(prefix: string, shard: number): string {
+  if (!Number.isInteger(shard) || shard < 0 || shard > 1023) throw new TypeError(`an unknown index shard is an integer in 0..1023, got ${String(shard)}`);
+  return `${prefix}:unknowns:${shard}`;
+}
+
 /** The pointer of an Idempotency-Key digest (outside any tree's hash tag: it only names a root). */
 export function idempotencyPointerKey(prefix: string, keyDigest: string): string {
   if (!/^[0-9a-f]{64}$/.test(keyDigest)) throw new TypeError(`an idempotency key digest is 64 lowercase hex digits, got ${JSON.stringify(keyDigest)}`);

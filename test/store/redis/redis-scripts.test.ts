@@ -112,6 +112,7 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     'renewNodeLease-1.lua',
     'supersedeTree-3.lua',
     'takeOverTree-4.lua',
+    'unknownIndexRemove-1.lua',
     'waitIndexRemove-1.lua',
   ]);
   for (const file of files) {

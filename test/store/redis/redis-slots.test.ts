@@ -8,6 +8,7 @@ import { eventsKey, factsKey, headKey, idempotencyPointerKey, nodeLeaseKey, purg
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { luaScripts } from '../../../src/store/redis/scripts.js';
 import { RedisWaitIndex } from '../../../src/store/redis/wait-index.js';
+import { RedisUnknownIndex } from '../../../src/store/redis/unknown-index.js';
 import { RedisNodeRegistry } from '../../../src/store/redis/node-registry.js';
 import { RedisSuccessionStore } from '../../../src/store/redis/succession-store.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
@@ -76,7 +77,7 @@ function declaredKeys(args: readonly string[]): string[] {
 
 /** Keys a script's inner command touches (the commands our scripts use). */
 /** The idempotency scripts: their keys are directory keys (a pointer; the start fence takes the tree's own). */
-const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace', 'waitIndexRemove'];
+const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace', 'waitIndexRemove', 'unknownIndexRemove'];
 /** The node registry's scripts: a node's keys, under its own tag `{node:<id>}` (tested below). */
 const nodeScripts = ['registerNode', 'renewNodeLease'];
 
@@ -206,6 +207,8 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
     const root4 = ProcessId.newRoot().toString();
     const waitEntry = { rootId: root4, processId: root4, waitId: 'wait:x', incarnation: 'i', sequence: '1', since: 's', answerSchema: null, description: null, value: 'v' };
     await new RedisWaitIndex({ redis, keyPrefix: prefix }).remove([waitEntry]);
+    // So does the Unknown index's.
+    await new RedisUnknownIndex({ redis, keyPrefix: prefix }).remove([{ rootId: root4, processId: root4, effectId: 'effect:x', incarnation: 'i', sequence: '1', value: 'i 1' }]);
     const sawPing = new Promise<void>((resolve) => {
       monitor.on('monitor', (_time: string, args: string[]) => {
         if (args[0]?.toUpperCase() === 'PING') resolve();
@@ -224,6 +227,9 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
     if (name === 'fenceStart') {
       assert.equal(keys.length, 2);
       assert.equal(new Set(keys.map(clusterSlot)).size, 1, `fenceStart keys in one slot: ${keys.join(', ')}`);
+    } else if (name === 'unknownIndexRemove') {
+      assert.equal(keys.length, 1, 'unknownIndexRemove takes one shard');
+      assert.match(keys[0] as string, new RegExp(`^${prefix}:unknowns:\\d+$`));
     } else if (name === 'waitIndexRemove') {
       assert.equal(keys.length, 1, 'waitIndexRemove takes one shard');
       assert.match(keys[0] as string, new RegExp(`^${prefix}:waits:\\d+$`));

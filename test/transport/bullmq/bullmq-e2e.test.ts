@@ -138,6 +138,16 @@ test('bullmq: demo.echo and demo.unreliable run on two worker processes, none in
       assert.notEqual(pid, process.pid, 'the API process executed nothing');
       assert.ok(workerPids.has(pid), `executed by a worker process (${record.worker})`);
     }
+
+    // The effect view (and the Unknown list) name the worker that ran each attempt: its claim record's.
+    const [unknownRecord] = await attemptsOf(prefix, unknown.processId);
+    assert.deepEqual(
+      unknownEffect?.attemptList.map((attempt) => attempt.worker),
+      [unknownRecord?.worker],
+    );
+    const listed = (await host.unknownEffects({})).items.find((item) => item.processId === unknown.processId);
+    assert.equal(listed?.effect.attemptList[0]?.worker, unknownRecord?.worker);
+    assert.ok(workerPids.has(workerPidOf({ worker: listed?.effect.attemptList[0]?.worker ?? '' })));
   } finally {
     await host.close(2_000);
     for (const worker of workers) worker.kill('SIGTERM');
@@ -395,6 +405,12 @@ test('bullmq: a dispatcher marked ownerDispatched runs in the owner process, nee
     const done = await result(host, echo.processId);
     assert.equal(done.status, 'completed', JSON.stringify(done));
     assert.deepEqual(ran, [process.pid], 'it ran here, once, with no worker running');
+    const [effect] = await effectsOf(host, echo.processId);
+    assert.deepEqual(
+      effect?.attemptList.map((attempt) => attempt.worker),
+      [host.nodeId],
+      'an attempt run in the owner names the node that ran it',
+    );
     assert.deepEqual(await redis.keys(`${bullPrefixOf(prefix)}*`), [], 'no queue was written');
   } finally {
     await host.close(2_000);
