@@ -12,7 +12,7 @@ import { trustsLateReports } from '../transport/late-reports.js';
 import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { DeploymentCatalog, type DeploymentEntry, deploymentOf, rebindEntry } from './catalog.js';
 import type { ServerConfig } from './config.js';
-import { demoDeployments } from './demos.js';
+import { demoEntries } from './demos.js';
 import type { ModelDispatcherOptions } from './model/model-settings.js';
 import { effectViews, hasEffect } from './effect-history.js';
 import { watchForFinish } from './finish-watch.js';
@@ -61,7 +61,10 @@ import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
 import { unknownEffectPage } from './unknown-effects.js';
-import { GateService } from './gates/gate-service.js';
+import { GateService, type MailboxWait } from './gates/gate-service.js';
+import { PolicyRunner } from './gates/policy-runner.js';
+import { defaultPolicyBreakerFailures, PolicyBreaker, type PolicyBreakerView } from './gates/policy-breaker.js';
+import type { PolicyGate } from './gates/gate-policies.js';
 import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
@@ -134,6 +137,8 @@ export interface EngineHostOptions {
   readonly model?: ModelDispatcherOptions;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
+  /** Tests: runs between a gate policy's decision and its answer (src/server/gates/policy-runner.ts). */
+  readonly afterPolicyDecision?: (gate: PolicyGate, rule: string) => Promise<void>;
 }
 
 const pageLimits = {
@@ -185,6 +190,8 @@ export class EngineHost implements Host {
   readonly #succession: Succession;
   readonly #inbox: WaitInbox;
   readonly #gates: GateService;
+  readonly #policies: PolicyRunner;
+  readonly #policyBreaker: PolicyBreaker;
   readonly #list: ProcessList;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
@@ -208,7 +215,7 @@ export class EngineHost implements Host {
     this.#config = config;
     this.#logger = options.logger;
     // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
-    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model }) : []), ...(options.deployments ?? [])];
+    const deployments = [...(config.demos ? demoEntries({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
@@ -282,6 +289,8 @@ export class EngineHost implements Host {
     this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#gates = this.#gateService(residency, backend);
+    this.#policyBreaker = new PolicyBreaker(config.control?.policyBreakerFailures ?? defaultPolicyBreakerFailures);
+    this.#policies = this.#policyRunner(residency, options);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,
@@ -333,6 +342,9 @@ export class EngineHost implements Host {
         this.#faults.clear(root);
         if (woken) this.#metrics.treesWoken.inc();
         this.#list.forget(root);
+        // Gates that opened under another owner (or before a crash) are considered here now.
+        const processIds = head.processSnapshots().map((process) => process.processId.toString());
+        setImmediate(() => processIds.forEach((processId) => this.#policies.waitOpened(root, processId)));
         // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
         // nor for a tree woken from hibernation (the embedded inbox kept following it).
         if (this.#backend.inbox === undefined && !woken) {
@@ -387,7 +399,16 @@ export class EngineHost implements Host {
       this.#latchFault(event);
       this.#recoverStopped(event.relation.rootId.toString());
     }
-    if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
+    if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) {
+      this.#ownership?.dropped(event.processId.toString());
+      this.#policies.forget(event.processId.toString());
+    }
+    if (event.name === eventNames.stepCommitted && event.stepCommitted()?.status === 'waiting') {
+      // The wait's commit is acknowledged (its gate is listed): gate policies may answer it. Outside the listener.
+      const root = event.relation.rootId.toString();
+      const processId = event.processId.toString();
+      setImmediate(() => this.#policies.waitOpened(root, processId));
+    }
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     if ((event.name === eventNames.processPaused || event.name === eventNames.processFinished) && this.#interrupts.holds(event.relation.rootId.toString())) {
       // Outside the listener: reading the tree from inside it would re-enter its owner.
@@ -516,6 +537,12 @@ export class EngineHost implements Host {
   }
 
   /** The fault a tree view shows: the latched one while the stopped incarnation is still the tree's. */
+  /** The tree's gate policy breaker (policy-breaker.ts), shown once a policy of the tree failed here. */
+  #policyBreakerOf(root: string): { policyBreaker?: PolicyBreakerView } {
+    const view = this.#policyBreaker.view(root);
+    return view === undefined ? {} : { policyBreaker: view };
+  }
+
   #faultOf(root: string, stopped: boolean): TreeFaultView | null {
     const fault = this.#faults.get(root);
     if (fault === undefined) return null;
@@ -900,6 +927,7 @@ export class EngineHost implements Host {
         freeze: this.#residency.capturing(root) ? 'acquiring' : 'none',
         stopped: local.stopped,
         fault: this.#faultOf(root, local.stopped),
+        ...this.#policyBreakerOf(root),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
         ...this.#residentLineage(root),
@@ -1113,23 +1141,52 @@ export class EngineHost implements Host {
         return located.kind === 'local' ? located.inspection.processes.map((entry) => entry.snapshot) : located.head.processSnapshots();
       },
       tenantOf: (rootId) => this.#treeTenant(rootId),
-      describe: (process, wait) => {
-        let descriptor: Descriptor | undefined;
-        try {
-          descriptor = this.#catalog.resolve(process.deploymentRef).descriptor;
-        } catch {
-          descriptor = undefined;
-        }
-        const schema = descriptor === undefined ? wait.answerSchema : (descriptor.wait(wait.key)?.answerSchema ?? wait.answerSchema);
-        return {
-          answerSchema: schema === undefined ? null : (JSON.parse(schema.json()) as Json),
-          description: descriptor?.wait(wait.key)?.description ?? null,
-        };
-      },
+      describe: (process, wait) => this.#describeWait(process, wait),
       deliverSignals: (processId, signals, agency) => this.deliverSignals(processId, signals, { agency }),
       readRecord: (rootId, suffix) => storeCall('gate record read', () => backend.committer.readRecord(ProcessId.parse(rootId), suffix)),
       claims: backend.claims,
     });
+  }
+
+  #describeWait(process: ProcessSnapshot, wait: MailboxWait): { answerSchema: Json | null; description: string | null } {
+    let descriptor: Descriptor | undefined;
+    try {
+      descriptor = this.#catalog.resolve(process.deploymentRef).descriptor;
+    } catch {
+      descriptor = undefined;
+    }
+    const schema = descriptor === undefined ? wait.answerSchema : (descriptor.wait(wait.key)?.answerSchema ?? wait.answerSchema);
+    return {
+      answerSchema: schema === undefined ? null : (JSON.parse(schema.json()) as Json),
+      description: descriptor?.wait(wait.key)?.description ?? null,
+    };
+  }
+
+  /** Gate policies on this node's trees (src/server/gates/policy-runner.ts), answering through the gate service. */
+  #policyRunner(residency: TreeResidency, options: EngineHostOptions): PolicyRunner {
+    return new PolicyRunner({
+      port: {
+        head: (root) => {
+          const local = residency.inspectLocal(root);
+          if (local === undefined || local.stopped) return undefined;
+          return {
+            digest: local.headDigest.toString(),
+            process: (processId) => local.processes.find((entry) => entry.snapshot.processId.toString() === processId)?.snapshot,
+          };
+        },
+        policiesOf: (process) => this.#catalog.policies(process.deploymentRef),
+        describe: (process, wait) => this.#describeWait(process, wait),
+        answer: (gateId, input, rule, guard) => this.#gates.answer(gateId, input, 'policy', rule, guard),
+      },
+      breaker: this.#policyBreaker,
+      logger: this.#logger?.child({ component: 'gate-policies' }),
+      afterDecision: options.afterPolicyDecision,
+    });
+  }
+
+  /** Resolves once the gate policy runs started so far have ended (tests). */
+  policiesSettled(): Promise<void> {
+    return this.#policies.settled();
   }
 
   async events(processId: string, query: LogQuery): Promise<LogPage> {

@@ -12,6 +12,7 @@ import type { GateAnswerInput, GateAnswerOutcome, GateQuery } from './gates/gate
 import type { GateView } from './gates/gate-view.js';
 
 import type { Agency } from './signal-agency.js';
+import type { PolicyBreakerView } from './gates/policy-breaker.js';
 
 export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
 
@@ -353,6 +354,8 @@ export interface TreeView {
   readonly supersededBy: SuccessionView | null;
   /** The tree this one succeeded, or null. */
   readonly predecessorId: string | null;
+  /** The tree's gate policy breaker on its owner (src/server/gates/policy-breaker.ts); absent until a policy failed. */
+  readonly policyBreaker?: PolicyBreakerView;
 }
 
 /** A tree's latched persistence fault (src/server/fault-latch.ts). */
