@@ -20,6 +20,7 @@ import type {
   BulkControlOutcome,
   BulkControlRequest,
   ControlAction,
+  ControlRequestOptions,
   TreeControlOutcome,
   DeploymentVersionsView,
   DeploymentView,
@@ -66,6 +67,7 @@ import { PolicyRunner } from './gates/policy-runner.js';
 import { defaultPolicyBreakerFailures, PolicyBreaker, type PolicyBreakerView } from './gates/policy-breaker.js';
 import type { PolicyGate } from './gates/gate-policies.js';
 import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
+import { controlHostValues, controlRecordSuffix, type ControlRecordEntry, decodeControlRecord } from './control-agency.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -537,6 +539,25 @@ export class EngineHost implements Host {
   }
 
   /** The fault a tree view shows: the latched one while the stopped incarnation is still the tree's. */
+  /**
+   * A resident tree's admitted controls without a storage read (its view is served from memory): what
+   * this owner committed or read before; the first time, read in the background and shown from then on.
+   */
+  #residentControls(root: string): { controls?: ControlRecordEntry[] } {
+    const known = this.#backend.controls.known(root);
+    if (known !== undefined) return { controls: decodeControlRecord(known) };
+    void this.#storedControlRecord(root)
+      .then((value) => {
+        if (this.#backend.controls.known(root) === undefined) this.#backend.controls.learned(root, value);
+      })
+      .catch(() => undefined);
+    return {};
+  }
+
+  #storedControlRecord(root: string): Promise<string | undefined> {
+    return storeCall('control record read', () => this.#backend.committer.readRecord(ProcessId.parse(root), controlRecordSuffix));
+  }
+
   /** The tree's gate policy breaker (policy-breaker.ts), shown once a policy of the tree failed here. */
   #policyBreakerOf(root: string): { policyBreaker?: PolicyBreakerView } {
     const view = this.#policyBreaker.view(root);
@@ -721,18 +742,20 @@ export class EngineHost implements Host {
    * with its commit). Storage that cannot take that commit is `committer_unavailable`: nothing was
    * acknowledged, and the tree's writer has stopped (a restore applies whatever did land).
    */
-  control(processId: string, action: ControlAction, reason?: string): Promise<void> {
-    return this.#routing.acrossRelease(() => this.#control(processId, action, reason));
+  control(processId: string, action: ControlAction, reason?: string, options: ControlRequestOptions = {}): Promise<void> {
+    return this.#routing.acrossRelease(() => this.#control(processId, action, reason, options.agency ?? 'machine'));
   }
 
-  async #control(processId: string, action: ControlAction, reason?: string): Promise<void> {
+  async #control(processId: string, action: ControlAction, reason: string | undefined, agency: Agency): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
     const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
     // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
     const stoppedBefore = located.inspection.stopped;
     try {
-      await this.#command(located.handle, action, reason);
+      // Who sent it is written with the control's commit (control-agency.ts).
+      const hostValues = controlHostValues({ action, scope: 'process', processId, agency, at: new Date().toISOString() });
+      await this.#command(located.handle, action, reason, hostValues);
     } catch (error) {
       await this.#routing.fencedOut(located.root, error);
       if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
@@ -742,31 +765,35 @@ export class EngineHost implements Host {
     }
   }
 
-  #command(handle: Process, action: ControlAction, reason: string | undefined): Promise<void> {
+  #command(handle: Process, action: ControlAction, reason: string | undefined, hostValues: Readonly<Record<string, unknown>>): Promise<void> {
     switch (action) {
       case 'pause':
-        return handle.pause(reason ?? defaultReasons.pause);
+        return handle.pause(reason ?? defaultReasons.pause, { hostValues });
       case 'resume':
-        return handle.resume();
+        return handle.resume({ hostValues });
       case 'cancel':
-        return handle.requestCancellation(reason ?? defaultReasons.cancel);
+        return handle.requestCancellation(reason ?? defaultReasons.cancel, { hostValues });
       case 'kill':
-        return handle.kill(reason ?? defaultReasons.kill);
+        return handle.kill(reason ?? defaultReasons.kill, { hostValues });
       default:
         throw invalidRequest('action must be pause, resume, cancel or kill');
     }
   }
 
-  controlTree(rootId: string, action: ControlAction, reason?: string): Promise<TreeControlOutcome> {
-    const root = parseRoot(rootId);
-    return this.#routing.acrossRelease(() => this.#treeControl.control(root, action, reason));
+  controlTree(rootId: string, action: ControlAction, reason?: string, options: ControlRequestOptions = {}): Promise<TreeControlOutcome> {
+    return this.#controlTree(rootId, action, reason, options.agency ?? 'machine', 'tree');
   }
 
-  bulkControl(request: BulkControlRequest): Promise<BulkControlOutcome> {
+  #controlTree(rootId: string, action: ControlAction, reason: string | undefined, agency: Agency, scope: 'tree' | 'bulk'): Promise<TreeControlOutcome> {
+    const root = parseRoot(rootId);
+    return this.#routing.acrossRelease(() => this.#treeControl.control(root, action, reason, agency, scope));
+  }
+
+  bulkControl(request: BulkControlRequest, options: ControlRequestOptions = {}): Promise<BulkControlOutcome> {
     return bulkControl(
       {
         list: (query) => this.listProcesses(query),
-        control: (root, action, reason) => this.controlTree(root, action, reason),
+        control: (root, action, reason) => this.#controlTree(root, action, reason, options.agency ?? 'machine', 'bulk'),
         unexpected: (root, error) => this.#logger?.error({ err: error, rootId: root }, 'bulk control failed on a tree'),
       },
       request,
@@ -928,6 +955,7 @@ export class EngineHost implements Host {
         stopped: local.stopped,
         fault: this.#faultOf(root, local.stopped),
         ...this.#policyBreakerOf(root),
+        ...this.#residentControls(root),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
         ...this.#residentLineage(root),
@@ -945,6 +973,7 @@ export class EngineHost implements Host {
       fault: this.#faultOf(root, head.incarnationId.toString() === this.#faults.get(root)?.incarnationId),
       active: false,
       processes: head.processSnapshots().map((snapshot) => processView(snapshot, 'inactive', undefined)),
+      controls: decodeControlRecord(await this.#storedControlRecord(root)),
       ...(await this.#lineage(root)),
     };
   }
