@@ -55,7 +55,7 @@ export { ClassifiedError } from './classified-error.js';
 
 // Lifecycle and outcomes.
 export { Engine, type EngineConfig, type StartOptions, type ProcessAdmission, type ProcessAdmitter, type TreeInspection, type ProcessInspection } from './engine.js';
-export { Process, type ControlOptions } from './process.js';
+export { Process } from './process.js';
 export { Result, timestampToDate } from './result.js';
 export { type Status, type TerminalStatus, statusValues, terminalStatusValues, isTerminalStatus, isStatus } from './status.js';
 export { Termination, type TerminationCause, terminationCauseValues } from './termination.js';

@@ -49,7 +49,7 @@ const boundRefs = new Map<string, string>();
 
 /** The digest of a policy set: its rules' names and versions, in order. */
 export function policySetDigest(policies: readonly GatePolicy[]): Digest {
-  return Digest.ofParts(['scope:gate-policies:v1', ...policies.map((policy) => `\n${policy.rule}\u0000${policy.version}`)]);
+  return Digest.ofParts(['gate-policies/v1', ...policies.map((policy) => `\n${policy.rule}\u0000${policy.version}`)]);
 }
 
 /** Checks a policy list's shape (`invalid_deployment` naming what is wrong). */
@@ -79,7 +79,7 @@ export function withGatePolicies(config: DeploymentConfig, policies: readonly Ga
   const name = config.definition?.descriptor?.()?.name ?? 'a deployment';
   const checked = checkPolicies(name, policies);
   const set = policySetDigest(checked);
-  const configurationDigest = Digest.ofParts(['scope:configuration+gate-policies:v1\n', config.configurationDigest.toString(), '\n', set.toString()]);
+  const configurationDigest = Digest.ofParts(['configuration+gate-policies/v1\n', config.configurationDigest.toString(), '\n', set.toString()]);
   const deployment = Deployment.create({ ...config, configurationDigest });
   boundRefs.set(deployment.ref.digest.toString(), set.toString());
   return { deployment, policies: checked };
