@@ -141,6 +141,8 @@ export interface EngineHostOptions {
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
   /** Tests: runs between a gate policy's decision and its answer (src/server/gates/policy-runner.ts). */
   readonly afterPolicyDecision?: (gate: PolicyGate, rule: string) => Promise<void>;
+  /** How long a gate policy's `decide` may take (default 10 s; tests shorten it). */
+  readonly policyDecideTimeoutMs?: number;
 }
 
 const pageLimits = {
@@ -1210,6 +1212,7 @@ export class EngineHost implements Host {
       breaker: this.#policyBreaker,
       logger: this.#logger?.child({ component: 'gate-policies' }),
       afterDecision: options.afterPolicyDecision,
+      ...(options.policyDecideTimeoutMs === undefined ? {} : { decideTimeoutMs: options.policyDecideTimeoutMs }),
     });
   }
 

@@ -27,6 +27,7 @@ const approvalPolicy: GatePolicy = {
   decide(gate) {
     const subject = (gate.state.value as { subject: string }).subject;
     if (subject === 'throw') throw new Error('the rule broke');
+    if (subject === 'hang') return new Promise(() => undefined);
     if (subject === 'invalid') return { answer: { approved: 'yes' } as Json };
     if (subject === 'approve' || subject === 'move') return { answer: { approved: true, comment: `by ${gate.deployment}` } };
     return 'abstain';
@@ -70,6 +71,7 @@ before(async () => {
       withGatePolicies({ definition: counterDefinition, ...digests('counter') }, [counterPolicy]),
     ],
     // The head moves between the decision and the answer: a note reaches the process in between.
+    policyDecideTimeoutMs: 200,
     afterPolicyDecision: async (gate) => {
       if ((gate.state.value as { subject?: string }).subject !== 'move') return;
       await host.deliverSignals(gate.processId, [{ id: 'note-between', payload: { note: 'the facts changed' } }], { agency: 'user' });
@@ -139,12 +141,12 @@ describe('gate policies', () => {
     assert.equal((await treeOf(root)).policyBreaker, undefined);
   });
 
-  test('a policy that throws, or answers what the schema refuses, leaves the gate open and counts a failure', async () => {
-    for (const subject of ['throw', 'invalid']) {
+  test('a policy that throws, answers what the schema refuses, or does not decide in time leaves the gate open and counts a failure', async () => {
+    for (const subject of ['throw', 'invalid', 'hang']) {
       const root = await startWaiting('demo.approval', { subject });
       const tree = await until(() => treeOf(root), (view) => view.policyBreaker !== undefined);
       assert.deepEqual({ ...tree.policyBreaker, lastFailure: undefined }, { consecutiveFailures: 1, tripped: false, trippedAt: null, lastFailure: undefined });
-      assert.match(tree.policyBreaker.lastFailure, subject === 'throw' ? /decide threw/ : /answer schema/);
+      assert.match(tree.policyBreaker.lastFailure, { throw: /decide threw/, invalid: /answer schema/, hang: /decide timed out/ }[subject] as RegExp);
       const gate = await gateOf(root);
       assert.equal(gate.state, 'open');
       assert.equal(gate.answer, null);
