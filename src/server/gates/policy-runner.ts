@@ -5,7 +5,7 @@ import type { Json } from '../host.js';
 import { openWaitOf } from '../open-waits.js';
 import type { GateAnswerInput, GateAnswerOutcome, MailboxWait } from './gate-service.js';
 import { gateIdOf } from './gate-id.js';
-import type { GatePolicy, PolicyGate } from './gate-policies.js';
+import type { GatePolicy, PolicyDecision, PolicyGate } from './gate-policies.js';
 import type { PolicyBreaker } from './policy-breaker.js';
 import { gateKindOf, gatePromptOf } from './gate-view.js';
 
@@ -25,12 +25,19 @@ export interface PolicyRunnerOptions {
   readonly port: PolicyRunnerPort;
   readonly breaker: PolicyBreaker;
   readonly logger?: Logger;
+  /** How long one `decide` may take before it counts as a failure (default {@link defaultDecideTimeoutMs}). */
+  readonly decideTimeoutMs?: number;
   /** Tests: runs between a policy's decision and its answer (to move the head in between). */
   readonly afterDecision?: (gate: PolicyGate, rule: string) => Promise<void>;
 }
 
+/** A policy is pure and quick: one that has not decided in this long failed (the gate stays open). */
+export const defaultDecideTimeoutMs = 10_000;
+
 /** Thrown by the guard: the head the decision read is no longer the head. */
 class HeadMoved extends Error {}
+
+const timedOut = new Error('the policy did not decide in time');
 
 /** Refusals that mean someone else's answer (or the wait's end) came first: not the policy's failure. */
 const lostRace: ReadonlySet<string> = new Set([HostErrorCode.gateAlreadyAnswered, HostErrorCode.gateClosed]);
@@ -98,9 +105,9 @@ export class PolicyRunner {
     for (const policy of policies) {
       let decision;
       try {
-        decision = await policy.decide(gate);
+        decision = await this.#decide(policy, gate);
       } catch (error) {
-        failed(policy.rule, 'decide threw', error);
+        failed(policy.rule, error === timedOut ? 'decide timed out' : 'decide threw', error === timedOut ? undefined : error);
         return;
       }
       if (decision === 'abstain') {
@@ -136,6 +143,20 @@ export class PolicyRunner {
       breaker.succeeded(root);
       log?.info({ rule: policy.rule }, 'gate answered by policy');
       return;
+    }
+  }
+
+  /** `decide`, bounded in time (a rule that never answers must not hold the gate's run forever). */
+  async #decide(policy: GatePolicy, gate: PolicyGate): Promise<PolicyDecision> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(timedOut), this.#options.decideTimeoutMs ?? defaultDecideTimeoutMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([Promise.resolve().then(() => policy.decide(gate)), deadline]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
