@@ -1216,11 +1216,6 @@ export class EngineHost implements Host {
     });
   }
 
-  /** Resolves once the gate policy runs started so far have ended (tests). */
-  policiesSettled(): Promise<void> {
-    return this.#policies.settled();
-  }
-
   async events(processId: string, query: LogQuery): Promise<LogPage> {
     const located = await this.#residency.locateOrThrow(processId);
     const limit = pageLimit(query.limit, pageLimits.events);
