@@ -5,6 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlAction } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
+import { agencyOf } from '../request-agency.js';
 import { NoQuery, ProcessParams, TreeParams, ref, wire } from '../shared.js';
 import { BulkControlRequest, BulkControlResult, ControlAccepted, ControlRequest, TreeControlAccepted, controlActions } from './schemas.js';
 
@@ -77,7 +78,7 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request, reply) => {
         const processId = request.params.id;
-        await app.host.control(processId, action, request.body.reason);
+        await app.host.control(processId, action, request.body.reason, { agency: agencyOf(request) });
         return reply.code(202).send({ processId, action });
       },
     );
@@ -113,7 +114,7 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request, reply) => {
-        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason);
+        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason, { agency: agencyOf(request) });
         return reply.code(outcome.affected === 0 ? 200 : 202).send(outcome);
       },
     );
@@ -142,12 +143,15 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) =>
       wire(
-        await app.host.bulkControl({
-          ...request.body,
-          action: request.body.action as ControlAction,
-          // Only the caller's tenant's trees (authentication on).
-          ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
-        }),
+        await app.host.bulkControl(
+          {
+            ...request.body,
+            action: request.body.action as ControlAction,
+            // Only the caller's tenant's trees (authentication on).
+            ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
+          },
+          { agency: agencyOf(request) },
+        ),
       ),
   );
 };

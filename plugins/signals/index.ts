@@ -4,18 +4,7 @@ import { problemResponses, withPointerBase } from '../problem-details.js';
 import { ReceiptPage, ReceiptQuery } from '../processes/schemas.js';
 import { NoQuery, ProcessParams, ref, wire } from '../shared.js';
 import { SignalBatch, SignalOutcome } from './schemas.js';
-import type { FastifyRequest } from 'fastify';
-
-/**
- * Who sent a batch, as the server sees it: an HTTP caller is a person (`user`), except another node
- * delivering a cross-tree message on a process's behalf (its node token with authentication on; its
- * forwarded-by and agency headers without, where nothing can be told apart anyway).
- */
-function agencyOf(request: FastifyRequest): 'user' | 'machine' {
-  if (request.principal !== undefined) return request.principal.keyId.startsWith('node:') ? 'machine' : 'user';
-  const forwarded = request.headers['scope-forwarded-by'] !== undefined;
-  return forwarded && request.headers['scope-signal-agency'] === 'machine' ? 'machine' : 'user';
-}
+import { agencyOf } from '../request-agency.js';
 
 export { signalComponents } from './schemas.js';
 

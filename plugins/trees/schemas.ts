@@ -45,6 +45,33 @@ export const Tree = closedObject(
       description: 'Set when the tree was moved on to a successor tree on another deployment version: it never runs again (docs/deployment-versions.md).',
     }),
     predecessorId: Type.Union([Type.String(), Type.Null()], { description: 'The tree this one succeeded (a drifted tree moved on), or null.' }),
+    policyBreaker: Type.Optional(
+      closedObject(
+        {
+          consecutiveFailures: Type.Integer({ minimum: 0, description: 'Gate policy failures in a row in this tree (a throw, an invalid answer, a refused delivery).' }),
+          tripped: Type.Boolean({ description: 'Tripped after `SCOPE_POLICY_BREAKER_FAILURES` failures in a row: no gate policy runs in this tree on this owner any more.' }),
+          trippedAt: nullable(Type.String({ description: 'When it tripped.' })),
+          lastFailure: nullable(Type.String({ description: 'The rule and cause of the last failure.' })),
+        },
+        { description: 'The tree’s gate policy breaker on its owner (README "Gates"); absent until a policy of the tree failed there.' },
+      ),
+    ),
+    controls: Type.Optional(
+      Type.Array(
+        closedObject({
+          action: stringEnum(['pause', 'resume', 'cancel', 'kill']),
+          scope: stringEnum(['process', 'tree', 'bulk'], { description: '`POST /v1/processes/{id}/…`, `POST /v1/trees/{rootId}/…` or `POST /v1/processes:bulk`.' }),
+          processId: Type.String({ description: 'The process addressed (the root for tree-wide and bulk controls).' }),
+          agency: stringEnum(['user', 'machine'], { description: 'Set by the server: `user` for an HTTP caller, `machine` for the server’s own (as for signals).' }),
+          at: Type.String({ description: 'When the server admitted it (RFC 3339).' }),
+        }),
+        {
+          description:
+            'The tree’s admitted controls (the last 100, oldest first), each written in the very commit that recorded it. ' +
+            'Absent on a resident tree until its owner has read them (the first view asks storage in the background).',
+        },
+      ),
+    ),
   },
   { $id: 'Tree', description: 'Inspection of one process tree.' },
 );

@@ -10,8 +10,9 @@ import type { ModelDispatcherOptions } from '../server/model/model-settings.js';
  * load, so every process holds one catalog and a tree restored anywhere binds exactly the behaviour it
  * ran with. The module's default export is the list of Deployments, or a function returning it (given
  * a shutdown signal for dispatchers that wait): TypeScript or JavaScript (the CLI runs through tsx).
- * An entry may also be a version `{ deployment, current?, restoreDecider? }`: several versions of one
- * name may be listed (docs/deployment-versions.md); a worker only takes their Deployments.
+ * An entry may also be a version `{ deployment, current?, restoreDecider?, policies? }`: several versions
+ * of one name may be listed (docs/deployment-versions.md); a worker only takes their Deployments. Gate
+ * policies come with their Deployment from `withGatePolicies` (src/server/gates/gate-policies.ts).
  */
 export interface DeploymentsContext {
   /** Aborted when the process shuts down (long dispatches may end early). */
@@ -36,12 +37,13 @@ function isEntry(value: unknown): value is DeploymentEntry {
   if (value instanceof Deployment) return true;
   if (typeof value !== 'object' || value === null) return false;
   const entry = value as Record<string, unknown>;
-  const known = Object.keys(entry).every((key) => key === 'deployment' || key === 'current' || key === 'restoreDecider');
+  const known = Object.keys(entry).every((key) => key === 'deployment' || key === 'current' || key === 'restoreDecider' || key === 'policies');
   return (
     known &&
     entry.deployment instanceof Deployment &&
     (entry.current === undefined || typeof entry.current === 'boolean') &&
-    (entry.restoreDecider === undefined || typeof entry.restoreDecider === 'function')
+    (entry.restoreDecider === undefined || typeof entry.restoreDecider === 'function') &&
+    (entry.policies === undefined || Array.isArray(entry.policies))
   );
 }
 
@@ -57,7 +59,7 @@ export async function loadDeploymentsModule(path: string, context: DeploymentsCo
   const value = typeof exported === 'function' ? await (exported as (context: DeploymentsContext) => unknown)(context) : exported;
   if (!Array.isArray(value) || value.length === 0 || !value.every(isEntry)) {
     throw new Error(
-      `SCOPE_DEPLOYMENTS=${path}: the default export must be a non-empty list of Deployments (or versions { deployment, current?, restoreDecider? }), or a function returning one`,
+      `SCOPE_DEPLOYMENTS=${path}: the default export must be a non-empty list of Deployments (or versions { deployment, current?, restoreDecider?, policies? }), or a function returning one`,
     );
   }
   return [...value];

@@ -1306,6 +1306,34 @@ export interface components {
             supersededBy: components["schemas"]["Succession"] | null;
             /** @description The tree this one succeeded (a drifted tree moved on), or null. */
             predecessorId: string | null;
+            /** @description The tree’s gate policy breaker on its owner (README "Gates"); absent until a policy of the tree failed there. */
+            policyBreaker?: {
+                /** @description Gate policy failures in a row in this tree (a throw, an invalid answer, a refused delivery). */
+                consecutiveFailures: number;
+                /** @description Tripped after `SCOPE_POLICY_BREAKER_FAILURES` failures in a row: no gate policy runs in this tree on this owner any more. */
+                tripped: boolean;
+                trippedAt: string | null;
+                lastFailure: string | null;
+            };
+            /** @description The tree’s admitted controls (the last 100, oldest first), each written in the very commit that recorded it. Absent on a resident tree until its owner has read them (the first view asks storage in the background). */
+            controls?: {
+                /** @enum {string} */
+                action: "pause" | "resume" | "cancel" | "kill";
+                /**
+                 * @description `POST /v1/processes/{id}/…`, `POST /v1/trees/{rootId}/…` or `POST /v1/processes:bulk`.
+                 * @enum {string}
+                 */
+                scope: "process" | "tree" | "bulk";
+                /** @description The process addressed (the root for tree-wide and bulk controls). */
+                processId: string;
+                /**
+                 * @description Set by the server: `user` for an HTTP caller, `machine` for the server’s own (as for signals).
+                 * @enum {string}
+                 */
+                agency: "user" | "machine";
+                /** @description When the server admitted it (RFC 3339). */
+                at: string;
+            }[];
         };
         /** @description The canonical TreeSnapshot JSON (docs/wire-format.md), exactly as stored; its digest is the ETag. */
         TreeSnapshot: {

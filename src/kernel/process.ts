@@ -10,9 +10,25 @@ import type { Result } from './result.js';
 import { Settlement } from './settlement.js';
 import { SignalRequest } from './signal.js';
 import { validDiagnostic } from './failure.js';
-import type { ProcessRuntime, TreeControlAction, TreeRuntime } from './tree-runtime.js';
+import type { HostValues, ProcessRuntime, TreeControlAction, TreeRuntime } from './tree-runtime.js';
 
 const treeControlActions: readonly string[] = ['pause', 'resume', 'cancel', 'kill'];
+
+/** Options of a control command. */
+export interface ControlOptions {
+  /**
+   * Values handed to the committer with the commit that records the control (`CommitContext.hostValues`),
+   * e.g. who sent it, to write atomically with it. The kernel never reads them; none when nothing is committed.
+   */
+  readonly hostValues?: HostValues;
+}
+
+function hostValuesOf(options: ControlOptions): HostValues | undefined {
+  if (options.hostValues !== undefined && (typeof options.hostValues !== 'object' || options.hostValues === null)) {
+    throw new KernelError(ErrorCode.invalidProcessControl, 'hostValues must be an object');
+  }
+  return options.hostValues;
+}
 
 /**
  * The handle of one Engine-owned Process. Every command goes through its tree's single owner; a
@@ -105,15 +121,15 @@ export class Process {
    * discarded, any other is adopted first). Resolves once the pause is in the authoritative head:
    * the paused checkpoint, or one recording it as `pending_control` while work is in flight.
    */
-  pause(reason: string): Promise<void> {
+  pause(reason: string, options: ControlOptions = {}): Promise<void> {
     this.#guardReentrancy();
-    return this.#tree.pause(this.#runtime, controlReason(reason));
+    return this.#tree.pause(this.#runtime, controlReason(reason), hostValuesOf(options));
   }
 
   /** Resumes a paused Process: back to its unanswered wait, or running. */
-  resume(): Promise<void> {
+  resume(options: ControlOptions = {}): Promise<void> {
     this.#guardReentrancy();
-    return this.#tree.resume(this.#runtime);
+    return this.#tree.resume(this.#runtime, hostValuesOf(options));
   }
 
   /**
@@ -121,15 +137,15 @@ export class Process {
    * Resolves once it is in the authoritative head: the terminal checkpoint when the Process can end
    * at once, otherwise one recording it as `pending_control` (a restore applies it first).
    */
-  requestCancellation(reason: string): Promise<void> {
+  requestCancellation(reason: string, options: ControlOptions = {}): Promise<void> {
     this.#guardReentrancy();
-    return this.#tree.requestTermination(this.#runtime, { cancellation: { owner: 'host', reason: controlReason(reason) } });
+    return this.#tree.requestTermination(this.#runtime, { cancellation: { owner: 'host', reason: controlReason(reason) } }, hostValuesOf(options));
   }
 
   /** Records a kill, the highest-priority terminal intent; resolves as `requestCancellation` does. */
-  kill(reason: string): Promise<void> {
+  kill(reason: string, options: ControlOptions = {}): Promise<void> {
     this.#guardReentrancy();
-    return this.#tree.requestTermination(this.#runtime, { killReason: controlReason(reason) });
+    return this.#tree.requestTermination(this.#runtime, { killReason: controlReason(reason) }, hostValuesOf(options));
   }
 
   /**
@@ -138,10 +154,10 @@ export class Process {
    * parent's; pause: paused at once or pending; resume: every paused member). Resolves with how
    * many members that commit changed; zero commits nothing. `reason` is ignored by resume.
    */
-  controlTree(action: TreeControlAction, reason: string): Promise<number> {
+  controlTree(action: TreeControlAction, reason: string, options: ControlOptions = {}): Promise<number> {
     this.#guardReentrancy();
     if (!treeControlActions.includes(action)) throw new KernelError(ErrorCode.invalidProcessControl, 'a tree control is pause, resume, cancel or kill');
-    return this.#tree.controlTree(action, action === 'resume' ? reason : controlReason(reason));
+    return this.#tree.controlTree(action, action === 'resume' ? reason : controlReason(reason), hostValuesOf(options));
   }
 
   /** Replaces a retained Unknown with a definite settlement (host adjudication); resolves after commit. */

@@ -33,8 +33,8 @@ export interface CommitContext {
   readonly events: readonly Event[];
   /**
    * Values the host attached to the operation that caused this commit (`StartOptions.hostValues`
-   * on the start checkpoint), e.g. an idempotency record to write atomically with it. The kernel
-   * never reads them.
+   * on the start checkpoint; `ControlOptions.hostValues` on the first commit of a control), e.g. an
+   * idempotency record to write atomically with it. The kernel never reads them.
    */
   readonly hostValues?: Readonly<Record<string, unknown>>;
 }

@@ -274,6 +274,8 @@ export class TreeRuntime {
   #lane: Promise<unknown> = Promise.resolve();
   /** Owner operations queued on the lane and not yet started (a release must not strand one). */
   #queued = 0;
+  /** The running control's host values, until its first commit takes them (see `#exclusiveControl`). */
+  #controlValues: HostValues | undefined;
   #driveQueued = false;
   #stopped: RuntimeError | undefined;
   /** Set once the tree was released while parked: every later operation refuses. */
@@ -382,6 +384,23 @@ export class TreeRuntime {
     });
     this.#lane = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * A control's turn: its first commit (the one that records the control) carries `hostValues` to the
+   * committer (`CommitContext.hostValues`), so the host can write what it knows of the control (who
+   * sent it) atomically with it. A control that commits nothing hands them to nobody.
+   */
+  #exclusiveControl<T>(hostValues: HostValues | undefined, fn: () => Promise<T>): Promise<T> {
+    if (hostValues === undefined) return this.#exclusive(fn);
+    return this.#exclusive(async () => {
+      this.#controlValues = hostValues;
+      try {
+        return await fn();
+      } finally {
+        this.#controlValues = undefined;
+      }
+    });
   }
 
   /**
@@ -678,9 +697,13 @@ export class TreeRuntime {
     } finally {
       this.#sequenceJournal = undefined;
     }
+    // A control's host values ride in its first commit only.
+    const hostValues = this.#controlValues;
+    this.#controlValues = undefined;
+    const context = hostValues === undefined ? { events: published } : { events: published, hostValues };
     try {
-      if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, { events: published });
-      else await this.#services.committer.commitCheckpoint(commit, { events: published });
+      if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, context);
+      else await this.#services.committer.commitCheckpoint(commit, context);
     } catch (error) {
       for (const [process, sequence] of sequences) process.eventSequence = sequence;
       throw this.#stop(thrownBy(commit instanceof EffectBoundary ? 'TreeCommitter.commitEffect' : 'TreeCommitter.commitCheckpoint', error), unresolvedOnFailure);
@@ -1646,8 +1669,8 @@ export class TreeRuntime {
    * Process can pause at once, otherwise a checkpoint recording it as `pending_control` (a Step or
    * an Effect batch is in flight; the pause applies after it).
    */
-  pause(process: ProcessRuntime, reason: string): Promise<void> {
-    return this.#exclusive(async () => {
+  pause(process: ProcessRuntime, reason: string, hostValues?: HostValues): Promise<void> {
+    return this.#exclusiveControl(hostValues, async () => {
       this.#ensureRunning();
       const snapshot = process.snapshot;
       if (snapshot.isTerminal || hasTerminalIntent(process.control)) throw finished(process);
@@ -1661,8 +1684,8 @@ export class TreeRuntime {
     });
   }
 
-  resume(process: ProcessRuntime): Promise<void> {
-    return this.#exclusive(async () => {
+  resume(process: ProcessRuntime, hostValues?: HostValues): Promise<void> {
+    return this.#exclusiveControl(hostValues, async () => {
       this.#ensureRunning();
       const snapshot = process.snapshot;
       if (snapshot.isTerminal) throw finished(process);
@@ -1682,8 +1705,8 @@ export class TreeRuntime {
    * checkpoint recording it as `pending_control` (of the Process and its live descendants) while
    * owned work settles. A failed commit stops the writer and rejects: nothing was acknowledged.
    */
-  requestTermination(process: ProcessRuntime, change: TerminalIntent): Promise<void> {
-    return this.#exclusive(async () => {
+  requestTermination(process: ProcessRuntime, change: TerminalIntent, hostValues?: HostValues): Promise<void> {
+    return this.#exclusiveControl(hostValues, async () => {
       this.#ensureRunning();
       if (process.snapshot.isTerminal) throw finished(process);
       this.#recordIntent(process, change);
@@ -1709,8 +1732,8 @@ export class TreeRuntime {
    * resumes and pending pauses are dropped, in one commit. Resolves with the number of members the
    * commit changed; nothing is committed when that is zero.
    */
-  controlTree(action: TreeControlAction, reason: string): Promise<number> {
-    return this.#exclusive(async () => {
+  controlTree(action: TreeControlAction, reason: string, hostValues?: HostValues): Promise<number> {
+    return this.#exclusiveControl(hostValues, async () => {
       this.#ensureRunning();
       const live = this.processes().filter((process) => !process.snapshot.isTerminal);
       if (action === 'pause') return this.#pauseTree(live, reason);
@@ -1895,6 +1918,9 @@ export class TreeRuntime {
 
 /** What a tree-wide control does to every live member of the tree. */
 export type TreeControlAction = 'pause' | 'resume' | 'cancel' | 'kill';
+
+/** Values a host attaches to a control, handed to the committer with the control's commit (never read by the kernel). */
+export type HostValues = Readonly<Record<string, unknown>>;
 
 /** Terminal intents as a command records them (each optional; the first recorded of each kind wins). */
 type TerminalIntent = Partial<{

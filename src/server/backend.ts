@@ -29,6 +29,7 @@ import { RedisHostCommitter } from './redis-host-committer.js';
 import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 import { AnswerClaims } from './gates/answer-claims.js';
 import { SignalAgency } from './signal-agency.js';
+import { ControlAgency } from './control-agency.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
@@ -46,6 +47,8 @@ export interface Backend {
   readonly claims: AnswerClaims;
   /** Agency: the signals people sent, which the committer records with the commit that admits them. */
   readonly agency: SignalAgency;
+  /** Who sent each admitted control (control-agency.ts), written by the committer with the control's commit. */
+  readonly controls: ControlAgency;
   /** Redis mode: the inbox read from the open-wait index (embedded mode lists the memory inbox). */
   readonly inbox?: IndexedInbox;
   /** The Unknown effects of every stored tree: Redis mode from the verified Unknown-outcome index, embedded from the committer's memory. */
@@ -96,13 +99,15 @@ function embeddedBackend(options: BackendOptions): Backend {
   const idempotency = new MemoryIdempotencyStore();
   const claims = new AnswerClaims();
   const agency = new SignalAgency();
-  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims, agency });
+  const controls = new ControlAgency();
+  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims, agency, controls });
   return {
     mode: 'embedded',
     committer,
     unknowns: { refs: () => committer.unknownRefs() },
     claims,
     agency,
+    controls,
     log,
     idempotency,
     roots,
@@ -147,6 +152,7 @@ function redisBackend(options: BackendOptions): Backend {
   const processes = new RedisProcessDirectory({ redis, keyPrefix: config.keyPrefix });
   const claims = new AnswerClaims();
   const agency = new SignalAgency();
+  const controls = new ControlAgency();
   const committer = new RedisHostCommitter({
     store,
     idempotency,
@@ -158,11 +164,13 @@ function redisBackend(options: BackendOptions): Backend {
     claims,
     agency,
     unknowns: new UnknownIndexWriter(unknownIndex),
+    controls,
   });
   return {
     mode: 'redis',
     claims,
     agency,
+    controls,
     redis,
     committer,
     log: store.events,

@@ -1,6 +1,7 @@
 import { Deployment, type DeploymentRef, type DeploymentResolver, ErrorCode, KernelError } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
 import { differingMembers, type Drift, type RestoreDecider } from './drift.js';
+import { assertPoliciesBound, type GatePolicy } from './gates/gate-policies.js';
 
 /**
  * One version of a deployment as a deployments module registers it: an exact DeploymentRef, whether
@@ -13,6 +14,8 @@ export interface DeploymentVersion {
   readonly current?: boolean;
   /** Answers whether a tree of another version of this name may continue as a successor on this one. */
   readonly restoreDecider?: RestoreDecider;
+  /** Gate policies of this version (gates/gate-policies.ts): build it with `withGatePolicies`, so they are in its ref. */
+  readonly policies?: readonly GatePolicy[];
 }
 
 /** What a catalog entry may be given as: a bare Deployment, or a version with its options. */
@@ -50,6 +53,7 @@ export class DeploymentCatalog implements DeploymentResolver {
   /** Every version of each name, in registration order. */
   readonly #versions = new Map<string, Deployment[]>();
   readonly #deciders = new Map<string, RestoreDecider>();
+  readonly #policies = new Map<string, readonly GatePolicy[]>();
 
   constructor(deployments: Iterable<DeploymentEntry> = []) {
     for (const deployment of deployments) this.register(deployment);
@@ -63,6 +67,7 @@ export class DeploymentCatalog implements DeploymentResolver {
     if (options.restoreDecider !== undefined && typeof options.restoreDecider !== 'function') {
       throw new KernelError(ErrorCode.invalidDeployment, `the restoreDecider of ${deployment.ref.toString()} must be a function`);
     }
+    if (options.policies !== undefined) assertPoliciesBound(deployment, options.policies);
     const key = deployment.ref.digest.toString();
     const name = deployment.ref.name;
     const existing = this.#byRef.get(key);
@@ -77,6 +82,7 @@ export class DeploymentCatalog implements DeploymentResolver {
     if (existing === undefined) versions.push(deployment);
     this.#versions.set(name, versions);
     if (options.restoreDecider !== undefined) this.#deciders.set(key, options.restoreDecider);
+    if (options.policies !== undefined && options.policies.length > 0) this.#policies.set(key, options.policies);
     if (options.current === true) this.#pinned.add(name);
     if (options.current === true || !this.#pinned.has(name)) {
       this.#byName.delete(name);
@@ -109,6 +115,11 @@ export class DeploymentCatalog implements DeploymentResolver {
   /** The restore decider registered with exactly `ref`, or undefined. */
   restoreDecider(ref: DeploymentRef): RestoreDecider | undefined {
     return this.holds(ref) ? this.#deciders.get(ref.digest.toString()) : undefined;
+  }
+
+  /** The gate policies registered with exactly `ref` (empty when none). */
+  policies(ref: DeploymentRef): readonly GatePolicy[] {
+    return this.holds(ref) ? (this.#policies.get(ref.digest.toString()) ?? []) : [];
   }
 
   /** How `ref` drifted from the current version of its name, or undefined when this catalog holds it. */

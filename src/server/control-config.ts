@@ -1,5 +1,6 @@
 import { Quota, TreeLimits } from '../kernel/index.js';
 import { encodeWire } from '../kernel/wire.js';
+import { defaultPolicyBreakerFailures } from './gates/policy-breaker.js';
 
 /**
  * Settings of tree control and spawn safety (docs/process-trees.md "Tree-wide control", "Spawn
@@ -12,6 +13,7 @@ import { encodeWire } from '../kernel/wire.js';
  * | `SCOPE_DEFAULT_MAX_ACTIVE_CHILDREN` | 16 | live children per process a start gets when it names none |
  * | `SCOPE_DEFAULT_MAX_CHILDREN` | 4096 | children per process over its life a start gets when it names none |
  * | `SCOPE_DEFAULT_MAX_TREE_PROCESSES` | 10000 | processes per tree over its life a start gets when it names none |
+ * | `SCOPE_POLICY_BREAKER_FAILURES` | 3 | gate policy failures in a row after which a tree's policies stop running (src/server/gates/policy-breaker.ts) |
  *
  * A default never exceeds the grant (`SCOPE_GRANTS` or the tenant's): the smaller one applies. Unlimited
  * children or tree processes are only had by asking (`{"maximum": null}`), and only where the grant allows it.
@@ -19,6 +21,7 @@ import { encodeWire } from '../kernel/wire.js';
 export interface ControlConfig {
   readonly interruptReleaseMs: number;
   readonly spawnDefaults: SpawnDefaults;
+  readonly policyBreakerFailures: number;
 }
 
 /** What an omitted spawn limit of a start becomes (each bounded by the grant). */
@@ -51,6 +54,7 @@ export function readControlConfig(integer: (name: string, fallback: number, min:
       maxChildren: integer('SCOPE_DEFAULT_MAX_CHILDREN', spawnDefaults.maxChildren, 0, Number.MAX_SAFE_INTEGER),
       maxTreeProcesses: integer('SCOPE_DEFAULT_MAX_TREE_PROCESSES', spawnDefaults.maxTreeProcesses, 1, Number.MAX_SAFE_INTEGER),
     }),
+    policyBreakerFailures: integer('SCOPE_POLICY_BREAKER_FAILURES', defaultPolicyBreakerFailures, 1, 1_000_000),
   });
 }
 

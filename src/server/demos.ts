@@ -15,6 +15,9 @@ import { workflowExamples } from './examples/workflow.js';
 import type { DeliveryHost } from './messaging-delivery.js';
 import type { ModelDispatcherOptions } from './model/model-settings.js';
 import { modelDispatcherFor } from './model/server-model.js';
+import type { DeploymentEntry } from './catalog.js';
+import { type GatePolicy, withGatePolicies } from './gates/gate-policies.js';
+import { approvalAutoPolicy } from './examples/approval-policy.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -25,11 +28,25 @@ import { modelDispatcherFor } from './model/server-model.js';
 export const demoNames = ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout'] as const;
 
 function demo(name: string, definition: Definition, dispatcher?: Dispatcher): Deployment {
-  return Deployment.create({
+  const config = {
     definition,
     dispatcher,
     implementationDigest: Digest.of(`scope:${name}:implementation:v1`),
     configurationDigest: Digest.of(`scope:${name}:configuration:v1`),
+  };
+  const policies = demoPolicies[name];
+  // A demo with gate policies has them folded into its configuration digest (gates/gate-policies.ts).
+  return policies === undefined ? Deployment.create(config) : withGatePolicies(config, policies).deployment;
+}
+
+/** The demos' gate policies, by deployment name. */
+const demoPolicies: Readonly<Record<string, readonly GatePolicy[]>> = { 'demo.approval': [approvalAutoPolicy] };
+
+/** The demo deployments as catalog entries: those with gate policies carry them. */
+export function demoEntries(options: DemoOptions = {}): DeploymentEntry[] {
+  return demoDeployments(options).map((deployment) => {
+    const policies = demoPolicies[deployment.ref.name];
+    return policies === undefined ? deployment : { deployment, policies };
   });
 }
 

@@ -10,6 +10,7 @@ import type { HostMetrics } from './metrics.js';
 import type { AnswerClaims } from './gates/answer-claims.js';
 import type { SignalAgency } from './signal-agency.js';
 import { unknownRefsOf, type UnknownRef } from './tree-marks.js';
+import { type ControlAgency, controlRecordSuffix } from './control-agency.js';
 
 export interface EmbeddedCommitterOptions {
   readonly store: MemoryTreeCommitter;
@@ -21,6 +22,7 @@ export interface EmbeddedCommitterOptions {
   readonly claims?: AnswerClaims;
   /** Agency: the signals people sent are recorded with the commit that admits them. */
   readonly agency?: SignalAgency;
+  readonly controls?: ControlAgency;
 }
 
 /**
@@ -39,6 +41,7 @@ export class EmbeddedCommitter extends CommitterBase {
   readonly #tenants = new Map<string, string>();
   readonly #claims: AnswerClaims | undefined;
   readonly #agency: SignalAgency | undefined;
+  readonly #controls: ControlAgency | undefined;
   /** Per root: the records its commits wrote (gate answers), by suffix. */
   readonly #records = new Map<string, Map<string, string>>();
   /** Per root with any: its Unknown effects as its last commit left them (released trees included). */
@@ -52,6 +55,7 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#roots = options.roots;
     this.#claims = options.claims;
     this.#agency = options.agency;
+    this.#controls = options.controls;
   }
 
   async readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
@@ -92,10 +96,12 @@ export class EmbeddedCommitter extends CommitterBase {
   protected async checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
     this.#checkNotPurged(checkpoint.rootId);
     const agency = context === undefined ? undefined : await this.#agency?.recordsFor(checkpoint.snapshot, context.events, (suffix) => this.readRecord(checkpoint.rootId, suffix));
+    const control = await this.#controls?.recordFor(checkpoint.rootId.toString(), context, () => this.readRecord(checkpoint.rootId, controlRecordSuffix));
     await this.#store.commitCheckpoint(checkpoint);
     this.#noteUnknowns(checkpoint.snapshot);
-    this.#apply(checkpoint.rootId, context, agency?.writes ?? []);
+    this.#apply(checkpoint.rootId, context, [...(agency?.writes ?? []), ...(control === undefined ? [] : [control.write])]);
     agency?.committed();
+    control?.committed();
     if (checkpoint.kind === 'start') {
       const root = checkpoint.rootId.toString();
       const intent = intentOf(context?.hostValues);
@@ -132,9 +138,10 @@ export class EmbeddedCommitter extends CommitterBase {
 
   #apply(rootId: ProcessId, context: CommitContext | undefined, extra: readonly { suffix: string; value: string }[] = []): void {
     const events = context?.events ?? [];
-    if (events.length === 0) return;
+    // A control recorded as pending commits no event, but its record still lands with it.
+    if (events.length === 0 && extra.length === 0) return;
     const root = rootId.toString();
-    this.#log.append(root, recordsOf(events));
+    if (events.length > 0) this.#log.append(root, recordsOf(events));
     const writes = [...(this.#claims?.recordsFor(events) ?? []), ...extra];
     if (writes.length === 0) return;
     const records = this.#records.get(root) ?? new Map<string, string>();

@@ -13,7 +13,7 @@ import { isOwnerDispatched } from '../transport/owner-dispatched.js';
 import { AttemptWorkers } from './attempt-workers.js';
 import { DeploymentCatalog, type DeploymentEntry, deploymentOf, rebindEntry } from './catalog.js';
 import type { ServerConfig } from './config.js';
-import { demoDeployments } from './demos.js';
+import { demoEntries } from './demos.js';
 import type { ModelDispatcherOptions } from './model/model-settings.js';
 import { effectViews, hasEffect } from './effect-history.js';
 import { watchForFinish } from './finish-watch.js';
@@ -21,6 +21,7 @@ import type {
   BulkControlOutcome,
   BulkControlRequest,
   ControlAction,
+  ControlRequestOptions,
   TreeControlOutcome,
   DeploymentVersionsView,
   DeploymentView,
@@ -62,8 +63,12 @@ import { defaultCaptureWaitMs } from './host.js';
 import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
 import { unknownEffectPage } from './unknown-effects.js';
-import { GateService } from './gates/gate-service.js';
+import { GateService, type MailboxWait } from './gates/gate-service.js';
+import { PolicyRunner } from './gates/policy-runner.js';
+import { defaultPolicyBreakerFailures, PolicyBreaker, type PolicyBreakerView } from './gates/policy-breaker.js';
+import type { PolicyGate } from './gates/gate-policies.js';
 import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
+import { controlHostValues, controlRecordSuffix, type ControlRecordEntry, decodeControlRecord } from './control-agency.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
 import { HostMetrics } from './metrics.js';
@@ -135,6 +140,10 @@ export interface EngineHostOptions {
   readonly model?: ModelDispatcherOptions;
   /** Redis mode: timing of same-key starts across servers (tests shorten them). */
   readonly idempotency?: { readonly reserveMs?: number; readonly staleMs?: number; readonly waitMs?: number };
+  /** Tests: runs between a gate policy's decision and its answer (src/server/gates/policy-runner.ts). */
+  readonly afterPolicyDecision?: (gate: PolicyGate, rule: string) => Promise<void>;
+  /** How long a gate policy's `decide` may take (default 10 s; tests shorten it). */
+  readonly policyDecideTimeoutMs?: number;
 }
 
 const pageLimits = {
@@ -186,6 +195,8 @@ export class EngineHost implements Host {
   readonly #succession: Succession;
   readonly #inbox: WaitInbox;
   readonly #gates: GateService;
+  readonly #policies: PolicyRunner;
+  readonly #policyBreaker: PolicyBreaker;
   readonly #list: ProcessList;
   readonly #attemptWorkers: AttemptWorkers;
   readonly #reader: LogReader;
@@ -210,7 +221,7 @@ export class EngineHost implements Host {
     this.#config = config;
     this.#logger = options.logger;
     // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
-    const deployments = [...(config.demos ? demoDeployments({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model }) : []), ...(options.deployments ?? [])];
+    const deployments = [...(config.demos ? demoEntries({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
@@ -284,6 +295,8 @@ export class EngineHost implements Host {
     this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#gates = this.#gateService(residency, backend);
+    this.#policyBreaker = new PolicyBreaker(config.control?.policyBreakerFailures ?? defaultPolicyBreakerFailures);
+    this.#policies = this.#policyRunner(residency, options);
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#attemptWorkers = new AttemptWorkers({
       nodeId: () => this.nodeId,
@@ -340,6 +353,9 @@ export class EngineHost implements Host {
         this.#faults.clear(root);
         if (woken) this.#metrics.treesWoken.inc();
         this.#list.forget(root);
+        // Gates that opened under another owner (or before a crash) are considered here now.
+        const processIds = head.processSnapshots().map((process) => process.processId.toString());
+        setImmediate(() => processIds.forEach((processId) => this.#policies.waitOpened(root, processId)));
         // Redis mode's inbox is the wait index (the activation kept each entry's `since`): no log replay;
         // nor for a tree woken from hibernation (the embedded inbox kept following it).
         if (this.#backend.inbox === undefined && !woken) {
@@ -394,7 +410,16 @@ export class EngineHost implements Host {
       this.#latchFault(event);
       this.#recoverStopped(event.relation.rootId.toString());
     }
-    if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) this.#ownership?.dropped(event.processId.toString());
+    if (event.name === eventNames.processFinished && event.processId.equals(event.relation.rootId)) {
+      this.#ownership?.dropped(event.processId.toString());
+      this.#policies.forget(event.processId.toString());
+    }
+    if (event.name === eventNames.stepCommitted && event.stepCommitted()?.status === 'waiting') {
+      // The wait's commit is acknowledged (its gate is listed): gate policies may answer it. Outside the listener.
+      const root = event.relation.rootId.toString();
+      const processId = event.processId.toString();
+      setImmediate(() => this.#policies.waitOpened(root, processId));
+    }
     if (this.#backend.inbox === undefined) this.#inbox.observe(event);
     if ((event.name === eventNames.processPaused || event.name === eventNames.processFinished) && this.#interrupts.holds(event.relation.rootId.toString())) {
       // Outside the listener: reading the tree from inside it would re-enter its owner.
@@ -535,6 +560,31 @@ export class EngineHost implements Host {
   }
 
   /** The fault a tree view shows: the latched one while the stopped incarnation is still the tree's. */
+  /**
+   * A resident tree's admitted controls without a storage read (its view is served from memory): what
+   * this owner committed or read before; the first time, read in the background and shown from then on.
+   */
+  #residentControls(root: string): { controls?: ControlRecordEntry[] } {
+    const known = this.#backend.controls.known(root);
+    if (known !== undefined) return { controls: decodeControlRecord(known) };
+    void this.#storedControlRecord(root)
+      .then((value) => {
+        if (this.#backend.controls.known(root) === undefined) this.#backend.controls.learned(root, value);
+      })
+      .catch(() => undefined);
+    return {};
+  }
+
+  #storedControlRecord(root: string): Promise<string | undefined> {
+    return storeCall('control record read', () => this.#backend.committer.readRecord(ProcessId.parse(root), controlRecordSuffix));
+  }
+
+  /** The tree's gate policy breaker (policy-breaker.ts), shown once a policy of the tree failed here. */
+  #policyBreakerOf(root: string): { policyBreaker?: PolicyBreakerView } {
+    const view = this.#policyBreaker.view(root);
+    return view === undefined ? {} : { policyBreaker: view };
+  }
+
   #faultOf(root: string, stopped: boolean): TreeFaultView | null {
     const fault = this.#faults.get(root);
     if (fault === undefined) return null;
@@ -713,18 +763,20 @@ export class EngineHost implements Host {
    * with its commit). Storage that cannot take that commit is `committer_unavailable`: nothing was
    * acknowledged, and the tree's writer has stopped (a restore applies whatever did land).
    */
-  control(processId: string, action: ControlAction, reason?: string): Promise<void> {
-    return this.#routing.acrossRelease(() => this.#control(processId, action, reason));
+  control(processId: string, action: ControlAction, reason?: string, options: ControlRequestOptions = {}): Promise<void> {
+    return this.#routing.acrossRelease(() => this.#control(processId, action, reason, options.agency ?? 'machine'));
   }
 
-  async #control(processId: string, action: ControlAction, reason?: string): Promise<void> {
+  async #control(processId: string, action: ControlAction, reason: string | undefined, agency: Agency): Promise<void> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
     const located = await this.#routing.commandable(processId);
     if (located.kind === 'stored') throw this.#residency.refuseStored(located);
     // A writer that had stopped before answers `runtime_stopped`; only this command's own commit failing is the storage's.
     const stoppedBefore = located.inspection.stopped;
     try {
-      await this.#command(located.handle, action, reason);
+      // Who sent it is written with the control's commit (control-agency.ts).
+      const hostValues = controlHostValues({ action, scope: 'process', processId, agency, at: new Date().toISOString() });
+      await this.#command(located.handle, action, reason, hostValues);
     } catch (error) {
       await this.#routing.fencedOut(located.root, error);
       if (!stoppedBefore && error instanceof RuntimeError && error.causeCode === ErrorCode.committerUnavailable) {
@@ -734,31 +786,35 @@ export class EngineHost implements Host {
     }
   }
 
-  #command(handle: Process, action: ControlAction, reason: string | undefined): Promise<void> {
+  #command(handle: Process, action: ControlAction, reason: string | undefined, hostValues: Readonly<Record<string, unknown>>): Promise<void> {
     switch (action) {
       case 'pause':
-        return handle.pause(reason ?? defaultReasons.pause);
+        return handle.pause(reason ?? defaultReasons.pause, { hostValues });
       case 'resume':
-        return handle.resume();
+        return handle.resume({ hostValues });
       case 'cancel':
-        return handle.requestCancellation(reason ?? defaultReasons.cancel);
+        return handle.requestCancellation(reason ?? defaultReasons.cancel, { hostValues });
       case 'kill':
-        return handle.kill(reason ?? defaultReasons.kill);
+        return handle.kill(reason ?? defaultReasons.kill, { hostValues });
       default:
         throw invalidRequest('action must be pause, resume, cancel or kill');
     }
   }
 
-  controlTree(rootId: string, action: ControlAction, reason?: string): Promise<TreeControlOutcome> {
-    const root = parseRoot(rootId);
-    return this.#routing.acrossRelease(() => this.#treeControl.control(root, action, reason));
+  controlTree(rootId: string, action: ControlAction, reason?: string, options: ControlRequestOptions = {}): Promise<TreeControlOutcome> {
+    return this.#controlTree(rootId, action, reason, options.agency ?? 'machine', 'tree');
   }
 
-  bulkControl(request: BulkControlRequest): Promise<BulkControlOutcome> {
+  #controlTree(rootId: string, action: ControlAction, reason: string | undefined, agency: Agency, scope: 'tree' | 'bulk'): Promise<TreeControlOutcome> {
+    const root = parseRoot(rootId);
+    return this.#routing.acrossRelease(() => this.#treeControl.control(root, action, reason, agency, scope));
+  }
+
+  bulkControl(request: BulkControlRequest, options: ControlRequestOptions = {}): Promise<BulkControlOutcome> {
     return bulkControl(
       {
         list: (query) => this.listProcesses(query),
-        control: (root, action, reason) => this.controlTree(root, action, reason),
+        control: (root, action, reason) => this.#controlTree(root, action, reason, options.agency ?? 'machine', 'bulk'),
         unexpected: (root, error) => this.#logger?.error({ err: error, rootId: root }, 'bulk control failed on a tree'),
       },
       request,
@@ -926,6 +982,8 @@ export class EngineHost implements Host {
         freeze: this.#residency.capturing(root) ? 'acquiring' : 'none',
         stopped: local.stopped,
         fault: this.#faultOf(root, local.stopped),
+        ...this.#policyBreakerOf(root),
+        ...this.#residentControls(root),
         active: true,
         processes: local.processes.map((entry) => processView(entry.snapshot, entry.work, entry.runtimeError)),
         ...this.#residentLineage(root),
@@ -943,6 +1001,7 @@ export class EngineHost implements Host {
       fault: this.#faultOf(root, head.incarnationId.toString() === this.#faults.get(root)?.incarnationId),
       active: false,
       processes: head.processSnapshots().map((snapshot) => processView(snapshot, 'inactive', undefined)),
+      controls: decodeControlRecord(await this.#storedControlRecord(root)),
       ...(await this.#lineage(root)),
     };
   }
@@ -1139,22 +1198,47 @@ export class EngineHost implements Host {
         return located.kind === 'local' ? located.inspection.processes.map((entry) => entry.snapshot) : located.head.processSnapshots();
       },
       tenantOf: (rootId) => this.#treeTenant(rootId),
-      describe: (process, wait) => {
-        let descriptor: Descriptor | undefined;
-        try {
-          descriptor = this.#catalog.resolve(process.deploymentRef).descriptor;
-        } catch {
-          descriptor = undefined;
-        }
-        const schema = descriptor === undefined ? wait.answerSchema : (descriptor.wait(wait.key)?.answerSchema ?? wait.answerSchema);
-        return {
-          answerSchema: schema === undefined ? null : (JSON.parse(schema.json()) as Json),
-          description: descriptor?.wait(wait.key)?.description ?? null,
-        };
-      },
+      describe: (process, wait) => this.#describeWait(process, wait),
       deliverSignals: (processId, signals, agency) => this.deliverSignals(processId, signals, { agency }),
       readRecord: (rootId, suffix) => storeCall('gate record read', () => backend.committer.readRecord(ProcessId.parse(rootId), suffix)),
       claims: backend.claims,
+    });
+  }
+
+  #describeWait(process: ProcessSnapshot, wait: MailboxWait): { answerSchema: Json | null; description: string | null } {
+    let descriptor: Descriptor | undefined;
+    try {
+      descriptor = this.#catalog.resolve(process.deploymentRef).descriptor;
+    } catch {
+      descriptor = undefined;
+    }
+    const schema = descriptor === undefined ? wait.answerSchema : (descriptor.wait(wait.key)?.answerSchema ?? wait.answerSchema);
+    return {
+      answerSchema: schema === undefined ? null : (JSON.parse(schema.json()) as Json),
+      description: descriptor?.wait(wait.key)?.description ?? null,
+    };
+  }
+
+  /** Gate policies on this node's trees (src/server/gates/policy-runner.ts), answering through the gate service. */
+  #policyRunner(residency: TreeResidency, options: EngineHostOptions): PolicyRunner {
+    return new PolicyRunner({
+      port: {
+        head: (root) => {
+          const local = residency.inspectLocal(root);
+          if (local === undefined || local.stopped) return undefined;
+          return {
+            digest: local.headDigest.toString(),
+            process: (processId) => local.processes.find((entry) => entry.snapshot.processId.toString() === processId)?.snapshot,
+          };
+        },
+        policiesOf: (process) => this.#catalog.policies(process.deploymentRef),
+        describe: (process, wait) => this.#describeWait(process, wait),
+        answer: (gateId, input, rule, guard) => this.#gates.answer(gateId, input, 'policy', rule, guard),
+      },
+      breaker: this.#policyBreaker,
+      logger: this.#logger?.child({ component: 'gate-policies' }),
+      afterDecision: options.afterPolicyDecision,
+      ...(options.policyDecideTimeoutMs === undefined ? {} : { decideTimeoutMs: options.policyDecideTimeoutMs }),
     });
   }
 

@@ -12,6 +12,8 @@ import type { GateAnswerInput, GateAnswerOutcome, GateQuery } from './gates/gate
 import type { GateView } from './gates/gate-view.js';
 
 import type { Agency } from './signal-agency.js';
+import type { PolicyBreakerView } from './gates/policy-breaker.js';
+import type { ControlRecordEntry } from './control-agency.js';
 
 export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
 
@@ -363,6 +365,12 @@ export interface SuccessionView {
   readonly differs: readonly string[];
 }
 
+/** How a control was asked for. */
+export interface ControlRequestOptions {
+  /** Who sent it, as the server saw it (default `machine`; HTTP callers are `user`: plugins/request-agency.ts). */
+  readonly agency?: Agency;
+}
+
 export interface TreeView {
   readonly rootId: string;
   readonly incarnationId: string;
@@ -379,6 +387,10 @@ export interface TreeView {
   readonly supersededBy: SuccessionView | null;
   /** The tree this one succeeded, or null. */
   readonly predecessorId: string | null;
+  /** The tree's gate policy breaker on its owner (src/server/gates/policy-breaker.ts); absent until a policy failed. */
+  readonly policyBreaker?: PolicyBreakerView;
+  /** The tree's admitted controls with who sent them (src/server/control-agency.ts), oldest first; absent while not known here. */
+  readonly controls?: readonly ControlRecordEntry[];
 }
 
 /** A tree's latched persistence fault (src/server/fault-latch.ts). */
@@ -561,16 +573,16 @@ export interface Host {
    * Resolves once the intent is in the authoritative head (pause, cancel, kill: the parked or
    * terminal checkpoint, or one recording `pending_control`; resume: its checkpoint).
    */
-  control(processId: string, action: ControlAction, reason?: string): Promise<void>;
+  control(processId: string, action: ControlAction, reason?: string, options?: ControlRequestOptions): Promise<void>;
 
   /**
    * Tree-wide control (docs/process-trees.md "Tree-wide control"): one commit records the intent on
    * every live process of the tree before any is signalled; resolves once it is in the authoritative
    * head, with how many processes it changed (0: nothing was committed).
    */
-  controlTree(rootId: string, action: ControlAction, reason?: string): Promise<TreeControlOutcome>;
+  controlTree(rootId: string, action: ControlAction, reason?: string, options?: ControlRequestOptions): Promise<TreeControlOutcome>;
   /** Bulk control of the root processes a filter matches (docs/process-trees.md "Bulk control"). */
-  bulkControl(request: BulkControlRequest): Promise<BulkControlOutcome>;
+  bulkControl(request: BulkControlRequest, options?: ControlRequestOptions): Promise<BulkControlOutcome>;
 
   /** A page of the process's signal receipts, in arrival order. */
   signals(processId: string, query: ReceiptQuery): Promise<Page<ReceiptView>>;

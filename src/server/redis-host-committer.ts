@@ -17,6 +17,7 @@ import type { AnswerClaims } from './gates/answer-claims.js';
 import { gateRecordSuffix } from './gates/gate-record.js';
 import { type AgencyPlan, agencyRecordSuffix, type SignalAgency } from './signal-agency.js';
 import type { UnknownIndexPlan, UnknownIndexWriter } from './unknown-index-writer.js';
+import { type ControlAgency, type ControlPlan, controlRecordSuffix } from './control-agency.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -35,6 +36,7 @@ export interface RedisHostCommitterOptions {
   readonly agency?: SignalAgency;
   /** The Unknown-outcome index's writer: entries before the commits that make effects Unknown, removals after. */
   readonly unknowns?: UnknownIndexWriter;
+  readonly controls?: ControlAgency;
 }
 
 /** The index writes one commit needs (both written before it, settled after it). */
@@ -61,6 +63,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #claims: AnswerClaims | undefined;
   readonly #agency: SignalAgency | undefined;
   readonly #unknowns: UnknownIndexWriter | undefined;
+  readonly #controls: ControlAgency | undefined;
   /** Per unfinished root: the non-root members whose directory entry this node wrote. */
   readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
@@ -78,6 +81,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#claims = options.claims;
     this.#agency = options.agency;
     this.#unknowns = options.unknowns;
+    this.#controls = options.controls;
   }
 
   /**
@@ -112,6 +116,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#unknowns?.forget(rootId);
     this.#mapped.delete(rootId);
     this.#agency?.forget(rootId);
+    this.#controls?.forget(rootId);
   }
 
   async purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'> {
@@ -128,8 +133,10 @@ export class RedisHostCommitter extends CommitterBase {
     if (outcome === 'purged' && head !== undefined) {
       for (const suffix of answeredGateSuffixes(head)) await this.#store.deleteRecord(rootId, suffix).catch(() => undefined);
       for (const process of head.processSnapshots()) await this.#store.deleteRecord(rootId, agencyRecordSuffix(process.processId.toString())).catch(() => undefined);
+      await this.#store.deleteRecord(rootId, controlRecordSuffix).catch(() => undefined);
     }
     this.#agency?.forget(rootId.toString());
+    this.#controls?.forget(rootId.toString());
     this.#waits?.forget(rootId.toString());
     this.#unknowns?.forget(rootId.toString());
     this.#mapped.delete(rootId.toString());
@@ -166,10 +173,13 @@ export class RedisHostCommitter extends CommitterBase {
     records.push(...(this.#claims?.recordsFor(context?.events ?? []) ?? []));
     const agency = await this.#agencyWrites(checkpoint.snapshot, context);
     records.push(...(agency?.writes ?? []));
+    const control = await this.#controlWrite(checkpoint.rootId, context);
+    if (control !== undefined) records.push(control.write);
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
     agency?.committed();
+    control?.committed();
     await this.#indexed(plan);
     if (intent !== undefined) {
       // The record landed with the head: the pointer now names the root alone. Best-effort: a claim that
@@ -203,6 +213,7 @@ export class RedisHostCommitter extends CommitterBase {
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
     // A new incarnation here: what this node knew of the tree's agency records is read again.
     this.#agency?.forget(activation.rootId.toString());
+    this.#controls?.forget(activation.rootId.toString());
     const owner = this.#ownerRecord(activation.snapshot);
     // The three index writes that must precede the commit do not depend on one another: one round trip.
     const [, plan] = await Promise.all([
@@ -222,6 +233,15 @@ export class RedisHostCommitter extends CommitterBase {
       else await this.#store.takeOverTree(activation, expected, full);
     }
     await this.#indexed(plan);
+  }
+
+  /** The control record a control's checkpoint rewrites (control-agency.ts), read first when not known here. */
+  async #controlWrite(rootId: ProcessId, context: CommitContext | undefined): Promise<ControlPlan | undefined> {
+    try {
+      return await this.#controls?.recordFor(rootId.toString(), context, () => this.#store.readRecord(rootId, controlRecordSuffix));
+    } catch (error) {
+      throw unavailable('control record read', error);
+    }
   }
 
   /** The agency records a checkpoint rewrites (signals people sent), read first when not known here. */

@@ -1,6 +1,8 @@
 import { ErrorCode, KernelError, RuntimeError, validDiagnostic } from '../kernel/index.js';
 import { HostErrorCode, invalidRequest } from '../errors.js';
+import { controlHostValues } from './control-agency.js';
 import type { ControlAction, TreeControlOutcome } from './host.js';
+import type { Agency } from './signal-agency.js';
 import type { InterruptBarrier } from './interrupt-barrier.js';
 import type { CommandRouting } from './ownership/command-routing.js';
 import { treeNotFound, type TreeResidency } from './residency.js';
@@ -31,7 +33,7 @@ export class TreeControl {
     this.#options = options;
   }
 
-  async control(rootId: string, action: ControlAction, reason: string | undefined): Promise<TreeControlOutcome> {
+  async control(rootId: string, action: ControlAction, reason: string | undefined, agency: Agency, scope: 'tree' | 'bulk'): Promise<TreeControlOutcome> {
     if (reason !== undefined && !validDiagnostic(reason)) throw invalidRequest('reason must be non-empty, trimmed text of at most 4096 UTF-8 bytes');
     const { routing, residency, barrier } = this.#options;
     let located;
@@ -51,7 +53,9 @@ export class TreeControl {
     else barrier.hold(rootId, action);
     let affected: number;
     try {
-      affected = await located.handle.controlTree(action, reason ?? defaultReasons[action]);
+      // Who sent it is written with the control's commit (control-agency.ts).
+      const hostValues = controlHostValues({ action, scope, processId: rootId, agency, at: new Date().toISOString() });
+      affected = await located.handle.controlTree(action, reason ?? defaultReasons[action], { hostValues });
     } catch (error) {
       barrier.lift(rootId);
       await routing.fencedOut(rootId, error);

@@ -114,12 +114,14 @@ export class GateService {
    * (422 with pointers, the gate stays open) and admits at most one answer per wait; the commit that
    * admits it carries the gate record with `provenance`, which only the server sets.
    */
-  async answer(gateId: string, input: GateAnswerInput, provenance: GateProvenance, rule: string | null = null): Promise<GateAnswerOutcome> {
+  async answer(gateId: string, input: GateAnswerInput, provenance: GateProvenance, rule: string | null = null, guard?: () => void): Promise<GateAnswerOutcome> {
     const before = await this.gate(gateId);
     const { processId, waitId } = before.subject;
     const signalId = answerSignalId(gateId, input.requestId);
     const withdraw = this.#port.claims.expect(processId, signalId, { provenance, actor: input.actor, requestId: input.requestId, rule });
     try {
+      // A policy's decision binds the head it read (policy-runner.ts): checked last, right before the delivery.
+      guard?.();
       // A person answers through this route; a policy is the machine.
       const outcome = await this.#port.deliverSignals(processId, [{ id: signalId, waitId, payload: input.answer }], provenance === 'policy' ? 'machine' : 'user');
       return { accepted: outcome.accepted, gate: await this.gate(gateId) };
