@@ -29,6 +29,12 @@ import type {
   GateAnswerOutcome,
   GateQuery,
   GateView,
+  AnyGateView,
+  HostGateAnswered,
+  HostGateAnswerPoll,
+  HostGateOpened,
+  HostGateOpenRequest,
+  HostGateView,
   Host,
   HostTelemetry,
   Json,
@@ -62,6 +68,9 @@ import { lateReportOf } from './late-report.js';
 import { waitPage } from './wait-page.js';
 import { unknownEffectPage } from './unknown-effects.js';
 import { GateService } from './gates/gate-service.js';
+import { HostGates, isHostGateId } from './gates/host-gates.js';
+import { gateDefaults } from './gates/gate-config.js';
+import { gatePage } from './gates/gate-page.js';
 import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
 import { LogReader } from './log-reader.js';
 import { Hibernation } from './hibernation.js';
@@ -90,7 +99,7 @@ import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'control'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'control' | 'gates'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -185,6 +194,7 @@ export class EngineHost implements Host {
   readonly #succession: Succession;
   readonly #inbox: WaitInbox;
   readonly #gates: GateService;
+  readonly #hostGates: HostGates;
   readonly #list: ProcessList;
   readonly #reader: LogReader;
   readonly #shutdown = new AbortController();
@@ -282,6 +292,7 @@ export class EngineHost implements Host {
     this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#gates = this.#gateService(residency, backend);
+    this.#hostGates = new HostGates({ store: backend.hostGates, config: config.gates ?? gateDefaults, shutdown: this.#shutdown.signal });
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,
@@ -1087,16 +1098,48 @@ export class EngineHost implements Host {
     return waitPage(await this.waits(scope), cursor, pageLimit(limit, pageLimits.waits));
   }
 
-  gatePage(query: GateQuery): Promise<Page<GateView>> {
-    return this.#gates.page(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+  async gatePage(query: GateQuery): Promise<Page<AnyGateView>> {
+    // Host-owned gates have no tree or deployment: a query naming one lists process-owned gates only.
+    const withHost = query.owner !== 'process' && query.rootId === undefined && query.deployment === undefined;
+    const processes = query.owner === 'host' ? [] : await this.#gates.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+    const hosted = withHost ? await this.#hostGates.list(query.tenant ?? defaultTenant) : [];
+    const state = query.state ?? 'open';
+    const matching = hosted.filter((gate) => gate.state === state && (query.kind === undefined || gate.kind === query.kind));
+    return gatePage<AnyGateView>([...processes, ...matching], query.cursor, query.limit);
   }
 
-  gate(gateId: string): Promise<GateView> {
-    return this.#gates.gate(gateId);
+  gate(gateId: string, tenant?: string): Promise<AnyGateView> {
+    return isHostGateId(gateId) ? this.#hostGates.gate(gateId, tenant) : this.#gates.gate(gateId);
   }
 
-  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome> {
-    return this.#gates.answer(gateId, input, 'human');
+  answerGate(gateId: string, input: GateAnswerInput, tenant?: string): Promise<GateAnswerOutcome | HostGateAnswered> {
+    return isHostGateId(gateId) ? this.#hostGates.answer(gateId, input, tenant) : this.#gates.answer(gateId, input, 'human');
+  }
+
+  openGate(request: HostGateOpenRequest): Promise<HostGateOpened> {
+    return storeCall('host gate open', () => this.#hostGates.open(request));
+  }
+
+  async pollGateAnswer(gateId: string, waitMs: number, tenant?: string): Promise<HostGateAnswerPoll> {
+    await this.#refuseProcessGate(gateId);
+    return this.#hostGates.poll(gateId, waitMs, tenant);
+  }
+
+  async closeGate(gateId: string, tenant?: string): Promise<HostGateView> {
+    await this.#refuseProcessGate(gateId);
+    return this.#hostGates.close(gateId, tenant);
+  }
+
+  async gateCallback(gateId: string, token: string, answer: Json): Promise<HostGateAnswered> {
+    await this.#refuseProcessGate(gateId);
+    return this.#hostGates.callback(gateId, token, answer);
+  }
+
+  /** A process-owned gate closes with its wait, its answer goes to the process: these routes are not for it. */
+  async #refuseProcessGate(gateId: string): Promise<void> {
+    if (isHostGateId(gateId)) return;
+    await this.#gates.gate(gateId); // gate_not_found for one that does not exist
+    throw codedError(HostErrorCode.gateOwnerMismatch, `gate ${gateId} is process-owned: it closes when its wait ends, and its answer goes to the process`);
   }
 
   /** The gate service over this Host's own surface and stores (src/server/gates/). */
