@@ -90,7 +90,7 @@ export const HostGateCallbackQuery = closedObject({
 
 export const HostGateCallbackRequest = closedObject(
   { answer: anyJson('The answer, checked against the gate’s answer schema when it has one.') },
-  { $id: 'HostGateCallbackRequest', description: 'An `open_url` gate’s answer, posted by the visited page.' },
+  { $id: 'HostGateCallbackRequest', description: 'An `open_url` gate’s answer, posted by the visited page.', example: { answer: { signed: true } } },
 );
 
 export const hostGateComponents: readonly TSchema[] = [HostGateAnswer, HostGate, HostGateOpenRequest, HostGateOpened, HostGateAnswerOutcome, HostGateAnswerPoll, HostGateCallbackRequest];
