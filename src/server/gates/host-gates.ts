@@ -152,22 +152,26 @@ export class HostGates {
   async poll(gateId: string, waitMs: number, tenant: string | undefined): Promise<HostGateAnswerPoll> {
     let record = await this.#record(gateId, tenant);
     if (waitMs > 0 && this.#pending(record)) {
+      const deadline = this.#store.now() + waitMs;
       let wake: () => void = () => undefined;
-      const woken = new Promise<void>((resolve) => {
-        wake = resolve;
-      });
       // Watch first, then read again: a change between the two reads still wakes this poll.
       const unwatch = await this.#store.watch(gateId, () => wake());
       const onShutdown = () => wake();
       this.#shutdown?.addEventListener('abort', onShutdown, { once: true });
       let timer: NodeJS.Timeout | undefined;
       try {
-        record = await this.#record(gateId, tenant);
-        if (this.#pending(record)) {
-          const left = Math.min(waitMs, Math.max(0, record.expiresAt - this.#store.now()));
-          timer = setTimeout(wake, left);
-          await woken;
+        for (;;) {
+          const woken = new Promise<void>((resolve) => {
+            wake = resolve;
+          });
           record = await this.#record(gateId, tenant);
+          const until = Math.min(deadline, record.expiresAt);
+          const now = this.#store.now();
+          if (!this.#pending(record) || now >= until || this.#shutdown?.aborted === true) break;
+          // A timer may fire a little early: the loop reads again and waits out the rest.
+          timer = setTimeout(wake, until - now);
+          await woken;
+          clearTimeout(timer);
         }
       } finally {
         clearTimeout(timer);
