@@ -292,7 +292,7 @@ export class EngineHost implements Host {
     this.#hibernation.start();
     this.#inbox = new WaitInbox(residency, backend.log, (ref) => this.#catalog.resolve(ref).descriptor);
     this.#gates = this.#gateService(residency, backend);
-    this.#hostGates = new HostGates({ store: backend.hostGates, config: config.gates ?? gateDefaults, shutdown: this.#shutdown.signal });
+    this.#hostGates = new HostGates({ store: backend.hostGates, config: config.gates ?? gateDefaults, shutdown: this.#shutdown.signal, waiting: this.#metrics.gateAnswerPolls });
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#starts = new Starts({
       engine: this.#engine,

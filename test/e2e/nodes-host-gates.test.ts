@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Cluster, json, post, type Node } from './nodes-cluster.js';
+import { Cluster, eventually, json, post, type Node } from './nodes-cluster.js';
 
 /**
  * Host-owned gates on real nodes sharing one Redis (issue 16): answered exactly once whichever node
@@ -23,6 +23,14 @@ after(async () => {
 });
 
 const gateUrl = (node: Node, id: string, tail = '') => `${node.url}/v1/gates/${encodeURIComponent(id)}${tail}`;
+
+/** A barrier: resolves once `count` answer polls wait on `node` (its metrics say so), so what follows must wake them. */
+async function pollsWaiting(node: Node, count: number): Promise<void> {
+  await eventually(async () => {
+    const text = await (await fetch(`${node.url}/metrics`)).text();
+    return new RegExp(`^scope_gate_answer_polls ${count}$`, 'm').test(text) ? true : undefined;
+  }, `${count} answer poll(s) waiting on ${node.id}`);
+}
 
 test('20 concurrent answers to one host-owned gate from both nodes: exactly one 200, every other 409 with the winner', async () => {
   const opened = await post(`${a.url}/v1/gates`, { kind: 'form', prompt: 'Pick one', answerSchema: { type: 'object', properties: { pick: { type: 'integer' } }, required: ['pick'] } });
@@ -59,6 +67,7 @@ test('the opener polls on one node, the answer comes on the other: the poll is w
   const gateId = opened.gate.gateId as string;
   const started = Date.now();
   const waiting = fetch(gateUrl(a, gateId, '/answer?waitMs=60000')).then(json);
+  await pollsWaiting(a, 1);
   const answered = await post(gateUrl(b, gateId, '/answer'), { answer: 'from b', requestId: 'x' });
   assert.equal(answered.status, 200);
   const woken = await waiting;
@@ -69,8 +78,11 @@ test('the opener polls on one node, the answer comes on the other: the poll is w
   // A poll on b is woken by a close on a.
   const second = await json(await post(`${a.url}/v1/gates`, { kind: 'form', answerSchema: true }));
   const pending = fetch(gateUrl(b, second.gate.gateId, '/answer?waitMs=60000')).then(json);
+  await pollsWaiting(b, 1);
+  const closing = Date.now();
   assert.equal((await post(gateUrl(a, second.gate.gateId, '/close'))).status, 200);
   assert.equal((await pending).gate.state, 'closed');
+  assert.ok(Date.now() - closing < 30_000, 'woken by the close, not by waitMs');
 
   assert.equal((await post(gateUrl(b, gateId, '/close'))).status, 200);
   for (const node of [a, b]) {

@@ -52,6 +52,8 @@ for (const mode of ['embedded', 'redis'] as const) {
     const answer = (id: string, body: unknown, on: TestServer = server) => request(on.url).post(gatePath(id, '/answer')).send(body as object);
     const poll = (id: string, waitMs: number, on: TestServer = server) => request(on.url).get(gatePath(id, `/answer?waitMs=${waitMs}`));
     const close = (id: string, on: TestServer = server) => request(on.url).post(gatePath(id, '/close'));
+    /** A barrier: resolves once `count` answer polls wait on the server (its metrics say so), so what follows must wake them. */
+    const pollsWaiting = (count: number) => until(async () => (await request(server.url).get('/metrics')).text, (text) => new RegExp(`^scope_gate_answer_polls ${count}$`, 'm').test(text));
     const hostGates = async (query = '') => (await request(server.url).get(`/v1/gates?owner=host${query}`)).body.items as Array<{ gateId: string; state: string }>;
 
     test('a form gate: opened (201) with its view, listed, read; the same request id is the same gate (200), another body 409', async () => {
@@ -144,7 +146,7 @@ for (const mode of ['embedded', 'redis'] as const) {
 
       const started = Date.now();
       const waiting = poll(gateId, 60_000).then((response) => response);
-      // Whether the poll is already waiting or reads the answer first, it answers with the answer, long before 60 s.
+      await pollsWaiting(1);
       const answered = await answer(gateId, { answer: { name: 'Ada' }, requestId: 'n-1', actor: 'ada' });
       assert.equal(answered.status, 200, answered.text);
       const woken = await waiting;
@@ -176,8 +178,11 @@ for (const mode of ['embedded', 'redis'] as const) {
     test('a poll on an open gate is woken by its close', async () => {
       const { gateId } = (await open({ kind: 'form', answerSchema: true })).body.gate;
       const waiting = poll(gateId, 60_000).then((response) => response);
+      await pollsWaiting(1);
+      const started = Date.now();
       assert.equal((await close(gateId)).status, 200);
       const woken = await waiting;
+      assert.ok(Date.now() - started < 30_000, 'woken by the close, not by waitMs');
       assert.equal(woken.body.gate.state, 'closed');
       assert.equal(woken.body.answer, null);
     });

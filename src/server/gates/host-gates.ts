@@ -61,12 +61,14 @@ export class HostGates {
   readonly #store: HostGateStore;
   readonly #config: GateConfig;
   readonly #shutdown: AbortSignal | undefined;
+  readonly #waiting: { inc(): void; dec(): void } | undefined;
   #tokens: Promise<GateTokens> | undefined;
 
-  constructor(options: { readonly store: HostGateStore; readonly config: GateConfig; readonly shutdown?: AbortSignal }) {
+  constructor(options: { readonly store: HostGateStore; readonly config: GateConfig; readonly shutdown?: AbortSignal; readonly waiting?: { inc(): void; dec(): void } }) {
     this.#store = options.store;
     this.#config = options.config;
     this.#shutdown = options.shutdown;
+    this.#waiting = options.waiting;
   }
 
   async open(request: HostGateOpenRequest): Promise<HostGateOpened> {
@@ -170,7 +172,12 @@ export class HostGates {
           if (!this.#pending(record) || now >= until || this.#shutdown?.aborted === true) break;
           // A timer may fire a little early: the loop reads again and waits out the rest.
           timer = setTimeout(wake, until - now);
-          await woken;
+          this.#waiting?.inc();
+          try {
+            await woken;
+          } finally {
+            this.#waiting?.dec();
+          }
           clearTimeout(timer);
         }
       } finally {
