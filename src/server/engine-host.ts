@@ -1102,18 +1102,18 @@ export class EngineHost implements Host {
     // Host-owned gates have no tree or deployment: a query naming one lists process-owned gates only.
     const withHost = query.owner !== 'process' && query.rootId === undefined && query.deployment === undefined;
     const processes = query.owner === 'host' ? [] : await this.#gates.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
-    const hosted = withHost ? await this.#hostGates.list(query.tenant ?? defaultTenant) : [];
+    const hosted = withHost ? await storeCall('host gate list', () => this.#hostGates.list(query.tenant ?? defaultTenant)) : [];
     const state = query.state ?? 'open';
     const matching = hosted.filter((gate) => gate.state === state && (query.kind === undefined || gate.kind === query.kind));
     return gatePage<AnyGateView>([...processes, ...matching], query.cursor, query.limit);
   }
 
   gate(gateId: string, tenant?: string): Promise<AnyGateView> {
-    return isHostGateId(gateId) ? this.#hostGates.gate(gateId, tenant) : this.#gates.gate(gateId);
+    return isHostGateId(gateId) ? storeCall('host gate read', () => this.#hostGates.gate(gateId, tenant)) : this.#gates.gate(gateId);
   }
 
   answerGate(gateId: string, input: GateAnswerInput, tenant?: string): Promise<GateAnswerOutcome | HostGateAnswered> {
-    return isHostGateId(gateId) ? this.#hostGates.answer(gateId, input, tenant) : this.#gates.answer(gateId, input, 'human');
+    return isHostGateId(gateId) ? storeCall('host gate answer', () => this.#hostGates.answer(gateId, input, tenant)) : this.#gates.answer(gateId, input, 'human');
   }
 
   openGate(request: HostGateOpenRequest): Promise<HostGateOpened> {
@@ -1122,17 +1122,17 @@ export class EngineHost implements Host {
 
   async pollGateAnswer(gateId: string, waitMs: number, tenant?: string): Promise<HostGateAnswerPoll> {
     await this.#refuseProcessGate(gateId);
-    return this.#hostGates.poll(gateId, waitMs, tenant);
+    return storeCall('host gate poll', () => this.#hostGates.poll(gateId, waitMs, tenant));
   }
 
   async closeGate(gateId: string, tenant?: string): Promise<HostGateView> {
     await this.#refuseProcessGate(gateId);
-    return this.#hostGates.close(gateId, tenant);
+    return storeCall('host gate close', () => this.#hostGates.close(gateId, tenant));
   }
 
   async gateCallback(gateId: string, token: string, answer: Json): Promise<HostGateAnswered> {
     await this.#refuseProcessGate(gateId);
-    return this.#hostGates.callback(gateId, token, answer);
+    return storeCall('host gate callback', () => this.#hostGates.callback(gateId, token, answer));
   }
 
   /** A process-owned gate closes with its wait, its answer goes to the process: these routes are not for it. */
