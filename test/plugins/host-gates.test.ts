@@ -92,6 +92,23 @@ for (const mode of ['embedded', 'redis'] as const) {
       problemOf(await request(server.url).get(gatePath('hostgate:00000000000000000000000000000000')), 404, 'gate_not_found');
     });
 
+    test('concurrent creates under one request id open one gate: one 201, the rest 200 with it', async () => {
+      const body = { kind: 'form', answerSchema: true, requestId: `race-${mode}` };
+      const responses = await Promise.all(Array.from({ length: 10 }, () => open(body)));
+      assert.deepEqual(responses.map((response) => response.status).sort(), [200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
+      assert.equal(new Set(responses.map((response) => response.body.gate.gateId)).size, 1);
+      assert.equal(new Set(responses.map((response) => response.body.gate.openedAt)).size, 1, 'one record');
+      if (client !== undefined) {
+        // The record lives until a day after its expiry (the retention), the answer only until the expiry.
+        const keyPrefix = (server as { prefix?: string }).prefix as string;
+        const gate = responses[0]?.body.gate;
+        const expiry = await client.pexpiretime(hostGateKey(keyPrefix, gate.gateId));
+        assert.equal(expiry, Date.parse(gate.expiresAt) + 24 * 60 * 60 * 1000);
+        assert.equal((await answer(gate.gateId, { answer: 1, requestId: 'ttl' })).status, 200);
+        assert.equal(await client.pexpiretime(hostGateAnswerKey(keyPrefix, gate.gateId)), Date.parse(gate.expiresAt));
+      }
+    });
+
     test('refused before anything is written: approval kind, a missing or broken schema, a bad URL, a timeout past the maximum', async () => {
       const before = (await hostGates()).length;
       problemOf(await open({ kind: 'approval', prompt: 'ok?', answerSchema: shipSchema }), 422, 'gate_kind_mismatch');
