@@ -45,6 +45,7 @@ export const problemRegistry = {
   invalid_signal_request: { status: 400, title: 'Invalid signal request' },
   // 401: who is asking is not known.
   unauthorized: { status: 401, title: 'Unauthorized' },
+  gate_token_invalid: { status: 401, title: 'Gate token invalid' },
   // 403: asking for more than the server grants.
   insufficient_scope: { status: 403, title: 'Insufficient scope' },
   authority_exceeded: { status: 403, title: 'Authority exceeded' },
@@ -67,6 +68,7 @@ export const problemRegistry = {
   request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   // 429: too many requests from one caller.
   rate_limited: { status: 429, title: 'Too many requests' },
+  gate_capacity: { status: 429, title: 'Gate capacity reached' },
   // 409: the request conflicts with the current state.
   signal_conflict: { status: 409, title: 'Signal conflict' },
   invalid_process_control: { status: 409, title: 'Invalid process control' },
@@ -91,11 +93,16 @@ export const problemRegistry = {
   counter_exhausted: { status: 409, title: 'Counter exhausted' },
   gate_already_answered: { status: 409, title: 'Gate already answered' },
   gate_closed: { status: 409, title: 'Gate closed' },
+  gate_token_used: { status: 409, title: 'Gate token used' },
+  gate_owner_mismatch: { status: 409, title: 'Gate owner mismatch' },
+  gate_request_conflict: { status: 409, title: 'Gate request conflict' },
   // 410: what the request points at existed, and retention removed it.
   history_trimmed: { status: 410, title: 'History trimmed' },
   // 422: well-formed, but refused on its meaning.
   schema_validation_failed: { status: 422, title: 'Schema validation failed' },
   signal_rejected: { status: 422, title: 'Signal rejected' },
+  gate_kind_mismatch: { status: 422, title: 'Gate kind mismatch' },
+  gate_payload_invalid: { status: 422, title: 'Gate payload invalid' },
   effect_replay_forbidden: { status: 422, title: 'Effect replay forbidden' },
   invalid_settlement: { status: 422, title: 'Invalid settlement' },
   invalid_snapshot: { status: 422, title: 'Invalid snapshot' },

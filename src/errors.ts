@@ -52,8 +52,22 @@ export const HostErrorCode = {
   gateNotFound: 'gate_not_found',
   /** 409: the gate was answered already; the problem names when, by which provenance and actor. */
   gateAlreadyAnswered: 'gate_already_answered',
-  /** 409: the gate's wait ended without an answer (its process finished or moved on). */
+  /** 409: the gate's wait ended without an answer (its process finished or moved on), or a host-owned gate was closed or expired. */
   gateClosed: 'gate_closed',
+  /** 422: a host-owned gate of a kind only waits have (`approval`). */
+  gateKindMismatch: 'gate_kind_mismatch',
+  /** 422: a host-owned gate's payload does not fit its kind (its schema, its URL, its timeout); nothing was written. */
+  gatePayloadInvalid: 'gate_payload_invalid',
+  /** 429: the tenant, or the cluster, holds as many open host-owned gates as allowed (Retry-After). */
+  gateCapacity: 'gate_capacity',
+  /** 401: a gate callback's token is missing, malformed or not this gate's. */
+  gateTokenInvalid: 'gate_token_invalid',
+  /** 409: a gate callback's one-time token was spent already. */
+  gateTokenUsed: 'gate_token_used',
+  /** 409: the operation is for host-owned gates only (close, callback, reading the answer). */
+  gateOwnerMismatch: 'gate_owner_mismatch',
+  /** 409: a create under a request id used before, with another body. */
+  gateRequestConflict: 'gate_request_conflict',
   /** 503: the server is shutting down and admits no new work. */
   shuttingDown: 'shutting_down',
   /** 500: a stored uint64 counter does not fit a JSON-safe number (never expected in practice). */

@@ -1,6 +1,7 @@
 /** Gates: the person-facing face of every external wait. */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { type Static, Type, type TSchema } from '@sinclair/typebox';
 import { anyJson, closedObject, identity, nullable, qualifiedName, ref, stringEnum, timestamp } from '../shared.js';
+import type { HostGate } from './host-schemas.js';
 
 export const gateKinds = ['approval', 'form', 'open_url'] as const;
 export const gateStates = ['open', 'answered', 'closed'] as const;
@@ -57,16 +58,23 @@ export const Gate = closedObject(
   { $id: 'Gate', description: 'A gate: a wait as a person answers it.' },
 );
 
+/** A host-owned gate (host-schemas.ts imports this file's GateField, so the reference is by name). */
+const hostGateRef = Type.Unsafe<Static<typeof HostGate>>({ $ref: 'HostGate#' });
+
+/** A gate of either owner. */
+export const AnyGate = Type.Union([ref(Gate), hostGateRef]);
+
 export const GateList = closedObject(
   {
-    items: Type.Array(ref(Gate)),
+    items: Type.Array(AnyGate),
     nextCursor: nullable(Type.String({ description: 'Pass as `cursor` for the next page; null on the last page.' })),
   },
   { $id: 'GateList', description: 'A page of gates, oldest first.' },
 );
 
 export const GateQuery = closedObject({
-  state: Type.Optional(stringEnum(gateStates, { description: 'Default `open`. `answered` and `closed` gates are listed per tree (with `rootId`).' })),
+  owner: Type.Optional(stringEnum(['process', 'host'], { description: 'Only process-owned or only host-owned gates (default both; `rootId` and `deployment` name process-owned gates only).' })),
+  state: Type.Optional(stringEnum(gateStates, { description: 'Default `open`. `answered` and `closed` process-owned gates are listed per tree (with `rootId`); host-owned ones with `owner=host`.' })),
   kind: Type.Optional(stringEnum(gateKinds)),
   deployment: Type.Optional(qualifiedName('Only gates of processes of this deployment.', 'demo.approval')),
   rootId: Type.Optional(identity('Only gates in this tree.', 'process:0123456789abcdef0123456789abcdef')),
@@ -94,7 +102,7 @@ export const GateAnswerRequest = closedObject(
 export const GateAnswerOutcome = closedObject(
   {
     accepted: Type.Boolean({ description: 'False when this request id had been admitted before with the same answer.' }),
-    gate: ref(Gate),
+    gate: AnyGate,
   },
   { $id: 'GateAnswerOutcome', description: 'The answer is in the head: the gate as it stands now.' },
 );

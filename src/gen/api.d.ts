@@ -518,7 +518,11 @@ export interface paths {
          */
         get: operations["listGates"];
         put?: never;
-        post?: never;
+        /**
+         * Open a host-owned gate
+         * @description A question to a person from an external system, bound to no wait: `form` (answered against its JSON Schema) or `open_url` (a page to visit; its `callbackUrl` carries a one-time signed token). The payload is checked for its kind before anything is written (422 `gate_kind_mismatch` for `approval`, `gate_payload_invalid` with pointers). Counted against `SCOPE_GATE_MAX_PER_TENANT` and `SCOPE_GATE_MAX_OPEN` (429 `gate_capacity` with Retry-After); expires after `timeoutMs`. The same `requestId` with the same body returns the same gate (200).
+         */
+        post: operations["openGate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -534,7 +538,7 @@ export interface paths {
         };
         /**
          * One gate
-         * @description Its state is read off the head of its tree: `answered` exactly when the head holds the answer.
+         * @description A process-owned gate’s state is read off the head of its tree: `answered` exactly when the head holds the answer. A host-owned gate’s is its record’s (`closed` once closed or expired).
          */
         get: operations["getGate"];
         put?: never;
@@ -552,13 +556,57 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A host-owned gate’s answer (long poll)
+         * @description For the gate’s opener: the answer once the gate is answered. With `waitMs`, waits for the answer or the close (woken by it, on whichever node it lands) or the gate’s expiry, at most `waitMs`; `gate.state` says which came (`open`: the wait ran out). After close the answer is gone: `answer` is null, `gate.answer` keeps who, when, provenance and digest. Process-owned gates: 409 `gate_owner_mismatch`.
+         */
+        get: operations["getGateAnswer"];
         put?: never;
         /**
          * Answer a gate (exactly once)
-         * @description Validated against the gate’s answer schema before anything is recorded (422 with pointers; the gate stays open). The answer is admitted as a signal addressed to the wait, and the gate’s answer record rides in the same commit: the gate is answered exactly when the head holds the answer, on every node. A second answer is 409 `gate_already_answered` naming when, by which provenance and actor the first came; the same `requestId` with the same answer is 200 again. Served by the tree’s owner (forwarded from any node).
+         * @description Validated against the gate’s answer schema before anything is recorded (422 with pointers; the gate stays open). The answer is admitted as a signal addressed to the wait, and the gate’s answer record rides in the same commit: the gate is answered exactly when the head holds the answer, on every node. A second answer is 409 `gate_already_answered` naming when, by which provenance and actor the first came; the same `requestId` with the same answer is 200 again. Served by the tree’s owner (forwarded from any node). A host-owned gate is answered the same way, exactly once across nodes, while it is neither closed nor expired (409 `gate_closed`).
          */
         post: operations["answerGate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/gates/{gateId}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a host-owned gate
+         * @description Idempotent. A closed gate takes no answer (409 `gate_closed`) and no longer counts against the caps; its answer is deleted (the gate keeps who answered, when, with which provenance, and the answer’s digest). Process-owned gates close when their wait ends: 409 `gate_owner_mismatch`.
+         */
+        post: operations["closeGate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/gates/{gateId}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer an open_url gate through its callback
+         * @description The visited page’s answer, authorised by the one-time token in the gate’s `callbackUrl` (no bearer token needed): a wrong or tampered token is 401 `gate_token_invalid`, a spent one 409 `gate_token_used`, a closed or expired gate 409 `gate_closed`. Validated against the gate’s answer schema (422 with pointers); recorded with provenance `api`.
+         */
+        post: operations["gateCallback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -728,7 +776,7 @@ export interface components {
              * @description The stable, machine-readable code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "gate_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "deployment_drift" | "deployment_drift_undecidable" | "deployment_drift_refused" | "tree_superseded" | "resource_limit_exceeded" | "counter_exhausted" | "gate_already_answered" | "gate_closed" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
+            code: "invalid_request" | "invalid_payload" | "invalid_digest" | "invalid_identity" | "invalid_tree_incarnation_id" | "invalid_effect_attempt_id" | "invalid_qualified_name" | "invalid_capability" | "invalid_quota" | "invalid_budget" | "invalid_tree_limits" | "invalid_deployment_ref" | "invalid_status" | "invalid_signal" | "invalid_signal_request" | "unauthorized" | "gate_token_invalid" | "insufficient_scope" | "authority_exceeded" | "process_admission_rejected" | "route_not_found" | "deployment_not_found" | "process_not_found" | "tree_not_found" | "effect_not_found" | "node_not_found" | "gate_not_found" | "not_acceptable" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "expectation_failed" | "request_header_fields_too_large" | "rate_limited" | "gate_capacity" | "signal_conflict" | "invalid_process_control" | "process_finished" | "effect_not_pending" | "idempotency_key_conflict" | "idempotency_key_in_progress" | "commit_conflict" | "tree_incarnation_conflict" | "tree_not_active" | "tree_busy" | "tree_owned_elsewhere" | "cursor_ahead" | "tree_live" | "process_already_exists" | "deployment_unavailable" | "deployment_drift" | "deployment_drift_undecidable" | "deployment_drift_refused" | "tree_superseded" | "resource_limit_exceeded" | "counter_exhausted" | "gate_already_answered" | "gate_closed" | "gate_token_used" | "gate_owner_mismatch" | "gate_request_conflict" | "history_trimmed" | "schema_validation_failed" | "signal_rejected" | "gate_kind_mismatch" | "gate_payload_invalid" | "effect_replay_forbidden" | "invalid_settlement" | "invalid_snapshot" | "invalid_tree_snapshot" | "process_start_failed" | "internal_error" | "effect_outcome_unknown" | "runtime_stopped" | "committer_unavailable" | "shutting_down" | "node_lease_lost" | "owner_unreachable" | "stream_capacity" | "overloaded" | "engine_closed";
             /** @description The request id (also in the `x-request-id` response header). */
             requestId: string;
             /** @description The request path this problem occurred on; `urn:scope:request:<requestId>` for a request that could not be parsed far enough to have one. */
@@ -1440,7 +1488,7 @@ export interface components {
         };
         /** @description A page of gates, oldest first. */
         GateList: {
-            items: components["schemas"]["Gate"][];
+            items: (components["schemas"]["Gate"] | components["schemas"]["HostGate"])[];
             nextCursor: string | null;
         };
         /**
@@ -1468,7 +1516,144 @@ export interface components {
         GateAnswerOutcome: {
             /** @description False when this request id had been admitted before with the same answer. */
             accepted: boolean;
-            gate: components["schemas"]["Gate"];
+            gate: components["schemas"]["Gate"] | components["schemas"]["HostGate"];
+        };
+        /** @description Who answered a host-owned gate and when (the answer itself: `GET /v1/gates/{gateId}/answer`, until closed). */
+        HostGateAnswer: {
+            /**
+             * @description When the answer won (the store’s clock).
+             * @example 2025-01-01T00:00:00.000Z
+             */
+            answeredAt: string;
+            /**
+             * @description Set by the server: `human` (the answer route), `api` (the `open_url` callback).
+             * @enum {string}
+             */
+            provenance: "human" | "api";
+            actor: string | null;
+            requestId: string | null;
+            /** @description sha256 of the answer’s JSON text: what is kept of the answer once the gate is closed. */
+            digest: string;
+        };
+        /** @description A host-owned gate: an external system’s question to a person. */
+        HostGate: {
+            /**
+             * @description `hostgate:` and 32 hex digits.
+             * @example hostgate:6f1c2a9e0b7d4c3a8e5f1029384756ab
+             */
+            gateId: string;
+            /**
+             * @description Host-owned: opened with `POST /v1/gates`, bound to no wait.
+             * @enum {string}
+             */
+            owner: "host";
+            /**
+             * @description `form`: answered against its JSON Schema; `open_url`: a page to visit, answered through its callback (or the answer route).
+             * @enum {string}
+             */
+            kind: "form" | "open_url";
+            /**
+             * @description `closed` once its opener closed it or it expired (`closedReason`).
+             * @enum {string}
+             */
+            state: "open" | "answered" | "closed";
+            closedReason: ("closed" | "expired") | null;
+            subject: {
+                /** @description The tenant that opened it (`default` with authentication off). */
+                tenant: string;
+            };
+            /** @description The opener’s prompt, and the fields read off the answer schema. */
+            prompt: {
+                text: string | null;
+                fields: components["schemas"]["GateField"][];
+            };
+            /** @description The JSON Schema the answer must satisfy (null: any JSON value). */
+            answerSchema: unknown;
+            url: string | null;
+            /**
+             * @description When it was opened.
+             * @example 2025-01-01T00:00:00.000Z
+             */
+            openedAt: string;
+            /**
+             * @description When it closes by itself (at most `SCOPE_GATE_MAX_TIMEOUT_MS` after opening).
+             * @example 2025-01-01T00:00:00.000Z
+             */
+            expiresAt: string;
+            closedAt: string | null;
+            openedBy: string | null;
+            answer: components["schemas"]["HostGateAnswer"] | null;
+        };
+        /**
+         * @description A host-owned gate to open. Checked for its kind before anything is written (422 with pointers).
+         * @example {
+         *       "kind": "form",
+         *       "prompt": "Ship v2?",
+         *       "answerSchema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "ship": {
+         *             "type": "boolean"
+         *           }
+         *         },
+         *         "required": [
+         *           "ship"
+         *         ]
+         *       },
+         *       "requestId": "open-1",
+         *       "actor": "ci"
+         *     }
+         */
+        HostGateOpenRequest: {
+            /**
+             * @description `form` or `open_url` (`approval` gates are the faces of process waits: 422 `gate_kind_mismatch`).
+             * @enum {string}
+             */
+            kind: "approval" | "form" | "open_url";
+            /** @description What a person is asked. */
+            prompt?: string;
+            /** @description `form` (required): a JSON Schema (draft 2020-12), checked as a schema before anything is written. `open_url` (optional): the callback answer’s schema. */
+            answerSchema?: unknown;
+            /** @description `open_url` (required): the absolute http(s) URL a person visits. */
+            url?: string;
+            /** @description How long it stays open, at most `SCOPE_GATE_MAX_TIMEOUT_MS` (the default). */
+            timeoutMs?: number;
+            /** @description Who opens it, as a label (ignored when authentication is on: the principal is recorded). */
+            actor?: string;
+            /**
+             * @description The caller’s id for this create: sending it again with the same body returns the same gate (200).
+             * @example open-7f3a
+             */
+            requestId?: string;
+        };
+        /** @description The gate as opened. */
+        HostGateOpened: {
+            gate: components["schemas"]["HostGate"];
+            callbackUrl: string | null;
+        };
+        /** @description The answer is stored: the gate as it stands now. */
+        HostGateAnswerOutcome: {
+            /** @description False when this request id had answered before with the same answer. */
+            accepted: boolean;
+            gate: components["schemas"]["HostGate"];
+        };
+        /** @description A host-owned gate’s answer, for its opener. */
+        HostGateAnswerPoll: {
+            gate: components["schemas"]["HostGate"];
+            /** @description The answer while the gate is `answered`; null while it is open (the wait ran out) and once it is closed. */
+            answer: unknown;
+        };
+        /**
+         * @description An `open_url` gate’s answer, posted by the visited page.
+         * @example {
+         *       "answer": {
+         *         "signed": true
+         *       }
+         *     }
+         */
+        HostGateCallbackRequest: {
+            /** @description The answer, checked against the gate’s answer schema when it has one. */
+            answer: unknown;
         };
         /** @description One node of the cluster. */
         Node: {
@@ -4400,7 +4585,9 @@ export interface operations {
     listGates: {
         parameters: {
             query?: {
-                /** @description Default `open`. `answered` and `closed` gates are listed per tree (with `rootId`). */
+                /** @description Only process-owned or only host-owned gates (default both; `rootId` and `deployment` name process-owned gates only). */
+                owner?: "process" | "host";
+                /** @description Default `open`. `answered` and `closed` process-owned gates are listed per tree (with `rootId`); host-owned ones with `owner=host`. */
                 state?: "open" | "answered" | "closed";
                 kind?: "approval" | "form" | "open_url";
                 /** @description Only gates of processes of this deployment. */
@@ -4474,6 +4661,120 @@ export interface operations {
             };
         };
     };
+    openGate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HostGateOpenRequest"];
+            };
+        };
+        responses: {
+            /** @description Opened before under this request id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostGateOpened"];
+                };
+            };
+            /** @description Opened. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostGateOpened"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_request_conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_kind_mismatch`, `gate_payload_invalid` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_capacity`, `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getGate: {
         parameters: {
             query?: never;
@@ -4492,7 +4793,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Gate"];
+                    "application/json": components["schemas"]["Gate"] | components["schemas"]["HostGate"];
                 };
             };
             /** @description `invalid_request` */
@@ -4524,6 +4825,95 @@ export interface operations {
             };
             /** @description `gate_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getGateAnswer: {
+        parameters: {
+            query?: {
+                /** @description How long to wait for an answer or a close (default 0: answer at once). */
+                waitMs?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The gate id (URL-encoded where it appears in the path). */
+                gateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The gate and its answer (null unless answered). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostGateAnswerPoll"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_owner_mismatch` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4650,6 +5040,194 @@ export interface operations {
             };
             /** @description `rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    closeGate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The gate id (URL-encoded where it appears in the path). */
+                gateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The closed gate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostGate"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_owner_mismatch` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, `committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), `node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree's owner node did not answer a forwarded command); `tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    gateCallback: {
+        parameters: {
+            query: {
+                /** @description The one-time token of the gate’s `callbackUrl`. */
+                token: string;
+            };
+            header?: never;
+            path: {
+                /** @description The gate id (URL-encoded where it appears in the path). */
+                gateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HostGateCallbackRequest"];
+            };
+        };
+        responses: {
+            /** @description The answer is stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostGateAnswerOutcome"];
+                };
+            };
+            /** @description `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_token_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `gate_owner_mismatch`, `gate_token_used`, `gate_already_answered`, `gate_closed` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schema_validation_failed` */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,5 +1,7 @@
 import { MemorySuccessionStore, type SuccessionStore } from '../store/succession.js';
 import { RedisSuccessionStore } from '../store/redis/succession-store.js';
+import { RedisHostGateStore } from '../store/redis/host-gate-store.js';
+import { type HostGateStore, MemoryHostGateStore } from '../store/host-gates.js';
 import type { Logger } from 'pino';
 import { ProcessId } from '../kernel/index.js';
 import type { EventLog } from '../store/event-log.js';
@@ -61,6 +63,8 @@ export interface Backend {
   readonly redis?: RedisClient;
   /** Where drifted trees moved on to successors are recorded (src/server/succession.ts). */
   readonly succession: SuccessionStore;
+  /** Host-owned gates (src/store/host-gates.ts). */
+  readonly hostGates: HostGateStore;
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
   checks(): Promise<Record<string, string>>;
   /** Ends tails and closes what the backend opened, within `graceMs`. */
@@ -101,6 +105,7 @@ function embeddedBackend(options: BackendOptions): Backend {
   const agency = new SignalAgency();
   const controls = new ControlAgency();
   const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims, agency, controls });
+  const hostGates = new MemoryHostGateStore();
   return {
     mode: 'embedded',
     committer,
@@ -112,8 +117,12 @@ function embeddedBackend(options: BackendOptions): Backend {
     idempotency,
     roots,
     succession: new MemorySuccessionStore(async (root) => (await committer.loadTree(ProcessId.parse(root)))?.digest.toString()),
+    hostGates,
     checks: async () => ({}),
-    close: async () => log.close(),
+    close: async () => {
+      await hostGates.shutdown();
+      await log.close();
+    },
   };
 }
 
@@ -166,6 +175,7 @@ function redisBackend(options: BackendOptions): Backend {
     unknowns: new UnknownIndexWriter(unknownIndex),
     controls,
   });
+  const hostGates = new RedisHostGateStore({ redis, keyPrefix: config.keyPrefix });
   return {
     mode: 'redis',
     claims,
@@ -179,10 +189,12 @@ function redisBackend(options: BackendOptions): Backend {
     inbox,
     unknowns,
     succession: new RedisSuccessionStore({ redis, keyPrefix: config.keyPrefix }),
+    hostGates,
     rootOf: (processId) => processes.rootOf(processId),
     headDigests: async (rootIds) => (await readHeadVersions(redis, config.keyPrefix, rootIds)).map((version) => version?.digest),
     checks: async () => ({ redis: await pingRedis(redis, 1_000) }),
     close: async (graceMs) => {
+      await hostGates.shutdown();
       await store.close().catch(() => undefined);
       if (ownsRedis) await closeRedis(redis, Math.max(graceMs, 100));
     },

@@ -1,5 +1,6 @@
 // Over 500 lines: every SCOPE_* setting in one documented table, each read and checked once, so a bad value fails at start.
 import { readControlConfig, type ControlConfig } from './control-config.js';
+import { readGateConfig, type GateConfig } from './gates/gate-config.js';
 import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
@@ -63,6 +64,7 @@ import { type ModelConfig, readModelConfig } from './model/model-config.js';
  * | `SCOPE_GRANTS`           | see {@link grantDefaults} | JSON `{budget?, treeLimits?, capabilities?}` in the API's view shapes; omitted members keep the defaults |
  * | `SCOPE_MODEL_BASE_URL`, `SCOPE_MODEL`, `SCOPE_MODEL_API_KEY_ENV`, `SCOPE_MODEL_TIMEOUT_MS` | scripted, in-process | the model endpoint of the example agents (model/model-config.ts) |
  * | `SCOPE_INTERRUPT_RELEASE_MS`, `SCOPE_DEFAULT_MAX_*` | see control-config.ts | tree interrupts; the spawn limits a start gets when it names none |
+ * | `SCOPE_GATE_MAX_TIMEOUT_MS`, `SCOPE_GATE_MAX_PER_TENANT`, `SCOPE_GATE_MAX_OPEN` | see gates/gate-config.ts | host-owned gates: expiry and caps |
  */
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -154,6 +156,8 @@ export interface ServerConfig {
   readonly model: ModelConfig;
   /** Tree interrupts and the spawn limits an omitted member gets (control-config.ts). */
   readonly control: ControlConfig;
+  /** Host-owned gates: expiry and caps (gates/gate-config.ts). */
+  readonly gates?: GateConfig;
 }
 
 /** A node's identity and lease timing (Redis mode; embedded mode is one implicit node). */
@@ -430,6 +434,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   }
 
   const control = readControlConfig(integer);
+  const gates = readGateConfig(integer);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
@@ -463,6 +468,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     node,
     model,
     control,
+    gates,
   });
 }
 

@@ -31,6 +31,12 @@ import type {
   GateAnswerOutcome,
   GateQuery,
   GateView,
+  AnyGateView,
+  HostGateAnswered,
+  HostGateAnswerPoll,
+  HostGateOpened,
+  HostGateOpenRequest,
+  HostGateView,
   Host,
   HostTelemetry,
   Json,
@@ -67,6 +73,9 @@ import { GateService, type MailboxWait } from './gates/gate-service.js';
 import { PolicyRunner } from './gates/policy-runner.js';
 import { defaultPolicyBreakerFailures, PolicyBreaker, type PolicyBreakerView } from './gates/policy-breaker.js';
 import type { PolicyGate } from './gates/gate-policies.js';
+import { HostGates, isHostGateId } from './gates/host-gates.js';
+import { gateDefaults } from './gates/gate-config.js';
+import { gatePage } from './gates/gate-page.js';
 import { type Agency, agencyOf, agencyRecordSuffix } from './signal-agency.js';
 import { controlHostValues, controlRecordSuffix, type ControlRecordEntry, decodeControlRecord } from './control-agency.js';
 import { LogReader } from './log-reader.js';
@@ -96,7 +105,7 @@ import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'control'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'control' | 'gates'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -197,6 +206,7 @@ export class EngineHost implements Host {
   readonly #gates: GateService;
   readonly #policies: PolicyRunner;
   readonly #policyBreaker: PolicyBreaker;
+  readonly #hostGates: HostGates;
   readonly #list: ProcessList;
   readonly #attemptWorkers: AttemptWorkers;
   readonly #reader: LogReader;
@@ -297,6 +307,7 @@ export class EngineHost implements Host {
     this.#gates = this.#gateService(residency, backend);
     this.#policyBreaker = new PolicyBreaker(config.control?.policyBreakerFailures ?? defaultPolicyBreakerFailures);
     this.#policies = this.#policyRunner(residency, options);
+    this.#hostGates = new HostGates({ store: backend.hostGates, config: config.gates ?? gateDefaults, shutdown: this.#shutdown.signal, waiting: this.#metrics.gateAnswerPolls });
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#attemptWorkers = new AttemptWorkers({
       nodeId: () => this.nodeId,
@@ -1172,16 +1183,48 @@ export class EngineHost implements Host {
     return waitPage(await this.waits(scope), cursor, pageLimit(limit, pageLimits.waits));
   }
 
-  gatePage(query: GateQuery): Promise<Page<GateView>> {
-    return this.#gates.page(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+  async gatePage(query: GateQuery): Promise<Page<AnyGateView>> {
+    // Host-owned gates have no tree or deployment: a query naming one lists process-owned gates only.
+    const withHost = query.owner !== 'process' && query.rootId === undefined && query.deployment === undefined;
+    const processes = query.owner === 'host' ? [] : await this.#gates.list(query.rootId === undefined ? query : { ...query, rootId: parseRoot(query.rootId) });
+    const hosted = withHost ? await storeCall('host gate list', () => this.#hostGates.list(query.tenant ?? defaultTenant)) : [];
+    const state = query.state ?? 'open';
+    const matching = hosted.filter((gate) => gate.state === state && (query.kind === undefined || gate.kind === query.kind));
+    return gatePage<AnyGateView>([...processes, ...matching], query.cursor, query.limit);
   }
 
-  gate(gateId: string): Promise<GateView> {
-    return this.#gates.gate(gateId);
+  gate(gateId: string, tenant?: string): Promise<AnyGateView> {
+    return isHostGateId(gateId) ? storeCall('host gate read', () => this.#hostGates.gate(gateId, tenant)) : this.#gates.gate(gateId);
   }
 
-  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome> {
-    return this.#gates.answer(gateId, input, 'human');
+  answerGate(gateId: string, input: GateAnswerInput, tenant?: string): Promise<GateAnswerOutcome | HostGateAnswered> {
+    return isHostGateId(gateId) ? storeCall('host gate answer', () => this.#hostGates.answer(gateId, input, tenant)) : this.#gates.answer(gateId, input, 'human');
+  }
+
+  openGate(request: HostGateOpenRequest): Promise<HostGateOpened> {
+    return storeCall('host gate open', () => this.#hostGates.open(request));
+  }
+
+  async pollGateAnswer(gateId: string, waitMs: number, tenant?: string): Promise<HostGateAnswerPoll> {
+    await this.#refuseProcessGate(gateId);
+    return storeCall('host gate poll', () => this.#hostGates.poll(gateId, waitMs, tenant));
+  }
+
+  async closeGate(gateId: string, tenant?: string): Promise<HostGateView> {
+    await this.#refuseProcessGate(gateId);
+    return storeCall('host gate close', () => this.#hostGates.close(gateId, tenant));
+  }
+
+  async gateCallback(gateId: string, token: string, answer: Json): Promise<HostGateAnswered> {
+    await this.#refuseProcessGate(gateId);
+    return storeCall('host gate callback', () => this.#hostGates.callback(gateId, token, answer));
+  }
+
+  /** A process-owned gate closes with its wait, its answer goes to the process: these routes are not for it. */
+  async #refuseProcessGate(gateId: string): Promise<void> {
+    if (isHostGateId(gateId)) return;
+    await this.#gates.gate(gateId); // gate_not_found for one that does not exist
+    throw codedError(HostErrorCode.gateOwnerMismatch, `gate ${gateId} is process-owned: it closes when its wait ends, and its answer goes to the process`);
   }
 
   /** The gate service over this Host's own surface and stores (src/server/gates/). */

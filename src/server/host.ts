@@ -10,12 +10,17 @@
 
 import type { GateAnswerInput, GateAnswerOutcome, GateQuery } from './gates/gate-service.js';
 import type { GateView } from './gates/gate-view.js';
+import type { HostGateView } from './gates/host-gate-view.js';
+import type { HostGateAnswered, HostGateAnswerPoll, HostGateOpened, HostGateOpenRequest } from './gates/host-gates.js';
 
 import type { Agency } from './signal-agency.js';
 import type { PolicyBreakerView } from './gates/policy-breaker.js';
 import type { ControlRecordEntry } from './control-agency.js';
 
-export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView };
+export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView, HostGateAnswered, HostGateAnswerPoll, HostGateOpened, HostGateOpenRequest, HostGateView };
+
+/** A gate of either owner: a process's wait, or one an external system opened. */
+export type AnyGateView = GateView | HostGateView;
 
 /** A JSON value as it appears in request and response bodies. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -614,16 +619,27 @@ export interface Host {
    * last wait of the previous page, so waits opened or answered meanwhile neither repeat nor shift a page.
    */
   waitPage(query: WaitQuery & { readonly cursor?: string; readonly limit?: number }): Promise<Page<WaitView>>;
-  /** Gates (src/server/gates/): a page of them (open ones across nodes; answered and closed ones per tree). */
-  gatePage(query: GateQuery): Promise<Page<GateView>>;
-  /** One gate: `gate_not_found` when its id names no external wait. */
-  gate(gateId: string): Promise<GateView>;
+  /**
+   * Gates (src/server/gates/): a page of them (open process-owned ones across nodes, answered and closed
+   * ones per tree; the tenant's host-owned ones unless the query names a tree or deployment).
+   */
+  gatePage(query: GateQuery): Promise<Page<AnyGateView>>;
+  /** One gate: `gate_not_found` when its id names no external wait and no host-owned gate (of `tenant`, when given). */
+  gate(gateId: string, tenant?: string): Promise<AnyGateView>;
   /**
    * Answers a gate exactly once, as a person (provenance `human`): routed to its tree's owner like a
    * signal; 422 when the answer fails its schema (nothing recorded), 409 `gate_already_answered` once
    * another answer won, 200 again for the same request id with the same answer.
    */
-  answerGate(gateId: string, input: GateAnswerInput): Promise<GateAnswerOutcome>;
+  answerGate(gateId: string, input: GateAnswerInput, tenant?: string): Promise<GateAnswerOutcome | HostGateAnswered>;
+  /** Opens a host-owned gate (`form` or `open_url`), counted against the caps; idempotent on its request id. */
+  openGate(request: HostGateOpenRequest): Promise<HostGateOpened>;
+  /** A host-owned gate's answer, waiting up to `waitMs` for it (woken by the answer or the close, on any node). */
+  pollGateAnswer(gateId: string, waitMs: number, tenant?: string): Promise<HostGateAnswerPoll>;
+  /** Closes a host-owned gate: its answer is deleted (who, when, provenance and digest stay). */
+  closeGate(gateId: string, tenant?: string): Promise<HostGateView>;
+  /** An `open_url` gate's callback: answers it (provenance `api`) with its one-time token. */
+  gateCallback(gateId: string, token: string, answer: Json): Promise<HostGateAnswered>;
   /**
    * A page of a tree's log (the tree of `processId`). A cursor whose successors were trimmed is
    * `history_trimmed` (a `HistoryTrimmedError`, errors.ts); when trimmed entries lie further on, the page ends

@@ -19,6 +19,7 @@ export class HostMetrics {
   readonly effectsResolved: Counter<'status'>;
   readonly commitDuration: Histogram<'kind' | 'outcome'>;
   readonly sseClients: Gauge;
+  readonly gateAnswerPolls: Gauge;
   readonly sseStreamsEnded: Counter<'reason'>;
   readonly logAppendFailures: Counter;
   readonly treesHibernated: Counter;
@@ -104,6 +105,7 @@ export class HostMetrics {
       registers,
     });
     this.sseClients = new Gauge({ name: 'scope_sse_clients', help: 'Connected SSE stream clients', registers });
+    this.gateAnswerPolls = new Gauge({ name: 'scope_gate_answer_polls', help: 'Long polls on this server waiting for a host-owned gate to be answered or closed', registers });
     this.sseStreamsEnded = new Counter({
       name: 'scope_sse_streams_ended_total',
       help: 'SSE streams ended, by reason (completed, client_closed, dropped, shutdown, error)',

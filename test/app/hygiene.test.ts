@@ -80,6 +80,27 @@ describe('credentials', () => {
   });
 });
 
+describe('gate callback tokens', () => {
+  test('an open_url gate\'s callback token never reaches a log line, though it travels in the URL', async () => {
+    const lines: string[] = [];
+    const node = await startNode({}, lines);
+    try {
+      const auth = { authorization: `Bearer ${key.token}` };
+      const opened = await request(node.url).post('/v1/gates').set(auth).send({ kind: 'open_url', url: 'https://sign.example.com/42' });
+      assert.equal(opened.status, 201, opened.text);
+      const callbackUrl = opened.body.callbackUrl as string;
+      const token = new URL(callbackUrl, node.url).searchParams.get('token') as string;
+      assert.equal((await request(node.url).post(callbackUrl).send({ answer: 'signed' })).status, 200);
+      assert.equal((await request(node.url).post(callbackUrl).send({ answer: 'again' })).status, 409);
+      const logged = lines.filter((line) => line.includes('/callback'));
+      assert.ok(logged.length >= 2 && logged.every((line) => line.includes('token=[redacted]') && line.includes('"method":"POST"')), logged.join('\n'));
+      for (const line of lines) assert.ok(!line.includes(token), `the callback token leaked: ${line.slice(0, 300)}`);
+    } finally {
+      await node.close();
+    }
+  });
+});
+
 describe('problem bounds', () => {
   test('a long id is quoted only up to the bound, and thousands of errors list at most the bound', async () => {
     const node = await startNode({ auth: { mode: 'off' } });

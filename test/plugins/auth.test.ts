@@ -81,7 +81,9 @@ describe('route by route, from openapi.json', () => {
     for (const operation of operations) {
       const response = await call(operation);
       if (operation.scope === undefined) {
-        assert.ok(response.status < 400, `${operation.operationId} is public: ${response.status}`);
+        // The gate callback is public but its token is its authority: without one it is a bad request, never a 401.
+        const answers = operation.operationId === 'gateCallback' ? response.status === 400 : response.status < 400;
+        assert.ok(answers, `${operation.operationId} is public: ${response.status}`);
         continue;
       }
       problemOf(response, 401, 'unauthorized');

@@ -45,17 +45,22 @@ const validBodies: Record<string, unknown> = {
   '/v1/trees/{rootId}/restore': { allowDrift: false },
   '/v1/processes:bulk': { filter: { deployment: 'demo.none' }, action: 'cancel', dryRun: true },
   '/v1/gates/{gateId}/answer': { answer: { approved: true }, requestId: 'answer-1' },
+  '/v1/gates': { kind: 'form', answerSchema: true },
+  '/v1/gates/{gateId}/callback': { answer: 'visited' },
 };
 const bodyRoutes = routes.filter((route) => route.operation.requestBody !== undefined);
 
 function fill(path: string, values: Record<string, string> = {}): string {
-  return path.replace(/\{([A-Za-z]+)\}/g, (_, name: string) => {
+  // The gate callback's token is a required query parameter: a body test sends one.
+  const query = path.endsWith('/callback') ? '?token=not-a-token' : '';
+  const filled = path.replace(/\{([A-Za-z]+)\}/g, (_, name: string) => {
     if (values[name] !== undefined) return values[name]!;
     if (name === 'name') return 'demo.echo';
     if (name === 'effectId') return encodeURIComponent(effectId);
     if (name === 'gateId') return encodeURIComponent(gateId);
     return encodeURIComponent(processId);
   });
+  return filled + query;
 }
 
 /** One request through supertest: the body goes out exactly as written (no serialisation). */

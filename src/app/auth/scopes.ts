@@ -61,6 +61,11 @@ export const operationScopes: Readonly<Record<string, Scope | 'public'>> = {
   listGates: 'processes:read',
   getGate: 'processes:read',
   answerGate: 'gates:answer',
+  openGate: 'processes:write',
+  getGateAnswer: 'processes:read',
+  closeGate: 'processes:write',
+  // Authorised by the one-time token in its URL: the visited page holds no API key.
+  gateCallback: 'public',
   listProcessEvents: 'processes:read',
   streamTree: 'processes:read',
 };

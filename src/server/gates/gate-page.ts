@@ -1,14 +1,16 @@
 import { invalidRequest } from '../../errors.js';
 import type { Page } from '../host.js';
 import type { GateView } from './gate-view.js';
+import type { HostGateView } from './host-gate-view.js';
 
 /** Default and largest page, like `/v1/waits`. */
 export const maxGatePage = 1_000;
 
 type Position = readonly [string, string, string];
 
-function positionOf(gate: GateView): Position {
-  return [gate.openedAt ?? '', gate.subject.processId, gate.subject.waitId];
+function positionOf(gate: GateView | HostGateView): Position {
+  // A host-owned gate's id stands in for the process (`hostgate:` never equals a process id).
+  return gate.owner === 'host' ? [gate.openedAt, gate.gateId, ''] : [gate.openedAt ?? '', gate.subject.processId, gate.subject.waitId];
 }
 
 function compare(a: Position, b: Position): number {
@@ -22,7 +24,7 @@ function compare(a: Position, b: Position): number {
  * One page of gates, oldest first by (openedAt, process, wait) — a total order, so the cursor (the
  * last gate of the previous page) is exact, as on `/v1/waits`.
  */
-export function gatePage(gates: readonly GateView[], cursor: string | undefined, limit: number | undefined): Page<GateView> {
+export function gatePage<View extends GateView | HostGateView>(gates: readonly View[], cursor: string | undefined, limit: number | undefined): Page<View> {
   const size = limit ?? maxGatePage;
   if (!Number.isInteger(size) || size < 1 || size > maxGatePage) throw invalidRequest(`limit must be an integer in 1..${maxGatePage}`);
   const after = cursor === undefined ? undefined : decode(cursor);

@@ -29,6 +29,8 @@ export interface GatePort {
 }
 
 export interface GateQuery {
+  /** Only process-owned or only host-owned gates (both by default). */
+  readonly owner?: 'process' | 'host';
   readonly state?: GateState;
   readonly kind?: GateKind;
   readonly deployment?: string;
@@ -69,6 +71,11 @@ export class GateService {
   }
 
   async page(query: GateQuery): Promise<Page<GateView>> {
+    return gatePage(await this.list(query), query.cursor, query.limit);
+  }
+
+  /** The gates a query names, unpaged (host-owned gates are merged in by the Host before paging). */
+  async list(query: GateQuery): Promise<GateView[]> {
     const state = query.state ?? 'open';
     let gates: GateView[];
     if (state === 'open') {
@@ -80,12 +87,12 @@ export class GateService {
       gates = waits.filter((wait) => wait.waitKind === 'external').map(openGateOf);
     } else {
       // Answered and closed gates are read off a tree's head: there is no index of them across trees.
-      if (query.rootId === undefined) throw invalidRequest(`${state} gates are listed per tree: pass rootId`);
+      if (query.rootId === undefined) throw invalidRequest(`${state} process-owned gates are listed per tree: pass rootId (or owner=host)`);
       gates = await this.#treeGates(query.rootId, query.tenant);
       gates = gates.filter((gate) => gate.state === state && (query.deployment === undefined || gate.subject.deployment === query.deployment));
     }
     if (query.kind !== undefined) gates = gates.filter((gate) => gate.kind === query.kind);
-    return gatePage(gates, query.cursor, query.limit);
+    return gates;
   }
 
   /** One gate, wherever its process lives. */

@@ -282,3 +282,72 @@ export const predecessorRecordSuffix = 'predecessor';
 export function processRootKey(prefix: string, processId: ProcessId | string): string {
   return `${prefix}:process-root:${root(processId)}`;
 }
+
+/*
+ * Host-owned gates (src/store/host-gates.ts, redis/host-gate-store.ts). A gate's own keys share the
+ * hash tag of its id, `{hostgate:<hex>}`; the caps and each tenant's index share `{gates}`, so the
+ * reservation that counts a gate against both caps is one script in one slot.
+ *
+ * | key                                      | type   | holds                                                        |
+ * |------------------------------------------|--------|--------------------------------------------------------------|
+ * | `<prefix>:{hostgate:<hex>}:gate`         | hash   | the gate: spec, times, state, who answered (TTL: retention)  |
+ * | `<prefix>:{hostgate:<hex>}:answer`       | string | the answer's JSON, until the gate closes or expires (PXAT expiry) |
+ * | `<prefix>:{gates}:live`                  | zset   | gates counted against the cluster cap → expiry (ms)          |
+ * | `<prefix>:{gates}:live:<tenant>`         | zset   | the same, one tenant's (its cap)                             |
+ * | `<prefix>:{gates}:index:<tenant>`        | zset   | a tenant's retained gates → end of retention (ms)            |
+ * | `<prefix>:{gates}:requests:<tenant>`     | hash   | gate id → `<request digest> <created ms> <expiry ms>` (retries of a create) |
+ * | `<prefix>:cluster:gate-token-secret`     | string | the secret callback tokens are signed with (SET NX, never expires) |
+ */
+
+const hostGateIdPattern = /^hostgate:[0-9a-f]{32}$/;
+const tenantKeyPattern = /^[A-Za-z0-9._-]{1,64}$/;
+
+function checkHostGateId(id: string): string {
+  if (!hostGateIdPattern.test(id)) throw new TypeError(`a host gate id is hostgate:<32 hex>, got ${JSON.stringify(id)}`);
+  return id;
+}
+
+function checkTenant(tenant: string): string {
+  if (!tenantKeyPattern.test(tenant)) throw new TypeError(`a tenant is 1-64 of [A-Za-z0-9._-], got ${JSON.stringify(tenant)}`);
+  return tenant;
+}
+
+/** A host-owned gate's record hash. */
+export function hostGateKey(prefix: string, id: string): string {
+  return `${prefix}:{${checkHostGateId(id)}}:gate`;
+}
+
+/** A host-owned gate's answer (kept only while the gate is answered and neither closed nor expired). */
+export function hostGateAnswerKey(prefix: string, id: string): string {
+  return `${prefix}:{${checkHostGateId(id)}}:answer`;
+}
+
+/** The gates counted against the cluster cap. */
+export function hostGateLiveKey(prefix: string): string {
+  return `${prefix}:{gates}:live`;
+}
+
+/** One tenant's gates counted against its cap. */
+export function hostGateTenantLiveKey(prefix: string, tenant: string): string {
+  return `${prefix}:{gates}:live:${checkTenant(tenant)}`;
+}
+
+/** One tenant's retained gates (the listing). */
+export function hostGateIndexKey(prefix: string, tenant: string): string {
+  return `${prefix}:{gates}:index:${checkTenant(tenant)}`;
+}
+
+/** One tenant's create requests by gate id (a retry under the same request id finds its gate). */
+export function hostGateRequestsKey(prefix: string, tenant: string): string {
+  return `${prefix}:{gates}:requests:${checkTenant(tenant)}`;
+}
+
+/** The secret callback tokens of host-owned gates are signed with. */
+export function gateTokenSecretKey(prefix: string): string {
+  return `${prefix}:cluster:gate-token-secret`;
+}
+
+/** Pub/sub channel: a host-owned gate's id, each time it is answered or closed. Not a key. */
+export function hostGateChannel(prefix: string): string {
+  return `${prefix}:gates:changed`;
+}

@@ -61,6 +61,7 @@ function loadScripts(directory: URL): ReadonlyMap<string, LuaScript> {
 let cache: ReadonlyMap<string, LuaScript> | undefined;
 let transportCache: ReadonlyMap<string, LuaScript> | undefined;
 let limitsCache: ReadonlyMap<string, LuaScript> | undefined;
+let gatesCache: ReadonlyMap<string, LuaScript> | undefined;
 
 /** Every script of the tree store, by name (read on first use). */
 export function luaScripts(): ReadonlyMap<string, LuaScript> {
@@ -86,13 +87,22 @@ export function limitsLuaScripts(): ReadonlyMap<string, LuaScript> {
   return limitsCache;
 }
 
-function everyScript(): LuaScript[] {
-  return [...luaScripts().values(), ...transportLuaScripts().values(), ...limitsLuaScripts().values()];
+/**
+ * Host-owned gates' scripts (`lua/gates/`: the cap reservation, the first answer, the close). Apart
+ * from the store's because they touch no tree's keys: a gate's own slot, or the caps' `{gates}` slot.
+ */
+export function gateLuaScripts(): ReadonlyMap<string, LuaScript> {
+  gatesCache ??= loadScripts(new URL('gates/', luaDirectory));
+  return gatesCache;
 }
 
-/** One script by name, store, transport or limits; throws for an unknown name. */
+function everyScript(): LuaScript[] {
+  return [...luaScripts().values(), ...transportLuaScripts().values(), ...limitsLuaScripts().values(), ...gateLuaScripts().values()];
+}
+
+/** One script by name, store, transport, limits or gates; throws for an unknown name. */
 export function luaScript(name: string): LuaScript {
-  const script = luaScripts().get(name) ?? transportLuaScripts().get(name) ?? limitsLuaScripts().get(name);
+  const script = luaScripts().get(name) ?? transportLuaScripts().get(name) ?? limitsLuaScripts().get(name) ?? gateLuaScripts().get(name);
   if (script === undefined) throw new Error(`no lua script ${name}; known: ${everyScript().map((known) => known.name).join(', ')}`);
   return script;
 }

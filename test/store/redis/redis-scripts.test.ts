@@ -8,7 +8,7 @@ import { effectInboxKey } from '../../../src/store/redis/keys.js';
 import { committerUnavailable, mapFlagReply, mapScriptReply, scriptStatus, StorageDeadlines } from '../../../src/store/redis/errors.js';
 import { encodeHostWrites } from '../../../src/store/redis/host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, eventsKey, factsKey, headKey, purgedKey, recordKey, treeKeyBase } from '../../../src/store/redis/keys.js';
-import { limitsLuaScripts, luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
+import { gateLuaScripts, limitsLuaScripts, luaScript, luaScripts, runScript } from '../../../src/store/redis/scripts.js';
 
 /** Redis-free checks: the return-code mapper, the deadline wrapper, the script files, the keys. */
 
@@ -145,6 +145,24 @@ test('redis limits scripts (lua/limits/): documented headers, one key each, load
     assert.equal(luaScript(name).numKeys, 1);
   }
   assert.deepEqual([...limitsLuaScripts().keys()].sort(), ['streamSlotAcquire', 'streamSlotRenew']);
+});
+
+test('redis gate scripts (lua/gates/): documented headers naming every key, loaded by name', () => {
+  const directory = new URL('gates/', luaDirectory);
+  const files = readdirSync(directory).filter((file) => file.endsWith('.lua')).sort();
+  assert.deepEqual(files, ['hostGateAnswer-2.lua', 'hostGateClose-2.lua', 'hostGateReserve-4.lua', 'hostGateWrite-1.lua']);
+  for (const file of files) {
+    const name = file.replace(/-\d+\.lua$/, '');
+    const script = luaScript(name);
+    const header = /^--\[\[([\s\S]*?)\]\]/.exec(readFileSync(new URL(file, directory), 'utf8'))?.[1] ?? '';
+    assert.match(header, new RegExp(`^\\s*${name}: `), `${file} header names the command`);
+    for (const section of ['Input:', 'Output', 'ARGV[1]']) assert.ok(header.includes(section), `${file} header has ${section}`);
+    for (let key = 1; key <= script.numKeys; key += 1) assert.match(header, new RegExp(`KEYS\\[${key}\\]`), `${file} documents KEYS[${key}]`);
+    assert.doesNotMatch(header, new RegExp(`KEYS\\[${script.numKeys + 1}\\]`), `${file} documents no extra key`);
+    assert.equal(script.variadicKeys, false);
+    assert.equal(script.lua.includes('@include'), false, `${file} includes are inlined`);
+  }
+  assert.deepEqual([...gateLuaScripts().keys()].sort(), files.map((file) => file.replace(/-\d+\.lua$/, '')).sort());
 });
 
 test('redis scripts: runScript refuses the wrong number of keys before sending', () => {

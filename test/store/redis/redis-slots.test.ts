@@ -6,7 +6,9 @@ import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import { RedisIdempotencyStore } from '../../../src/store/redis/idempotency-store.js';
 import { eventsKey, factsKey, headKey, idempotencyPointerKey, nodeLeaseKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
-import { luaScripts } from '../../../src/store/redis/scripts.js';
+import { gateLuaScripts, luaScripts } from '../../../src/store/redis/scripts.js';
+import { RedisHostGateStore } from '../../../src/store/redis/host-gate-store.js';
+import { hostGateKey, hostGateLiveKey } from '../../../src/store/redis/keys.js';
 import { RedisWaitIndex } from '../../../src/store/redis/wait-index.js';
 import { RedisUnknownIndex } from '../../../src/store/redis/unknown-index.js';
 import { RedisNodeRegistry } from '../../../src/store/redis/node-registry.js';
@@ -267,3 +269,49 @@ test('redis slots: the node scripts take one node\'s keys, in one slot', async (
   }
 });
 
+
+test('redis slots: the host-owned gate scripts take one gate\'s keys, or the caps\' {gates} keys, in one slot', async () => {
+  const redis = connect(plain);
+  const prefix = 'slots-gates';
+  const store = new RedisHostGateStore({ redis, keyPrefix: prefix });
+  const monitor = await connect(plain).monitor();
+  const seen: MonitoredCommand[] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ source, args }));
+  const id = 'hostgate:0123456789abcdef0123456789abcdef';
+  try {
+    const reserved = await store.reserve({ id, tenant: 'acme', requestDigest: 'd', timeoutMs: 60_000 }, { perTenant: 5, cluster: 5 });
+    assert.equal(reserved.kind, 'reserved');
+    if (reserved.kind !== 'reserved') return;
+    const spec = { id, tenant: 'acme', kind: 'form' as const, prompt: null, answerSchema: null, url: null, actor: null, requestId: null, requestDigest: 'd' };
+    await store.write({ ...spec, createdAt: reserved.createdAt, expiresAt: reserved.expiresAt, state: 'open', closedAt: null, answerMeta: null, answer: null, tokenUsed: false });
+    assert.equal((await store.answer(id, { answer: '1', digest: 'x', provenance: 'api', actor: null, requestId: null, viaToken: true })).kind, 'answered');
+    assert.equal((await store.close(id))?.state, 'closed');
+    const sawPing = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toUpperCase() === 'PING') resolve();
+      });
+    });
+    await redis.ping();
+    await sawPing;
+  } finally {
+    monitor.disconnect();
+    await store.shutdown();
+  }
+  const shas = new Map([...gateLuaScripts().values()].map((script) => [script.sha, script.name]));
+  const calls = seen.filter((command) => /^eval(sha)?$/i.test(command.args[0] ?? ''));
+  const nameOf = (args: readonly string[]) => shas.get(args[1] ?? '') ?? /^--\[\[(?:\\n|\s)+(\w+):/.exec(args[1] ?? '')?.[1];
+  assert.deepEqual([...new Set(calls.map((call) => nameOf(call.args)))].sort(), [...gateLuaScripts().keys()].sort(), 'every gate script was exercised');
+  const declared = new Set<string>();
+  for (const call of calls) {
+    const keys = declaredKeys(call.args);
+    const expected = nameOf(call.args) === 'hostGateReserve' ? clusterSlot(hostGateLiveKey(prefix)) : clusterSlot(hostGateKey(prefix, id));
+    assert.deepEqual([...new Set(keys.map(clusterSlot))], [expected], `${nameOf(call.args)}: ${keys.join(', ')}`);
+    for (const key of keys) declared.add(key);
+  }
+  // The scripts' own commands touch only declared keys (PUBLISH names a channel; TIME nothing).
+  const inner = seen.filter((command) => command.source === 'lua' && !['PUBLISH', 'TIME'].includes((command.args[0] ?? '').toUpperCase()));
+  assert.ok(inner.length > 5);
+  for (const command of inner) {
+    for (const key of touchedKeys(command.args)) assert.ok(declared.has(key), `${command.args[0]} touches undeclared key ${key}`);
+  }
+});
