@@ -9,7 +9,7 @@ import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
 import { trustsLateReports } from '../transport/late-reports.js';
-import { isOwnerDispatched } from '../transport/owner-dispatched.js';
+import { transportOf } from '../transport/placement.js';
 import { AttemptWorkers } from './attempt-workers.js';
 import { DeploymentCatalog, type DeploymentEntry, deploymentOf, rebindEntry } from './catalog.js';
 import type { ServerConfig } from './config.js';
@@ -220,6 +220,8 @@ export class EngineHost implements Host {
   #closing = false;
   #closed: Promise<void> | undefined;
   #transport: BullmqTransport | undefined;
+  /** The refs (digest text) whose Effects go through the queue transport, not this process. */
+  readonly #queuedRefs = new Set<string>();
   /** Redis mode: this node's lease and the trees' owner records (active once {@link startNode} joined). */
   readonly #ownership: Ownership | undefined;
   /** Child starts held back in trees under a tree-wide interrupt (interrupt-barrier.ts). */
@@ -242,7 +244,15 @@ export class EngineHost implements Host {
       residentByStatus: () => residency?.residentByStatus() ?? new Map(),
       defaultMetrics: options.defaultMetrics,
     });
-    const permits = config.transport === 'bullmq' ? new DispatchPermits() : undefined;
+    // The transport is chosen per deployment: a dispatcher marked `queueDispatched` or
+    // `ownerDispatched` (src/transport/placement.ts) says so itself, the rest take SCOPE_TRANSPORT.
+    const serverTransport = config.transport ?? 'inprocess';
+    const queued = (entry: DeploymentEntry): boolean => {
+      const dispatcher = deploymentOf(entry).dispatcher;
+      return dispatcher !== undefined && transportOf(dispatcher, serverTransport) === 'bullmq';
+    };
+    const queuedNames = [...new Set(deployments.filter(queued).map((entry) => deploymentOf(entry).ref.name))];
+    const permits = queuedNames.length > 0 ? new DispatchPermits() : undefined;
     const describeWait = (process: ProcessSnapshot) => {
       try {
         return process.currentWait(this.#catalog.resolve(process.deploymentRef).descriptor);
@@ -252,15 +262,24 @@ export class EngineHost implements Host {
     };
     backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, storageTimeoutMs: options.storageTimeoutMs, permits, describeWait });
     this.#backend = backend;
-    // The transport is chosen per server: with `bullmq` every deployment's dispatcher is replaced
-    // by the queue transport (same ref), so nothing can fall back to running in this process —
-    // except a dispatcher marked to run in the owner (timers, ports into this Host).
-    if (config.transport === 'bullmq') {
-      if (backend.redis === undefined) throw codedError(HostErrorCode.invalidServerConfig, 'the bullmq transport needs Redis mode');
+    // A queued deployment's dispatcher is replaced by the queue transport (same ref), so nothing can
+    // fall back to running in this process; without Redis there is no queue, and the server refuses.
+    if (queuedNames.length > 0) {
+      if (backend.redis === undefined) {
+        const which = config.transport === 'bullmq' ? 'SCOPE_TRANSPORT=bullmq' : `deployments bound to BullMQ (queueDispatched: ${queuedNames.join(', ')})`;
+        throw codedError(HostErrorCode.invalidServerConfig, `${which} need Redis mode: set SCOPE_REDIS_URL (Effects bound to a queue never run in-process)`);
+      }
       this.#transport = new BullmqTransport({ redis: backend.redis, keyPrefix: config.keyPrefix, timing: config.transportTiming, permits });
     }
     const transport = this.#transport;
-    for (const entry of deployments) this.#catalog.register(transport === undefined ? entry : rebindEntry(entry, (deployment) => transport.bind(deployment)));
+    for (const entry of deployments) {
+      if (transport === undefined || !queued(entry)) {
+        this.#catalog.register(entry);
+        continue;
+      }
+      this.#queuedRefs.add(deploymentOf(entry).ref.digest.toString());
+      this.#catalog.register(rebindEntry(entry, (deployment) => transport.bind(deployment)));
+    }
     // Deployments that opted in settle an Unknown from a worker's definite late report (src/transport/late-reports.ts).
     if (this.#transport !== undefined && deployments.some((entry) => trustsLateReports(deploymentOf(entry).dispatcher))) {
       // A report that arrives later wakes the owner; one already in the inbox when the Unknown commits
@@ -448,12 +467,7 @@ export class EngineHost implements Host {
 
   /** Whether an attempt this node started also runs here (not on a queue worker): evidence of its worker. */
   #runsHere(event: Event, target: string): boolean {
-    if (this.#transport === undefined || target === 'framework') return true;
-    try {
-      return isOwnerDispatched(this.#catalog.resolve(event.deploymentRef).dispatcher);
-    } catch {
-      return false;
-    }
+    return target === 'framework' || !this.#queuedRefs.has(event.deploymentRef.digest.toString());
   }
 
   #onDelta(delta: Delta): void {
@@ -1333,7 +1347,7 @@ export class EngineHost implements Host {
     this.#metrics.observeQueues(queued, live);
     const checks: Record<string, string> = {};
     for (const deployment of this.#catalog.current()) {
-      if (deployment.dispatcher === undefined || isOwnerDispatched(deployment.dispatcher)) continue;
+      if (deployment.dispatcher === undefined || !this.#queuedRefs.has(deployment.ref.digest.toString())) continue;
       const workers = live.get(deployment.ref.digest.hex) ?? 0;
       checks[`worker:${deployment.ref.name}`] = workers > 0 ? 'ok' : `no live worker holds ${deployment.ref.toString()}`;
     }

@@ -4,7 +4,7 @@ export { maxLineBytes, parseWorkerLine, requestLine, type AnswerStatus, type Wor
 export { LineSplitter } from './line-splitter.js';
 export { ProcessDispatchError, ProcessDispatchErrorCode } from './process-dispatch-error.js';
 export { ProcessDispatcher, type ProcessDispatcherOptions } from './process-dispatcher.js';
-export { isOwnerDispatched, ownerDispatched } from './owner-dispatched.js';
+export { isOwnerDispatched, ownerDispatched } from './placement.js';
 export { resolvesFromLateReports, trustsLateReports } from './late-reports.js';
 export {
   parseProcessDispatcherConfig,

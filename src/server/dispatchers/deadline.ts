@@ -1,6 +1,6 @@
 import { deadlineOperation, instantSchema } from '../../../strategies/coordination/deadline.js';
 import { type DeltaEmitter, type Dispatcher, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
-import { ownerDispatched } from '../../transport/owner-dispatched.js';
+import { ownerDispatched } from '../../transport/placement.js';
 
 /**
  * The Deadline timer (`strategies/coordination/deadline.ts`): one dispatch waits until the

@@ -1,6 +1,6 @@
 import { notifyDefinition, notifyName } from '../../../strategies/messaging/notify.js';
 import { Deployment, Digest } from '../../kernel/index.js';
-import { ownerDispatched } from '../../transport/owner-dispatched.js';
+import { ownerDispatched } from '../../transport/placement.js';
 import { type DeliveryPort, messagingDispatcher } from '../dispatchers/messaging.js';
 import { type DeliveryHost, hostDeliveryPort } from '../messaging-delivery.js';
 

@@ -2,7 +2,7 @@ import { planningDefinition } from '../../../strategies/planning/definition.js';
 import { goapPlanner } from '../../../strategies/planning/goap/planner.js';
 import type { Planner } from '../../../strategies/planning/planner.js';
 import { type Definition, Deployment, Digest } from '../../kernel/index.js';
-import { ownerDispatched } from '../../transport/owner-dispatched.js';
+import { ownerDispatched } from '../../transport/placement.js';
 import { type WorldAction, planningWorldDispatcher } from '../dispatchers/planning-world.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
 import { resolvesFromLateReports, trustsLateReports } from '../late-reports.js';
-import { isOwnerDispatched } from '../owner-dispatched.js';
+import { isOwnerDispatched } from '../placement.js';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, EffectAttemptId, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';

@@ -9,7 +9,7 @@ import { deltaType } from '../../store/event-log.js';
 import { encodeInboxEntry, requestOf, type EffectJobData, type InboxEntry } from './job-data.js';
 import { bullPrefixOf, queueNameOf } from './names.js';
 import { defaultTransportTiming, type TransportTiming } from './transport-options.js';
-import { isOwnerDispatched } from '../owner-dispatched.js';
+import { isOwnerDispatched } from '../placement.js';
 
 /**
  * `scope worker`'s engine: consumes the queue of every deployment it holds (one queue per exact

@@ -12,7 +12,7 @@ import { ProcessId } from '../../../src/kernel/identity.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { ProcessRelation } from '../../../src/kernel/relation.js';
 import { errandActions, errandsWorld, planningDeployments } from '../../../src/server/examples/planning.js';
-import { isOwnerDispatched } from '../../../src/transport/owner-dispatched.js';
+import { isOwnerDispatched } from '../../../src/transport/placement.js';
 
 const pid = ProcessId.parse('process:errands');
 const ref = planningDeployments()[0]?.ref as never;

@@ -14,9 +14,10 @@ import { loadDeploymentsModule } from '../../../src/app/deployments-module.js';
 import { ProcessDispatchers } from '../../../src/app/process-dispatchers.js';
 import { Deployment, Digest, Payload, Settlement } from '../../../src/kernel/index.js';
 import type { DeploymentEntry } from '../../../src/server/catalog.js';
-import { ownerDispatched } from '../../../src/transport/owner-dispatched.js';
+import { ownerDispatched } from '../../../src/transport/placement.js';
 import { bullPrefixOf } from '../../../src/transport/bullmq/names.js';
 import { echoDefinition } from '../../../strategies/demo/echo.js';
+import placementDeployments from '../../fixtures/placement-deployments.js';
 import { startServerModel, type ServerModel } from '../../../src/server/model/server-model.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
@@ -415,6 +416,31 @@ test('bullmq: a dispatcher marked ownerDispatched runs in the owner process, nee
   } finally {
     await host.close(2_000);
   }
+});
+
+test('per deployment: a queueDispatched deployment runs on a worker under SCOPE_TRANSPORT=inprocess, the others in the API; without Redis the server refuses to start', async () => {
+  const prefix = freshPrefix();
+  const module = 'test/fixtures/placement-deployments.ts';
+  const worker = await spawnWorker(prefix, { SCOPE_DEMOS: 'off', SCOPE_DEPLOYMENTS: module });
+  const host = apiHost(prefix, { SCOPE_DEMOS: 'off', SCOPE_TRANSPORT: 'inprocess' }, placementDeployments());
+  try {
+    const readiness = await host.readiness();
+    assert.equal(readiness.checks['worker:test.where.queued'], 'ok', JSON.stringify(readiness));
+    assert.equal(readiness.checks['worker:test.where.default'], undefined, 'the in-process deployment awaits no worker');
+    const queued = await result(host, (await start(host, 'test.where.queued', {})).processId);
+    const local = await result(host, (await start(host, 'test.where.default', {})).processId);
+    assert.deepEqual(queued.output, { pid: worker.pid }, 'the queued deployment ran on the worker');
+    assert.deepEqual(local.output, { pid: process.pid }, 'the other one ran in the API process');
+  } finally {
+    await host.close(2_000);
+    worker.kill('SIGTERM');
+    await once(worker, 'exit');
+  }
+  // Embedded mode has no queue: a deployment bound to one must not quietly run in-process.
+  await rejectsWith(
+    async () => new EngineHost({ config: testConfig({ SCOPE_DEMOS: 'off' }), defaultMetrics: false, deployments: placementDeployments() }),
+    'invalid_server_config',
+  );
 });
 
 test('bullmq: a cancel reaches the attempt running in another process, and its settlement is still collected', async () => {
