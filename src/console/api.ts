@@ -50,7 +50,33 @@ export function tokenRefused(): void {
   for (const listener of tokenListeners) listener(true);
 }
 
+const prefetched = new Map<string, Promise<unknown>>();
+
+/**
+ * Starts a GET before the page has rendered (the first view's data, so its request overlaps the
+ * bundle's first render instead of following it). The first {@link api} GET of the same path takes
+ * the answer; a refused prefetch is asked again, so the token prompt sees the refusal.
+ */
+export function prefetch(path: string): void {
+  const answer = request('GET', path);
+  answer.catch(() => undefined);
+  prefetched.set(path, answer);
+}
+
 export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const early = method === 'GET' ? prefetched.get(path) : undefined;
+  if (early !== undefined) {
+    prefetched.delete(path);
+    try {
+      return (await early) as T;
+    } catch {
+      // Asked again below, with the listeners of the rendered page in place.
+    }
+  }
+  return request<T>(method, path, body);
+}
+
+async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json', ...authHeaders() };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });

@@ -2,11 +2,11 @@
 import './console.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { onTokenNeeded, setToken } from './api';
-import { href, useRoute } from './route';
+import { onTokenNeeded, prefetch, setToken } from './api';
+import { href, parseRoute, useRoute } from './route';
 import { DeploymentsView } from './views/deployments';
 import { InboxView } from './views/inbox';
-import { ProcessesView } from './views/processes';
+import { firstListPath, ProcessesView } from './views/processes';
 import { TreeView } from './views/tree';
 import { UnknownView } from './views/unknown';
 
@@ -83,4 +83,8 @@ function App() {
 }
 
 const mount = document.getElementById('app');
-if (mount !== null) render(<App />, mount);
+if (mount !== null) {
+  const first = parseRoute(location.hash);
+  if (first.view === 'processes') prefetch(firstListPath(first));
+  render(<App />, mount);
+}

@@ -60,6 +60,11 @@ function listPath(filters: Filters, cursor: string | undefined, limit: number): 
   });
 }
 
+/** The list request the Processes view makes first for `route` (main.tsx prefetches it). */
+export function firstListPath(route: Route): string {
+  return listPath(filtersOf(route.query), route.query.get('cursor') ?? undefined, pageSize);
+}
+
 export function ProcessesView({ route }: { readonly route: Route }) {
   const filters = filtersOf(route.query);
   const cursor = route.query.get('cursor') ?? undefined;
