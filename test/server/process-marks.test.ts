@@ -9,7 +9,7 @@ import type { ProcessListQuery } from '../../src/server/host.js';
 import { unknownIndexShardKey } from '../../src/store/redis/keys.js';
 import { defaultUnknownIndexShards, RedisUnknownIndex } from '../../src/store/redis/unknown-index.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { embeddedHost, freshPrefix, redisHost, start } from './harness.js';
+import { embeddedHost, freshPrefix, redisHost, result, start } from './harness.js';
 
 /**
  * The process list's `hasUnknown` / `hasOpenGate` filters (and the bulk filter that reuses them), and the
@@ -99,7 +99,8 @@ test('embedded: a bulk control by hasOpenGate counts exactly what it then acts o
   const done = await host.bulkControl({ filter: { hasOpenGate: true }, action: 'cancel' });
   assert.equal(done.matched, dry.matched);
   assert.equal(done.affected, dry.matched);
-  assert.equal((await host.inspectProcess(trees.gate)).status, 'canceled');
+  // The bulk answer means the intent is committed; the cancellation itself lands on the next turn.
+  assert.equal((await result(host, trees.gate)).status, 'canceled');
   assert.equal((await host.inspectProcess(trees.unknown)).status, 'running');
   const unknownDry = await host.bulkControl({ filter: { hasUnknown: true }, action: 'kill', dryRun: true });
   const unknownRun = await host.bulkControl({ filter: { hasUnknown: true }, action: 'kill' });
