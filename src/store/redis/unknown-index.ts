@@ -9,7 +9,7 @@ import { runScript } from './scripts.js';
  * entries are written just before the commit that makes their effect Unknown and removed after the one
  * that resolves it (or ends its process). A superset of the truth, never a fact: readers verify each
  * entry against the head it names (`server/indexed-unknowns.ts`) and remove a stale one with a
- * compare-and-delete (`unknownIndexRemove-1.lua`). Every node must use the same shard count.
+ * compare-and-delete (`indexEntriesRemove-1.lua`). Every node must use the same shard count.
  */
 
 export const defaultUnknownIndexShards = 16;
@@ -52,7 +52,7 @@ export class RedisUnknownIndex {
   async remove(entries: readonly StoredUnknownEntry[]): Promise<number> {
     const counts = await Promise.all(
       [...this.#byShard(entries)].map(async ([shard, group]) =>
-        Number(await runScript(this.#redis, 'unknownIndexRemove', [unknownIndexShardKey(this.#prefix, shard)], group.flatMap((entry) => [fieldOf(entry), entry.value]))),
+        Number(await runScript(this.#redis, 'indexEntriesRemove', [unknownIndexShardKey(this.#prefix, shard)], group.flatMap((entry) => [fieldOf(entry), entry.value]))),
       ),
     );
     return counts.reduce((sum, count) => sum + count, 0);

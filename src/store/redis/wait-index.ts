@@ -9,7 +9,7 @@ import { runScript } from './scripts.js';
  * entries are written just before the commit that opens their wait and removed after the one that
  * closes it. It is a superset of the truth, never a fact: readers verify each entry against the head
  * it names (`server/indexed-inbox.ts`) and remove a stale one with a compare-and-delete
- * (`waitIndexRemove-1.lua`).
+ * (`indexEntriesRemove-1.lua`).
  *
  * Every node must use the same shard count (it decides where an entry lives).
  */
@@ -91,7 +91,7 @@ export class RedisWaitIndex {
   async remove(entries: readonly StoredWaitEntry[]): Promise<number> {
     const counts = await Promise.all(
       [...this.#byShard(entries)].map(async ([shard, group]) =>
-        Number(await runScript(this.#redis, 'waitIndexRemove', [waitIndexShardKey(this.#prefix, shard)], group.flatMap((entry) => [fieldOf(entry), entry.value]))),
+        Number(await runScript(this.#redis, 'indexEntriesRemove', [waitIndexShardKey(this.#prefix, shard)], group.flatMap((entry) => [fieldOf(entry), entry.value]))),
       ),
     );
     return counts.reduce((sum, count) => sum + count, 0);

@@ -106,14 +106,13 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     'idempotencyPromote-1.lua',
     'idempotencyRelease-1.lua',
     'idempotencyReplace-1.lua',
+    'indexEntriesRemove-1.lua',
     'purgeTree-4.lua',
     'reconcileCommit-2.lua',
     'registerNode-2.lua',
     'renewNodeLease-1.lua',
     'supersedeTree-3.lua',
     'takeOverTree-4.lua',
-    'unknownIndexRemove-1.lua',
-    'waitIndexRemove-1.lua',
   ]);
   for (const file of files) {
     const source = readFileSync(new URL(file, luaDirectory), 'utf8');

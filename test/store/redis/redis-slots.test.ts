@@ -79,7 +79,7 @@ function declaredKeys(args: readonly string[]): string[] {
 
 /** Keys a script's inner command touches (the commands our scripts use). */
 /** The idempotency scripts: their keys are directory keys (a pointer; the start fence takes the tree's own). */
-const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace', 'waitIndexRemove', 'unknownIndexRemove'];
+const directoryScripts = ['fenceStart', 'idempotencyClaim', 'idempotencyCommitting', 'idempotencyPromote', 'idempotencyRelease', 'idempotencyReplace', 'indexEntriesRemove'];
 /** The node registry's scripts: a node's keys, under its own tag `{node:<id>}` (tested below). */
 const nodeScripts = ['registerNode', 'renewNodeLease'];
 
@@ -229,12 +229,9 @@ test('redis slots: the idempotency scripts take one pointer key each; the start 
     if (name === 'fenceStart') {
       assert.equal(keys.length, 2);
       assert.equal(new Set(keys.map(clusterSlot)).size, 1, `fenceStart keys in one slot: ${keys.join(', ')}`);
-    } else if (name === 'unknownIndexRemove') {
-      assert.equal(keys.length, 1, 'unknownIndexRemove takes one shard');
-      assert.match(keys[0] as string, new RegExp(`^${prefix}:unknowns:\\d+$`));
-    } else if (name === 'waitIndexRemove') {
-      assert.equal(keys.length, 1, 'waitIndexRemove takes one shard');
-      assert.match(keys[0] as string, new RegExp(`^${prefix}:waits:\\d+$`));
+    } else if (name === 'indexEntriesRemove') {
+      assert.equal(keys.length, 1, 'indexEntriesRemove takes one shard');
+      assert.match(keys[0] as string, new RegExp(`^${prefix}:(waits|unknowns):\\d+$`));
     } else {
       assert.equal(keys.length, 1, `${name} takes the pointer alone`);
       assert.match(keys[0] as string, new RegExp(`^${prefix}:idempotency:[0-9a-f]{64}$`));
