@@ -11,7 +11,7 @@ import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
 import type { IndexedCommit, WaitIndexPlan, WaitIndexWriter } from './wait-index-writer.js';
 import { type CommitOwnership, encodeOwner } from './ownership/owner-record.js';
-import { ownerRecordSuffix } from '../store/redis/keys.js';
+import { ownerRecordSuffix, predecessorRecordSuffix, successionRecordSuffix } from '../store/redis/keys.js';
 import type { RedisProcessDirectory } from '../store/redis/process-directory.js';
 import type { AnswerClaims } from './gates/answer-claims.js';
 import { gateRecordSuffix } from './gates/gate-record.js';
@@ -134,6 +134,10 @@ export class RedisHostCommitter extends CommitterBase {
       for (const suffix of answeredGateSuffixes(head)) await this.#store.deleteRecord(rootId, suffix).catch(() => undefined);
       for (const process of head.processSnapshots()) await this.#store.deleteRecord(rootId, agencyRecordSuffix(process.processId.toString())).catch(() => undefined);
       await this.#store.deleteRecord(rootId, controlRecordSuffix).catch(() => undefined);
+      // Its succession records go too: a purged tree has no successor to point at, and a successor's
+      // pointer back would name a head that is gone (the tombstone still refuses a re-creation).
+      await this.#store.deleteRecord(rootId, successionRecordSuffix).catch(() => undefined);
+      await this.#store.deleteRecord(rootId, predecessorRecordSuffix).catch(() => undefined);
     }
     this.#agency?.forget(rootId.toString());
     this.#controls?.forget(rootId.toString());

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { classifyCheckpointCut, TreeCheckpoint } from '../../src/kernel/commit.js';
 import { ProcessId, TreeIncarnationId } from '../../src/kernel/identity.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
-import { headKey } from '../../src/store/redis/keys.js';
+import { headKey, predecessorRecordSuffix, recordKey, successionKey } from '../../src/store/redis/keys.js';
 import { EngineHost } from '../../src/server/engine-host.js';
 import type { LogEntry } from '../../src/server/host.js';
 import { RedisHostCommitter } from '../../src/server/redis-host-committer.js';
@@ -221,7 +221,13 @@ test('redis: restore needs the exact deployment; purge removes a finished tree',
   try {
     await rejectsWith(bare.restoreTree(pid), 'deployment_not_found');
     assert.equal((await bare.inspectProcess(pid)).status, 'completed');
+    // Records that live as long as the tree (a succession to another version, a pointer back) go with it.
+    const raw = new Redis(server.url);
+    await raw.set(successionKey(prefix, pid), 'process:successor');
+    await raw.set(recordKey(prefix, pid, predecessorRecordSuffix), 'process:predecessor');
     await bare.releaseTree(pid, true);
+    assert.deepEqual(await raw.exists(successionKey(prefix, pid), recordKey(prefix, pid, predecessorRecordSuffix)), 0, 'a purge leaves no succession record');
+    raw.disconnect();
     await rejectsWith(bare.snapshot(pid), 'tree_not_found');
     await rejectsWith(bare.inspectProcess(pid), 'process_not_found');
     assert.equal((await bare.listProcesses({})).items.length, 0);
