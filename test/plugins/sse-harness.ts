@@ -380,8 +380,10 @@ export const floodName = 'test.flood';
  * `test.flood` `{count, size}`: one dispatcher Effect that, once `release` opens, emits `count` deltas of
  * about `size` bytes each (yielding between them, so the Engine's delta queue never overflows), then
  * settles `{emitted}`; the process completes with that output. Built on the demos' single-effect shape.
+ * With `pace`, every eighth delta waits for `pace(emitted)` instead of one turn of the loop: a test that
+ * needs one client to keep up whatever the machine's load paces the flood by that client's reading.
  */
-export function floodDeployment(release: Promise<void>): Deployment {
+export function floodDeployment(release: Promise<void>, pace?: (emitted: number) => Promise<unknown>): Deployment {
   const inputSchema = Schema.of({
     type: 'object',
     properties: { count: { type: 'integer', minimum: 1, maximum: 10_000 }, size: { type: 'integer', minimum: 1, maximum: 1_000_000 } },
@@ -410,7 +412,7 @@ export function floodDeployment(release: Promise<void>): Deployment {
       const pad = 'x'.repeat(size);
       for (let index = 0; index < count; index += 1) {
         emit?.(Payload.encode({ index, pad }));
-        if (index % 8 === 7) await nextTurn();
+        if (index % 8 === 7) await (pace === undefined ? nextTurn() : pace(index + 1));
       }
       return Settlement.of('succeeded', Payload.encode({ emitted: count }));
     },

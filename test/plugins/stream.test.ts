@@ -19,6 +19,7 @@ import {
   startTestServer,
   streamPath,
   type SseEvent,
+  type SseSession,
   type TestServer,
 } from './sse-harness.js';
 
@@ -325,8 +326,14 @@ describe('GET /v1/trees/{rootId}/stream (embedded mode)', () => {
 describe('a slow client', () => {
   test('is dropped with scope.stream.error while the engine finishes the process normally', async () => {
     const release = gate();
+    // The flood waits for the fast client every eighth delta (well inside its 32-message bound), so on a
+    // loaded machine only the paused client can fall behind: a fast client dropped too (seen in CI) says
+    // nothing about the slow one.
+    let fast: SseSession | undefined;
+    const deltasRead = (): number => fast?.events.filter((event) => event.event === 'agent.delta').length ?? 0;
+    const pace = (emitted: number): Promise<unknown> => (fast as SseSession).waitFor(() => deltasRead() >= emitted, `${emitted} deltas at the fast client`);
     const server = await startTestServer({
-      deployments: [floodDeployment(release.opened)],
+      deployments: [floodDeployment(release.opened, pace)],
       stream: { bufferEntries: 32, maxBufferBytes: 1024 * 1024, stallTimeoutMs: 60_000, lingerMs: 60_000, keepAliveMs: 60_000 },
     });
     try {
@@ -335,7 +342,7 @@ describe('a slow client', () => {
       const slow = await rawGet(server.port, streamPath(rootId));
       await slow.until((text) => text.includes('event: agent.effect.started'));
       slow.socket.pause();
-      const fast = await openSse(`${server.base}${streamPath(rootId)}`);
+      fast = await openSse(`${server.base}${streamPath(rootId)}`);
       await fast.waitFor((event) => event.event === 'agent.effect.started');
       release.open();
 
