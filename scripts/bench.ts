@@ -63,6 +63,11 @@ const suites: Record<string, () => Promise<void>> = {
     const { benchStrategies } = await import('./bench/strategies.js');
     await benchStrategies();
   },
+  // Issue 13: accepting one signal with 0 / 1,000 / 4,000 retained inputs.
+  signal: async () => {
+    const { benchSignal } = await import('./bench/signal.js');
+    await benchSignal();
+  },
   // Issue 15: a 20-turn ReAct run against the scripted model server, embedded and Redis.
   agent: async () => {
     const { benchAgent } = await import('./bench/agent.js');

@@ -29,12 +29,15 @@ import { startRedisServer } from '../../test/helpers/redis-server.js';
  * model dispatcher: the 50 ms delay plus HTTP and stream parsing), Scope's overhead (the rest: steps,
  * commits, the tool child, the search), and commits (every activation, Effect boundary and checkpoint
  * the committer acknowledged, the tool children's included). `BENCH_AGENT_RUNS` (default 3) runs per
- * committer after a warm-up; the median run is shown. Goal: embedded overhead < 5% of the 50 ms call.
+ * committer after a warm-up; the median run is shown; `BENCH_AGENT_COMMITTERS` (default
+ * `embedded,redis`) picks the committers (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
+ * overhead < 5% of the 50 ms call.
  */
 
 const turns = 20;
 const modelDelayMs = 50;
 const runs = Number(process.env.BENCH_AGENT_RUNS ?? 3);
+const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,redis').split(','));
 const systemPrompt = 'bench.agent: search once per turn, then answer.';
 
 const script = {
@@ -147,8 +150,8 @@ export async function benchAgent(): Promise<void> {
   const redis = new Redis(redisServer.port, '127.0.0.1');
   const committers: RedisTreeCommitter[] = [];
   try {
-    await measure('embedded', server.baseUrl, () => new MemoryTreeCommitter());
-    await measure('redis', server.baseUrl, (run) => {
+    if (committerNames.has('embedded')) await measure('embedded', server.baseUrl, () => new MemoryTreeCommitter());
+    if (committerNames.has('redis')) await measure('redis', server.baseUrl, (run) => {
       const committer = new RedisTreeCommitter({ redis, keyPrefix: `benchagent${process.pid}r${run + 1}`, timeoutMs: 30_000 });
       committers.push(committer);
       return committer;
