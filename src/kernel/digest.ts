@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { ErrorCode, KernelError } from './errors.js';
 
 const digestPattern = /^sha256:[0-9a-f]{64}$/;
@@ -35,6 +35,11 @@ export class Digest {
   static ofParts(parts: Iterable<Uint8Array | string>): Digest {
     const hash = createHash('sha256');
     for (const part of parts) hash.update(part);
+    return new Digest(`sha256:${hash.digest('hex')}`);
+  }
+
+  /** The digest a sha256 `hash` the caller fed finishes with (the hash is spent). */
+  static finish(hash: Hash): Digest {
     return new Digest(`sha256:${hash.digest('hex')}`);
   }
 

@@ -8,7 +8,9 @@ import { EffectId, ProcessId, SignalId, WaitId, WaitKey } from './identity.js';
 import { Payload } from './payload.js';
 import type { Result } from './result.js';
 import { Schema } from './schema.js';
+import { SharedMap } from './shared-map.js';
 import { Signal, SignalRequest } from './signal.js';
+import { TextRuns } from './text-runs.js';
 import type { WaitKind } from './wait.js';
 import { encodeWire, RawJson, readString, WireRecord, wireError, type WireValue } from './wire.js';
 
@@ -138,6 +140,7 @@ export class MailboxRecord {
   readonly #payload: Payload | undefined;
   readonly #answered: readonly ProcessId[] | undefined;
   #json: string | undefined;
+  #raw: RawJson | undefined;
 
   private constructor(fields: RecordFields) {
     this.kind = fields.kind;
@@ -287,8 +290,9 @@ export class MailboxRecord {
   }
 
   /** The canonical record (cached: a record's wire form never changes). */
-  toWire(): WireValue {
-    return new RawJson(this.json());
+  toWire(): RawJson {
+    this.#raw ??= new RawJson(this.json());
+    return this.#raw;
   }
 
   json(): string {
@@ -530,9 +534,12 @@ export class WaitRecord {
   readonly answerIndex: number | undefined;
   /** True once the cursor passed the answer (the Step consumed it). */
   readonly closed: boolean;
+  /** What the opening opened (to re-derive this record with an answer or a later cursor). */
+  readonly opens: WaitOpening;
 
   constructor(waitId: WaitId, opens: WaitOpening, openedAt: number, answerIndex: number | undefined, cursor: number) {
     this.waitId = waitId;
+    this.opens = opens;
     this.kind = opens.kind;
     this.key = opens.kind === 'external' ? opens.key : opens.spec.key;
     this.spec = opens.kind === 'children' ? opens.spec : undefined;
@@ -617,22 +624,36 @@ export interface MailboxDecodeOptions {
 export class Mailbox {
   readonly #records: readonly MailboxRecord[];
   readonly #cursor: number;
+  /** waitId → wait, in opening order. */
   readonly #waits: ReadonlyMap<string, WaitRecord>;
-  readonly #positions: ReadonlyMap<string, number>;
+  /** wait key → the latest wait opened for it. */
+  readonly #latestByKey: ReadonlyMap<string, string>;
+  /** signal id → 0-based position; shared with the mailbox this one was appended to. */
+  readonly #positions: SharedMap<number>;
+  /** UTF-8 length of the records and the commas between them (kept up to date, never re-measured). */
+  readonly #recordsBytes: number;
+  /** The records' texts in joined runs, shared with the versions this one was derived from. */
+  readonly #runs: TextRuns;
   #json: string | undefined;
   #raw: RawJson | undefined;
-  static readonly #empty = new Mailbox([], 0, new Map(), new Map());
+  static readonly #empty = new Mailbox([], 0, new Map(), new Map(), SharedMap.of(new Map()), 0, TextRuns.empty);
 
   private constructor(
     records: readonly MailboxRecord[],
     cursor: number,
     waits: ReadonlyMap<string, WaitRecord>,
-    positions: ReadonlyMap<string, number>,
+    latestByKey: ReadonlyMap<string, string>,
+    positions: SharedMap<number>,
+    recordsBytes: number,
+    runs: TextRuns,
   ) {
-    this.#records = Object.freeze([...records]);
+    this.#records = Object.isFrozen(records) ? records : Object.freeze([...records]);
     this.#cursor = cursor;
     this.#waits = waits;
+    this.#latestByKey = latestByKey;
     this.#positions = positions;
+    this.#recordsBytes = recordsBytes;
+    this.#runs = runs;
     Object.freeze(this);
   }
 
@@ -720,7 +741,8 @@ export class Mailbox {
       }
       waits.set(waitId, wait);
     }
-    return new Mailbox(records, cursor, waits, positions);
+    const frozen = Object.freeze([...records]);
+    return new Mailbox(frozen, cursor, waits, latestByKey, SharedMap.of(positions), recordsLength(frozen), TextRuns.of(frozen));
   }
 
   /** Strict decode of `{"records":[…],"signal_cursor":n}`. */
@@ -787,15 +809,93 @@ export class Mailbox {
     return this.#records.slice(this.#cursor).map((record) => record.signal() as Signal);
   }
 
-  /** Appends records (arrival order); the result is validated as a whole history. Rejections: `invalid_snapshot`. */
+  /**
+   * Appends records (arrival order). The result is the history {@link create} would accept: every
+   * rule is checked for the new records against the facts this mailbox already holds (ids, openings,
+   * answers), so the cost is the batch's, not the history's. Rejections: `invalid_snapshot`.
+   */
   append(...records: MailboxRecord[]): Mailbox {
     if (records.length === 0) return this;
-    return Mailbox.create([...this.#records, ...records], this.#cursor);
+    if (records.some((record) => !(record instanceof MailboxRecord))) {
+      throw new KernelError(ErrorCode.invalidSnapshot, 'mailbox records must be MailboxRecord values');
+    }
+    const fail: (message: string, index: number) => never = (message, index) => {
+      throw new KernelError(ErrorCode.invalidSnapshot, `mailbox record ${index} ${message}`);
+    };
+    const cursor = this.#cursor;
+    const positions = new Map<string, number>();
+    let waits: Map<string, WaitRecord> | undefined;
+    let latestByKey: Map<string, string> | undefined;
+    const waitOf = (waitId: string): WaitRecord | undefined => (waits ?? this.#waits).get(waitId);
+    records.forEach((record, offset) => {
+      const index = this.#records.length + offset;
+      // Every appended record is pending: the cursor never passes the end of the history.
+      if (record.kind !== 'wait_opening' && !record.retained) fail('is pending but released its payload', index);
+      if (record.kind === 'child_wait_answer' && record.answered === undefined) {
+        fail('is a pending child-wait answer without its answered children', index);
+      }
+      if (record.kind === 'wait_opening' && waitOf((record.waitId as WaitId).toString()) !== undefined) {
+        fail(`opens ${(record.waitId as WaitId).toString()} a second time`, index);
+      }
+      const id = record.id.toString();
+      const earlier = this.#positions.get(id) ?? positions.get(id);
+      if (earlier !== undefined) fail(`repeats signal id ${id} (first at record ${earlier})`, index);
+      positions.set(id, index);
+      if (record.kind === 'wait_opening') {
+        const waitId = (record.waitId as WaitId).toString();
+        const opens = record.opens as WaitOpening;
+        const key = (opens.kind === 'external' ? opens.key : opens.spec.key).toString();
+        const previous = (latestByKey ?? this.#latestByKey).get(key);
+        if (previous !== undefined) {
+          const answer = waitOf(previous)?.answerIndex;
+          if (answer === undefined || answer >= cursor) fail(`opens a second wait for key ${key} while ${previous} is still open`, index);
+        }
+        latestByKey ??= new Map(this.#latestByKey);
+        latestByKey.set(key, waitId);
+        waits ??= new Map(this.#waits);
+        waits.set(waitId, new WaitRecord(record.waitId as WaitId, opens, index, undefined, cursor));
+        return;
+      }
+      if (record.waitId === undefined) return;
+      const waitId = record.waitId.toString();
+      const opening = waitOf(waitId);
+      if (opening === undefined) fail(`addresses ${waitId}, which no earlier record opened`, index);
+      if (record.kind === 'external' && opening.opens.kind !== 'external') {
+        fail(`is host input addressed to child wait ${waitId}, which only the Engine answers`, index);
+      }
+      if (record.kind === 'external' && opening.opens.kind === 'external' && record.payload !== undefined) {
+        const problem = answerProblem(opening.opens.answerSchema, record.payload, waitId);
+        if (problem !== undefined) fail(problem, index);
+      }
+      if (record.kind === 'child_wait_answer') {
+        if (opening.opens.kind !== 'children') fail(`is an Engine answer to external wait ${waitId}`, index);
+        const answered = record.answered;
+        if (answered !== undefined) {
+          const problem = answeredProblem(opening.opens.spec, answered);
+          if (problem !== undefined) fail(problem, index);
+        }
+      }
+      if (opening.answerIndex !== undefined) fail(`answers ${waitId} again (first answer at record ${opening.answerIndex})`, index);
+      waits ??= new Map(this.#waits);
+      // Answered but pending (the answer lies past the cursor), so the wait stays open.
+      waits.set(waitId, new WaitRecord(opening.waitId, opening.opens, opening.openedAt, index, cursor));
+    });
+    const all = Object.freeze([...this.#records, ...records]);
+    return new Mailbox(
+      all,
+      cursor,
+      waits ?? this.#waits,
+      latestByKey ?? this.#latestByKey,
+      this.#positions.with(positions),
+      this.#recordsBytes + recordsLength(records) + (this.#records.length > 0 ? 1 : 0),
+      this.#runs.extendedTo(all),
+    );
   }
 
   /**
    * Consumes the first `count` pending records: they release their payloads (keeping digests),
-   * and consumed answers close their waits.
+   * and consumed answers close their waits, whose openings then drop their answer contract. Only
+   * the consumed records and the closed waits' openings change, so no other rule is re-checked.
    */
   consume(count: number): Mailbox {
     if (!Number.isSafeInteger(count) || count < 0 || count > this.pendingCount) {
@@ -806,17 +906,27 @@ export class Mailbox {
     }
     if (count === 0) return this;
     const cursor = this.#cursor + count;
-    // Consuming an answer closes its wait, whose opening then drops its answer contract.
-    const closing = new Set<string>();
+    const records = [...this.#records];
+    let bytes = this.#recordsBytes;
+    const changed: number[] = [];
+    const replace = (index: number, record: MailboxRecord): void => {
+      bytes += record.toWire().byteLength - (records[index] as MailboxRecord).toWire().byteLength;
+      records[index] = record;
+      changed.push(index);
+    };
+    let waits: Map<string, WaitRecord> | undefined;
     for (let index = this.#cursor; index < cursor; index += 1) {
       const record = this.#records[index] as MailboxRecord;
-      if (record.kind !== 'wait_opening' && record.waitId !== undefined) closing.add(record.waitId.toString());
+      if (record.kind === 'wait_opening') continue;
+      replace(index, record.released());
+      if (record.waitId === undefined) continue;
+      const wait = this.#waits.get(record.waitId.toString()) as WaitRecord;
+      waits ??= new Map(this.#waits);
+      waits.set(wait.waitId.toString(), new WaitRecord(wait.waitId, withoutContract(wait.opens), wait.openedAt, wait.answerIndex, cursor));
+      replace(wait.openedAt, (records[wait.openedAt] as MailboxRecord).withoutAnswerContract());
     }
-    const records = this.#records.map((record, index) => {
-      if (record.kind === 'wait_opening') return closing.has((record.waitId as WaitId).toString()) ? record.withoutAnswerContract() : record;
-      return index >= this.#cursor && index < cursor ? record.released() : record;
-    });
-    return Mailbox.create(records, cursor);
+    const frozen = Object.freeze(records);
+    return new Mailbox(frozen, cursor, waits ?? this.#waits, this.#latestByKey, this.#positions, bytes, this.#runs.replacedIn(frozen, changed));
   }
 
   /** The 0-based position of the record with `id`, if admitted. */
@@ -858,15 +968,21 @@ export class Mailbox {
     return this.openWaits().find((wait) => wait.key.equals(key));
   }
 
-  /** The canonical mailbox (cached; records splice their own cached JSON). */
-  /** The cached canonical JSON as one spliceable value (its UTF-8 length is measured once). */
+  /**
+   * The canonical mailbox as one spliced value: its parts are the records' own cached texts, so the
+   * enclosing snapshot measures, hashes and writes it without joining the history again.
+   */
   toWire(): WireValue {
-    this.#raw ??= new RawJson(this.json());
+    if (this.#raw === undefined) {
+      const suffix = `],"signal_cursor":${this.#cursor}}`;
+      const parts: (string | RawJson)[] = [recordsPrefix, ...this.#runs.parts(this.#records), suffix];
+      this.#raw = RawJson.spliced(parts, recordsPrefix.length + this.#recordsBytes + suffix.length);
+    }
     return this.#raw;
   }
 
   json(): string {
-    this.#json ??= encodeWire({ records: this.#records.map((record) => record.toWire()), signal_cursor: this.#cursor });
+    this.#json ??= (this.toWire() as RawJson).text;
     return this.#json;
   }
 
@@ -881,6 +997,20 @@ export class Mailbox {
 
 function invalidRecord(message: string): KernelError {
   return new KernelError(ErrorCode.invalidSnapshot, `invalid mailbox record: ${message}`);
+}
+
+const recordsPrefix = '{"records":[';
+
+/** The UTF-8 length of `records` written one after another with commas between them. */
+function recordsLength(records: readonly MailboxRecord[]): number {
+  let length = Math.max(0, records.length - 1);
+  for (const record of records) length += record.toWire().byteLength;
+  return length;
+}
+
+/** An opening's facts once its wait closed: an external wait keeps its key, not its answer contract. */
+function withoutContract(opens: WaitOpening): WaitOpening {
+  return opens.kind === 'external' ? { kind: 'external', key: opens.key } : opens;
 }
 
 function sameOptional(a: WaitId | undefined, b: WaitId | undefined): boolean {

@@ -20,7 +20,7 @@ import { Termination } from './termination.js';
 import { TreeLimits } from './tree-limits.js';
 import { Usage } from './usage.js';
 import { answerSchemaOf, CurrentWait } from './wait.js';
-import { encodedWireLength, encodeWire, maxUint64, RawJson, WireRecord, wireError, type WireValue } from './wire.js';
+import { encodedWireLength, encodeWire, maxUint64, RawJson, WireRecord, wireError, wirePieces, type WireValue } from './wire.js';
 
 /**
  * ProcessSnapshot: the immutable capture of one Engine-owned Process inside a TreeSnapshot (the
@@ -303,8 +303,9 @@ interface NormalizedFields {
  */
 export class ProcessSnapshot {
   readonly #fields: NormalizedFields;
-  /** The wire form (nested records spliced as their cached JSON), until the text is built. */
+  /** The wire form (nested records spliced as their cached JSON), until its pieces are built. */
   #wire: WireValue | undefined;
+  #pieces: readonly string[] | undefined;
   #json: string | undefined;
   readonly #size: number;
   #digest: Digest | undefined;
@@ -666,15 +667,25 @@ export class ProcessSnapshot {
 
   /** The canonical JSON as a pre-encoded value, so an enclosing tree splices it unchanged. */
   toWire(): WireValue {
-    return new RawJson(this.json());
+    return RawJson.spliced(this.pieces(), this.#size);
+  }
+
+  /**
+   * The canonical JSON as pieces (see `wirePieces`): the long cached members — mailbox records,
+   * payloads, the execution state — are the same string objects from one version of the process to
+   * the next, so the tree's digest rehashes only what a commit changed.
+   */
+  pieces(): readonly string[] {
+    if (this.#pieces === undefined) {
+      this.#pieces = Object.freeze(wirePieces(this.#wire as WireValue));
+      this.#wire = undefined;
+    }
+    return this.#pieces;
   }
 
   /** The canonical JSON (built once, on first use). */
   json(): string {
-    if (this.#json === undefined) {
-      this.#json = encodeWire(this.#wire as WireValue);
-      this.#wire = undefined;
-    }
+    this.#json ??= this.pieces().join('');
     return this.#json;
   }
 

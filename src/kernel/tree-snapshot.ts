@@ -10,6 +10,8 @@ import { maxSnapshotInputBytes, ProcessSnapshot, readParentLink, type ParentLink
 import { ProcessRelation } from './relation.js';
 import { TreeLimits } from './tree-limits.js';
 import { encodeWire, WireRecord, wireError } from './wire.js';
+import { HashTrail } from './hash-trail.js';
+import { SharedMap } from './shared-map.js';
 
 /**
  * TreeSnapshot: the only recovery unit — an immutable, portable capture of one complete Process
@@ -55,6 +57,10 @@ export class TreeSnapshot {
   readonly #size: number;
   #json: string | undefined;
   #digest: Digest | undefined;
+  /** How this tree's digest was hashed, kept so a tree derived from it resumes the hash. */
+  #trail: HashTrail | undefined;
+  /** The trail of the nearest tree this one derives from whose digest was computed. */
+  #resumeFrom: HashTrail | undefined;
 
   /** `processes` is the index's own immutable canonical order (shared, never copied). */
   private constructor(incarnationId: TreeIncarnationId, treeLimits: TreeLimits, index: TreeIndex) {
@@ -153,6 +159,7 @@ export class TreeSnapshot {
     const index = this.#index.derive(list, fail);
     checkChanges(this.#index, index, list, this.#treeLimits, fail);
     const snapshot = new TreeSnapshot(this.#incarnationId, this.#treeLimits, index);
+    snapshot.#resumeFrom = this.#trail ?? this.#resumeFrom;
     if (!this.#treeLimits.maxSnapshotBytes.admits(BigInt(snapshot.#size))) {
       fail(`encoded size ${snapshot.#size} exceeds max_snapshot_bytes ${this.#treeLimits.maxSnapshotBytes.toString()}`);
     }
@@ -221,8 +228,27 @@ export class TreeSnapshot {
 
   /** sha256 of the canonical bytes (computed once); stores must use it as the head digest. */
   get digest(): Digest {
-    this.#digest ??= this.#json === undefined ? Digest.ofParts(this.#pieces()) : Digest.of(this.#json);
+    if (this.#digest === undefined) {
+      // Resumed from the tree this one was derived from: only the pieces after the first change
+      // (back to the last kept hash state) are hashed again.
+      this.#trail = HashTrail.of(this.#hashPieces(), this.#resumeFrom);
+      this.#resumeFrom = undefined;
+      this.#digest = this.#trail.digest;
+    }
     return this.#digest;
+  }
+
+  /** The canonical text as the processes' own pieces (see `ProcessSnapshot.pieces`). */
+  #hashPieces(): string[] {
+    const pieces = [this.#head];
+    let first = true;
+    for (const process of this.#processes) {
+      if (!first) pieces.push(',');
+      first = false;
+      for (const piece of process.pieces()) pieces.push(piece);
+    }
+    pieces.push(this.#tail);
+    return pieces;
   }
 
   /** The canonical JSON text (assembled once, on first use). */
@@ -439,51 +465,6 @@ class TreeIndex implements TreeLookup {
 
   childrenOf(id: ProcessId): readonly ProcessId[] {
     return this.#children.get(id.toString()) ?? [];
-  }
-}
-
-/**
- * An immutable map that shares the entries it did not change with the map it was derived from:
- * a derivation costs the changes, not the whole map (a Step beside a thousand children copies
- * none of them). Lookups walk at most `maxLayers` layers; the next derivation flattens, so the
- * whole map is copied once per `maxLayers` derivations and old layers are let go.
- */
-class SharedMap<V> {
-  static readonly maxLayers = 8;
-  readonly #own: ReadonlyMap<string, V>;
-  readonly #base: SharedMap<V> | undefined;
-  readonly #layers: number;
-
-  private constructor(own: ReadonlyMap<string, V>, base: SharedMap<V> | undefined) {
-    this.#own = own;
-    this.#base = base;
-    this.#layers = base === undefined ? 1 : base.#layers + 1;
-    Object.freeze(this);
-  }
-
-  /** Takes ownership of `entries` (the caller must not change it afterwards). */
-  static of<V>(entries: Map<string, V>): SharedMap<V> {
-    return new SharedMap(entries, undefined);
-  }
-
-  get(key: string): V | undefined {
-    for (let layer: SharedMap<V> | undefined = this; layer !== undefined; layer = layer.#base) {
-      const value = layer.#own.get(key);
-      if (value !== undefined) return value;
-    }
-    return undefined;
-  }
-
-  /** This map with `changes` set (taking ownership of `changes`). */
-  with(changes: Map<string, V>): SharedMap<V> {
-    if (changes.size === 0) return this;
-    if (this.#layers < SharedMap.maxLayers) return new SharedMap(changes, this);
-    const layers: ReadonlyMap<string, V>[] = [];
-    for (let layer: SharedMap<V> | undefined = this; layer !== undefined; layer = layer.#base) layers.push(layer.#own);
-    const flat = new Map<string, V>();
-    for (let index = layers.length - 1; index >= 0; index -= 1) for (const [key, value] of layers[index] as ReadonlyMap<string, V>) flat.set(key, value);
-    for (const [key, value] of changes) flat.set(key, value);
-    return new SharedMap(flat, undefined);
   }
 }
 

@@ -8,16 +8,51 @@ import { Payload } from './payload.js';
  * byte form and re-encoding a parsed record reproduces its digest.
  */
 
-/** Already-canonical JSON text spliced verbatim into a record (payloads, nested records). */
+/**
+ * Already-canonical JSON text spliced verbatim into a record (payloads, nested records). A spliced
+ * value ({@link RawJson.spliced}) is given as its parts and joined only when its text is asked for:
+ * a mailbox of thousands of cached records is measured, hashed and written part by part.
+ */
 export class RawJson {
+  #text: string | undefined;
   #byteLength: number | undefined;
-  constructor(readonly text: string) {}
+  readonly #parts: readonly (string | RawJson)[] | undefined;
+
+  constructor(source: string | SplicedSource) {
+    if (typeof source === 'string') {
+      this.#text = source;
+      this.#parts = undefined;
+    } else {
+      this.#parts = source.parts;
+      this.#byteLength = source.byteLength;
+    }
+  }
+
+  /** A value whose text is the concatenation of `parts`, `byteLength` UTF-8 bytes long (the caller's sum). */
+  static spliced(parts: readonly (string | RawJson)[], byteLength: number): RawJson {
+    return new RawJson({ parts, byteLength });
+  }
+
+  get text(): string {
+    this.#text ??= (this.#parts as readonly (string | RawJson)[]).map((part) => (typeof part === 'string' ? part : part.text)).join('');
+    return this.#text;
+  }
+
+  /** The parts of a spliced value (undefined for a plain one). */
+  get parts(): readonly (string | RawJson)[] | undefined {
+    return this.#parts;
+  }
 
   /** The text's UTF-8 length (measured once; keep one instance per cached text to reuse it). */
   get byteLength(): number {
     this.#byteLength ??= utf8Length(this.text);
     return this.#byteLength;
   }
+}
+
+interface SplicedSource {
+  readonly parts: readonly (string | RawJson)[];
+  readonly byteLength: number;
 }
 
 export type WireValue =
@@ -76,6 +111,71 @@ export function encodeWire(value: WireValue): string {
     first = false;
   }
   return `${text}}`;
+}
+
+/** Texts at least this long stay pieces of their own, so a resumable hash can recognise them unchanged. */
+const ownPieceLength = 256;
+
+/**
+ * `encodeWire(value)` as a list of pieces whose concatenation is that text: long spliced texts (cached
+ * records, payloads) and the parts of spliced values are pieces of their own, kept as the same string
+ * objects; the short text between them is merged. A value re-encoded after a small change yields mostly the same pieces, which is what
+ * lets {@link HashTrail} hash only what changed.
+ */
+export function wirePieces(value: WireValue): string[] {
+  const pieces: string[] = [];
+  let literal = '';
+  const text = (piece: string): void => {
+    if (piece.length < ownPieceLength) {
+      literal += piece;
+      return;
+    }
+    if (literal !== '') pieces.push(literal);
+    literal = '';
+    pieces.push(piece);
+  };
+  // A spliced value's parts (a mailbox's records) are pieces of their own whatever their length.
+  const own = (part: RawJson): void => {
+    if (part.parts !== undefined) return walk(part);
+    if (literal !== '') pieces.push(literal);
+    literal = '';
+    pieces.push(part.text);
+  };
+  const walk = (node: WireValue): void => {
+    if (node instanceof RawJson) {
+      const parts = node.parts;
+      if (parts === undefined) text(node.text);
+      else for (const part of parts) typeof part === 'string' ? text(part) : own(part);
+      return;
+    }
+    if (Array.isArray(node)) {
+      literal += '[';
+      for (let index = 0; index < node.length; index++) {
+        if (index > 0) literal += ',';
+        walk(node[index] as WireValue);
+      }
+      literal += ']';
+      return;
+    }
+    if (node === null || typeof node !== 'object') {
+      literal += encodeWire(node);
+      return;
+    }
+    const record = node as { readonly [name: string]: WireValue | undefined };
+    literal += '{';
+    let first = true;
+    for (const name of Object.keys(record).sort()) {
+      const member = record[name];
+      if (member === undefined) continue;
+      literal += (first ? '' : ',') + memberPrefix(name).text;
+      first = false;
+      walk(member);
+    }
+    literal += '}';
+  };
+  walk(value);
+  if (literal !== '') pieces.push(literal);
+  return pieces;
 }
 
 /**

@@ -1,0 +1,65 @@
+import { createHash, type Hash } from 'node:crypto';
+import { Digest } from './digest.js';
+
+/** Hashed text (in UTF-16 code units, a close enough measure) between two kept hash states. */
+const checkpointSpacing = 32 * 1024;
+
+interface Checkpoint {
+  /** The state after hashing `pieces[0 .. index)`. */
+  readonly index: number;
+  readonly state: Hash;
+}
+
+/**
+ * sha256 of a text given as pieces (`Digest.of(pieces.join(''))`, strings as UTF-8), resumable: the
+ * hash state is kept every {@link checkpointSpacing} characters, so the pieces of a changed copy of
+ * the text — a tree after one commit, most pieces the same — are hashed only from the last kept
+ * state before the first piece that differs. A history of thousands of retained signals is then not
+ * rehashed for each new one, and the digest stays the sha256 of the canonical bytes.
+ */
+export class HashTrail {
+  readonly #pieces: readonly string[];
+  readonly #checkpoints: readonly Checkpoint[];
+  readonly digest: Digest;
+
+  private constructor(pieces: readonly string[], checkpoints: readonly Checkpoint[], digest: Digest) {
+    this.#pieces = pieces;
+    this.#checkpoints = checkpoints;
+    this.digest = digest;
+    Object.freeze(this);
+  }
+
+  /** Hashes `pieces`, resuming from `previous` (the trail of an earlier version of the text) where they agree. */
+  static of(pieces: readonly string[], previous?: HashTrail): HashTrail {
+    const kept: Checkpoint[] = [];
+    let hash: Hash | undefined;
+    let from = 0;
+    if (previous !== undefined) {
+      const before = previous.#pieces;
+      const limit = Math.min(before.length, pieces.length);
+      let same = 0;
+      while (same < limit && before[same] === pieces[same]) same += 1;
+      for (const checkpoint of previous.#checkpoints) {
+        if (checkpoint.index > same) break;
+        kept.push(checkpoint);
+      }
+      const resume = kept.at(-1);
+      if (resume !== undefined) {
+        hash = resume.state.copy();
+        from = resume.index;
+      }
+    }
+    hash ??= createHash('sha256');
+    let sinceCheckpoint = 0;
+    for (let index = from; index < pieces.length; index += 1) {
+      const piece = pieces[index] as string;
+      hash.update(piece);
+      sinceCheckpoint += piece.length;
+      if (sinceCheckpoint >= checkpointSpacing && index + 1 < pieces.length) {
+        kept.push({ index: index + 1, state: hash.copy() });
+        sinceCheckpoint = 0;
+      }
+    }
+    return new HashTrail(pieces, kept, Digest.finish(hash));
+  }
+}
