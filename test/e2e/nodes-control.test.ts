@@ -115,6 +115,8 @@ test('a fault latched on the owner wakes a long poll on another node with 503 ru
     const waitId = await waitingWaitId(a, id);
     // B does not hold the tree: its poll waits on the tree's log.
     const poll = fetch(processUrl(b, id, '/result?waitMs=20000'));
+    // Barrier: B's poll is following the tree's log (its shared tail blocks in XREAD) before writes stall.
+    await eventually(async () => ((await cluster.redis.call('CLIENT', 'LIST')) as string).includes('cmd=xread') || undefined, 'B\'s poll tailing the log');
     // Writes stall past the 5 s storage deadline: the answer's commit fails on A and the tree latches.
     await cluster.redis.call('CLIENT', 'PAUSE', '6000', 'WRITE');
     const answer = await post(processUrl(a, id, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
