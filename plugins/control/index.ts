@@ -5,8 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlAction } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
-import { agencyOf } from '../request-agency.js';
-import { forwardedControlScope, treeControlForwarder } from '../../src/app/forwarding.js';
+import { agencyOf, controlScopeOf } from '../request-agency.js';
 import { NoQuery, ProcessParams, TreeParams, ref, wire } from '../shared.js';
 import { BulkControlRequest, BulkControlResult, ControlAccepted, ControlRequest, TreeControlAccepted, controlActions } from './schemas.js';
 
@@ -115,7 +114,7 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request, reply) => {
-        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason, { agency: agencyOf(request), scope: forwardedControlScope(request) });
+        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason, { agency: agencyOf(request), scope: controlScopeOf(request) });
         return reply.code(outcome.affected === 0 ? 200 : 202).send(outcome);
       },
     );
@@ -155,7 +154,7 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
           {
             agency: agencyOf(request),
             // A tree another live node owns is controlled there (one hop, as the tree routes are forwarded).
-            forward: treeControlForwarder(request, { nodeId: () => app.host.nodeId, registry: app.host.telemetry.registry, agency: agencyOf(request) }),
+            forward: app.forwardTreeControl(request, agencyOf(request)),
           },
         ),
       ),

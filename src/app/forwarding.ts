@@ -127,15 +127,10 @@ async function relay(response: Response, reply: FastifyReply, target: OwnerHint)
   await reply.code(response.status).send(response.status === 204 || response.status === 304 ? undefined : body);
 }
 
-/** On a forwarded tree control: the scope the forwarding node's call had (`bulk`), for the control's record. */
+/** On a forwarded tree control: the scope the forwarding node's call had (`bulk`), for the control's record (plugins/request-agency.ts reads it). */
 export const controlScopeHeader = 'scope-control-scope';
 /** On a forwarded request: whether a person or the machine sent it (plugins/request-agency.ts reads it). */
 const agencyHeader = 'scope-signal-agency';
-
-/** The scope a tree control records: `bulk` only when a node forwarded one tree of its bulk call. */
-export function forwardedControlScope(request: FastifyRequest): 'tree' | 'bulk' {
-  return request.headers[forwardedByHeader] !== undefined && request.headers[controlScopeHeader] === 'bulk' ? 'bulk' : 'tree';
-}
 
 /**
  * Bulk control with several nodes (docs/process-trees.md "Bulk control"): the control of one tree a
