@@ -17,7 +17,7 @@ async function statusOf(node: Node, id: string): Promise<string> {
   return (await json(await fetch(processUrl(node, id)))).status as string;
 }
 
-test('bulk cancel by filter from node B reaches trees owned by A, by B and by nobody: dry-run count = affected, all end canceled', { timeout: 90_000 }, async () => {
+test('bulk cancel by filter from node B reaches trees owned by A, by B and by nobody: dry-run count = affected, all end canceled', { timeout: 240_000 }, async () => {
   const cluster = new Cluster();
   await cluster.start();
   try {
@@ -63,7 +63,7 @@ test('bulk cancel by filter from node B reaches trees owned by A, by B and by no
   }
 });
 
-test('SIGKILL of the owner during a tree interrupt: the new owner holds child starts too (engine.child.interrupt_pending)', { timeout: 90_000 }, async () => {
+test('SIGKILL of the owner during a tree interrupt: the new owner holds child starts too (engine.child.interrupt_pending)', { timeout: 240_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'scope-interrupt-'));
   const cluster = new Cluster();
   await cluster.start();
@@ -104,7 +104,7 @@ test('SIGKILL of the owner during a tree interrupt: the new owner holds child st
   }
 });
 
-test('a fault latched on the owner wakes a long poll on another node with 503 runtime_stopped', { timeout: 90_000 }, async () => {
+test('a fault latched on the owner wakes a long poll on another node with 503 runtime_stopped', { timeout: 240_000 }, async () => {
   const cluster = new Cluster();
   await cluster.start();
   try {
