@@ -10,3 +10,11 @@ export function agencyOf(request: FastifyRequest): 'user' | 'machine' {
   const forwarded = request.headers['scope-forwarded-by'] !== undefined;
   return forwarded && request.headers['scope-signal-agency'] === 'machine' ? 'machine' : 'user';
 }
+
+/**
+ * The scope a tree control records: `bulk` only when another node forwarded one tree of a bulk call
+ * (its `scope-control-scope` header, src/app/forwarding.ts); a caller's own header counts for nothing.
+ */
+export function controlScopeOf(request: FastifyRequest): 'tree' | 'bulk' {
+  return request.headers['scope-forwarded-by'] !== undefined && request.headers['scope-control-scope'] === 'bulk' ? 'bulk' : 'tree';
+}

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ControlAction } from '../../src/server/host.js';
 import { problemResponses } from '../problem-details.js';
-import { agencyOf } from '../request-agency.js';
+import { agencyOf, controlScopeOf } from '../request-agency.js';
 import { NoQuery, ProcessParams, TreeParams, ref, wire } from '../shared.js';
 import { BulkControlRequest, BulkControlResult, ControlAccepted, ControlRequest, TreeControlAccepted, controlActions } from './schemas.js';
 
@@ -114,7 +114,7 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request, reply) => {
-        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason, { agency: agencyOf(request) });
+        const outcome = await app.host.controlTree(request.params.rootId, action, request.body.reason, { agency: agencyOf(request), scope: controlScopeOf(request) });
         return reply.code(outcome.affected === 0 ? 200 : 202).send(outcome);
       },
     );
@@ -131,8 +131,9 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Applies the action tree by tree to the root processes the filter matches, as `POST /v1/trees/{rootId}/{action}` would (one commit per tree). ' +
           'One call covers at most 100 roots of the process list (newest first); `truncated` and `nextCursor` say where the next call continues. ' +
-          '`dryRun: true` reads the same roots and changes nothing. With several nodes, trees another node owns are reported in `failed` ' +
-          '(`tree_owned_elsewhere`): run the call on that node too.',
+          '`dryRun: true` reads the same roots and changes nothing. With several nodes, the call covers every node: a tree another live node owns ' +
+          'is controlled by that node (forwarded to it, one hop, as `POST /v1/trees/{rootId}/{action}` is), a tree no live node owns is restored ' +
+          'where the call landed; each tree that could not be controlled is listed in `failed` with its problem code.',
         querystring: NoQuery,
         body: ref(BulkControlRequest),
         response: {
@@ -150,7 +151,11 @@ const control: FastifyPluginAsyncTypebox = async (app) => {
             // Only the caller's tenant's trees (authentication on).
             ...(request.principal === undefined ? {} : { tenant: request.principal.tenant }),
           },
-          { agency: agencyOf(request) },
+          {
+            agency: agencyOf(request),
+            // A tree another live node owns is controlled there (one hop, as the tree routes are forwarded).
+            forward: app.forwardTreeControl(request, agencyOf(request)),
+          },
         ),
       ),
   );

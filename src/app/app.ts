@@ -20,9 +20,9 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
-import type { Host } from '../server/host.js';
+import type { Host, TreeControlForward } from '../server/host.js';
 import { HttpMetrics } from './http-metrics.js';
-import { forwarder, rememberRawBody } from './forwarding.js';
+import { forwarder, rememberRawBody, treeControlForwarder } from './forwarding.js';
 import { clientErrorHandler, refuseAnsweredEarly } from '../../plugins/client-errors.js';
 import problemDetails, {
   documentProblems,
@@ -63,6 +63,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The Host facade: the only way plugins reach engines, stores and event logs. */
     host: Host;
+    /** Bulk control with several nodes: sends one tree's control, on behalf of `request`, to the node that owns it (forwarding.ts). */
+    forwardTreeControl: (request: FastifyRequest, agency: 'user' | 'machine') => TreeControlForward;
   }
 }
 
@@ -333,6 +335,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     }
   });
   app.decorate('host', options.host);
+  app.decorate('forwardTreeControl', (request: FastifyRequest, agency: 'user' | 'machine') =>
+    treeControlForwarder(request, { nodeId: () => options.host.nodeId, registry: options.host.telemetry.registry, agency }),
+  );
   // First of every hook list: a request on a connection already answered early never reaches a handler.
   app.addHook('onRequest', async (request, reply) => refuseAnsweredEarly(request, reply));
   app.addHook('preHandler', async (request, reply) => refuseAnsweredEarly(request, reply));

@@ -126,3 +126,62 @@ async function relay(response: Response, reply: FastifyReply, target: OwnerHint)
   const body = Buffer.from(await response.arrayBuffer());
   await reply.code(response.status).send(response.status === 204 || response.status === 304 ? undefined : body);
 }
+
+/** On a forwarded tree control: the scope the forwarding node's call had (`bulk`), for the control's record (plugins/request-agency.ts reads it). */
+export const controlScopeHeader = 'scope-control-scope';
+/** On a forwarded request: whether a person or the machine sent it (plugins/request-agency.ts reads it). */
+const agencyHeader = 'scope-signal-agency';
+
+/**
+ * Bulk control with several nodes (docs/process-trees.md "Bulk control"): the control of one tree a
+ * live other node owns, sent to it as `POST /v1/trees/{rootId}/{action}` — the same one hop, owner hint
+ * and single retry as {@link forwarder}, the caller's Authorization along. Resolves with the owner's
+ * outcome; throws the owner's problem (its `code`), or `owner_unreachable`.
+ */
+export function treeControlForwarder(
+  request: FastifyRequest,
+  options: ForwardingOptions & { readonly agency: 'user' | 'machine' },
+): (rootId: string, owner: OwnerHint, action: string, reason: string | undefined) => Promise<{ rootId: string; action: ControlActionName; affected: number }> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const forwards = forwardsCounter(options.registry);
+  return async (rootId, owner, action, reason) => {
+    const headers: Record<string, string> = {
+      [forwardedByHeader]: options.nodeId(),
+      [controlScopeHeader]: 'bulk',
+      [agencyHeader]: options.agency,
+      'content-type': 'application/json',
+    };
+    for (const name of ['authorization', 'x-request-id'] as const) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    const body = JSON.stringify(reason === undefined ? {} : { reason });
+    let target = owner;
+    for (let attempt = 0; ; attempt += 1) {
+      let response: Response;
+      try {
+        response = await fetch(`${target.url}/v1/trees/${encodeURIComponent(rootId)}/${action}`, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+      } catch (cause) {
+        forwards?.inc({ outcome: 'unreachable' });
+        throw codedError(HostErrorCode.ownerUnreachable, `tree owned by node ${target.nodeId}, which did not answer at ${target.url}; retry shortly (its trees are taken over once its lease lapses)`, cause);
+      }
+      const hintUrl = response.headers.get(ownerUrlHeader);
+      const hintNode = response.headers.get(ownerNodeHeader);
+      if (attempt === 0 && response.status === 409 && hintUrl !== null && hintNode !== null && hintUrl !== target.url && hintNode !== options.nodeId()) {
+        await response.body?.cancel();
+        target = { nodeId: hintNode, url: hintUrl };
+        continue;
+      }
+      const answer = (await response.json().catch(() => undefined)) as { rootId?: unknown; action?: unknown; affected?: unknown; code?: unknown; detail?: unknown } | undefined;
+      forwards?.inc({ outcome: 'relayed' });
+      if ((response.status === 200 || response.status === 202) && typeof answer?.affected === 'number') {
+        return { rootId, action: action as ControlActionName, affected: answer.affected };
+      }
+      const code = typeof answer?.code === 'string' ? answer.code : 'internal_error';
+      const detail = typeof answer?.detail === 'string' ? answer.detail : `node ${target.nodeId} answered ${response.status}`;
+      throw Object.assign(new Error(detail), { code });
+    }
+  };
+}
+
+type ControlActionName = 'pause' | 'resume' | 'cancel' | 'kill';

@@ -324,7 +324,7 @@ export interface paths {
         put?: never;
         /**
          * Pause, resume, cancel or kill every tree whose root matches a filter
-         * @description Applies the action tree by tree to the root processes the filter matches, as `POST /v1/trees/{rootId}/{action}` would (one commit per tree). One call covers at most 100 roots of the process list (newest first); `truncated` and `nextCursor` say where the next call continues. `dryRun: true` reads the same roots and changes nothing. With several nodes, trees another node owns are reported in `failed` (`tree_owned_elsewhere`): run the call on that node too.
+         * @description Applies the action tree by tree to the root processes the filter matches, as `POST /v1/trees/{rootId}/{action}` would (one commit per tree). One call covers at most 100 roots of the process list (newest first); `truncated` and `nextCursor` say where the next call continues. `dryRun: true` reads the same roots and changes nothing. With several nodes, the call covers every node: a tree another live node owns is controlled by that node (forwarded to it, one hop, as `POST /v1/trees/{rootId}/{action}` is), a tree no live node owns is restored where the call landed; each tree that could not be controlled is listed in `failed` with its problem code.
          */
         post: operations["bulkControlProcesses"];
         delete?: never;

@@ -85,6 +85,7 @@ import { ProcessList } from './process-list.js';
 import { parseProcessId, processFinished, snapshotOf, TreeResidency, treeNotFound, type Located } from './residency.js';
 import { Starts } from './starts.js';
 import { InterruptBarrier } from './interrupt-barrier.js';
+import { decodeInterruptRecord, headSettled, interruptRecordSuffix, interruptReleaseHostValues } from './interrupt-record.js';
 import { defaultInterruptReleaseMs } from './control-config.js';
 import { TreeControl } from './tree-control.js';
 import { bulkControl } from './bulk-control.js';
@@ -313,6 +314,7 @@ export class EngineHost implements Host {
       finishedTreeRetention: options.finishedTreeRetention,
       rootLookup: backend.rootOf,
       assertRestorable: (root) => storeCall('succession read', () => this.#succession.assertNotSuperseded(root)),
+      beforeActivation: (root, head) => this.#rearmInterrupt(root, head),
     });
     this.#residency = residency;
     this.#hibernation = new Hibernation({
@@ -544,6 +546,16 @@ export class EngineHost implements Host {
     setTimeout(() => void attempt(0), 50).unref();
   }
 
+  /**
+   * Before a restored tree runs anything here: an interrupt still in force when its previous owner
+   * stopped holds child starts again (interrupt-record.ts). Embedded mode keeps no such record.
+   */
+  async #rearmInterrupt(root: string, head: TreeSnapshot): Promise<void> {
+    if (this.#backend.redis === undefined) return;
+    const text = await storeCall('interrupt record read', () => this.#backend.committer.readRecord(ProcessId.parse(root), interruptRecordSuffix));
+    this.#interrupts.rearm(root, decodeInterruptRecord(text), headSettled(head), Date.now());
+  }
+
   /** Latches the tree's first fault when its runtime stopped; its message is read once outside the listener. */
   #latchFault(event: Event): void {
     const root = event.relation.rootId.toString();
@@ -737,8 +749,10 @@ export class EngineHost implements Host {
     if (current.done) return current;
     // Restored here meanwhile (a takeover, a command that restored it): its runtime answers.
     if (located.kind === 'local') return this.#awaitLocalResult(processId, located, signal);
-    await watchForFinish(this.#backend.log, root, processId, from, signal);
+    // The owner's fault reaches this node through the tree's log (finish-watch.ts).
+    const ownerFault = await watchForFinish(this.#backend.log, root, processId, from, signal);
     if (signal.reason instanceof TreeFaultedError) throw signal.reason;
+    if (ownerFault !== undefined) throw ownerFault;
     const now = await this.#residency.locateOrThrow(processId);
     const answer = this.#poll(now);
     // Restored here meanwhile, and the log ran ahead of the runtime's installed head: its handle answers.
@@ -800,7 +814,9 @@ export class EngineHost implements Host {
     const stoppedBefore = located.inspection.stopped;
     try {
       // Who sent it is written with the control's commit (control-agency.ts).
-      const hostValues = controlHostValues({ action, scope: 'process', processId, agency, at: new Date().toISOString() });
+      const recorded = controlHostValues({ action, scope: 'process', processId, agency, at: new Date().toISOString() });
+      // A resume in a tree whose interrupt is over also ends its record, so no later restore revives it.
+      const hostValues = action === 'resume' && !this.#interrupts.holds(located.root) ? { ...recorded, ...interruptReleaseHostValues() } : recorded;
       await this.#command(located.handle, action, reason, hostValues);
     } catch (error) {
       await this.#routing.fencedOut(located.root, error);
@@ -827,7 +843,7 @@ export class EngineHost implements Host {
   }
 
   controlTree(rootId: string, action: ControlAction, reason?: string, options: ControlRequestOptions = {}): Promise<TreeControlOutcome> {
-    return this.#controlTree(rootId, action, reason, options.agency ?? 'machine', 'tree');
+    return this.#controlTree(rootId, action, reason, options.agency ?? 'machine', options.scope ?? 'tree');
   }
 
   #controlTree(rootId: string, action: ControlAction, reason: string | undefined, agency: Agency, scope: 'tree' | 'bulk'): Promise<TreeControlOutcome> {
@@ -839,7 +855,15 @@ export class EngineHost implements Host {
     return bulkControl(
       {
         list: (query) => this.listProcesses(query),
-        control: (root, action, reason) => this.#controlTree(root, action, reason, options.agency ?? 'machine', 'bulk'),
+        control: async (root, action, reason) => {
+          try {
+            return await this.#controlTree(root, action, reason, options.agency ?? 'machine', 'bulk');
+          } catch (error) {
+            // Another live node owns it: that node controls it, as POST /v1/trees/{rootId}/… would be forwarded.
+            if (error instanceof OwnedElsewhereError && options.forward !== undefined) return options.forward(root, error.owner, action, reason);
+            throw error;
+          }
+        },
         unexpected: (root, error) => this.#logger?.error({ err: error, rootId: root }, 'bulk control failed on a tree'),
       },
       request,

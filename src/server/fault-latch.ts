@@ -1,4 +1,4 @@
-import { ErrorCode, KernelError } from '../kernel/index.js';
+import { ErrorCode, Event, KernelError } from '../kernel/index.js';
 import type { TreeFaultView } from './host.js';
 
 /**
@@ -109,4 +109,23 @@ export class FaultLatch {
       },
     };
   }
+}
+
+/**
+ * The fault a tree's `agent.runtime.stopped` log entry announces, as the refusal its owner answers
+ * with — for a long poll on another node, which learns of the owner's latch from the tree's log (the
+ * owner appends the event there like every attempt event). Undefined for an entry that is not a
+ * fault (a writer fenced by another incarnation) or that cannot be read.
+ */
+export function faultOfStoppedEntry(rootId: string, data: string): TreeFaultedError | undefined {
+  let event: Event;
+  try {
+    event = Event.parse(data);
+  } catch {
+    return undefined;
+  }
+  const failure = event.runtimeStopped()?.failure;
+  const incarnationId = event.treeIncarnationId?.toString();
+  if (failure === undefined || incarnationId === undefined || notFaults.has(failure.code)) return undefined;
+  return new TreeFaultedError(rootId, { code: failure.code, message: failure.code, since: event.occurredAt, incarnationId });
 }

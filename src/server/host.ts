@@ -374,7 +374,18 @@ export interface SuccessionView {
 export interface ControlRequestOptions {
   /** Who sent it, as the server saw it (default `machine`; HTTP callers are `user`: plugins/request-agency.ts). */
   readonly agency?: Agency;
+  /** What the control's record names as its scope (a bulk call's tree forwarded to its owner stays `bulk`; default `tree`). */
+  readonly scope?: 'tree' | 'bulk';
+  /**
+   * Bulk control with several nodes: the tree control of a root another live node owns, sent to that
+   * owner (the HTTP edge's src/app/forwarding.ts, one hop, the caller's identity along); without it,
+   * such a tree is reported `tree_owned_elsewhere`.
+   */
+  readonly forward?: TreeControlForward;
 }
+
+/** Sends one tree's control to the node that owns it; resolves with that node's outcome, throws its problem. */
+export type TreeControlForward = (rootId: string, owner: { readonly nodeId: string; readonly url: string }, action: ControlAction, reason: string | undefined) => Promise<TreeControlOutcome>;
 
 export interface TreeView {
   readonly rootId: string;

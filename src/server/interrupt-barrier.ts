@@ -8,9 +8,11 @@ import type { Logger } from 'pino';
  * `engine.child.interrupt_pending` (through the Engine's ProcessAdmitter), so an interrupted agent cannot
  * open fresh work while the interrupt lands. User input is not held: signals keep queuing as always.
  *
- * The barrier lives on the node that owns the tree (the one whose runtime admits its children). It is
- * released when the tree settles, by a resume, or — so that a process that never reaches a boundary
- * cannot hold a tree's starts forever — after `releaseMs`, which is logged.
+ * The barrier is held on the node that owns the tree (the one whose runtime admits its children), and
+ * recorded beside the tree's head with the control's commit (interrupt-record.ts), so a node that takes
+ * the tree over holds it again ({@link rearm}) for what is left of its time. It is released when the
+ * tree settles, by a resume, or — so that a process that never reaches a boundary cannot hold a tree's
+ * starts forever — after `releaseMs`, which is logged.
  */
 export interface InterruptBarrierOptions {
   readonly releaseMs: number;
@@ -33,16 +35,33 @@ export class InterruptBarrier {
     this.#options = options;
   }
 
-  /** Holds child starts in `root` (again, with a fresh cap, when already held). */
-  hold(root: string, action: string): void {
+  get releaseMs(): number {
+    return this.#options.releaseMs;
+  }
+
+  /** Holds child starts in `root` (again, with a fresh cap, when already held), for `forMs` (default: the cap). */
+  hold(root: string, action: string, forMs: number = this.#options.releaseMs): void {
     this.lift(root);
     const timer = setTimeout(() => {
       if (this.#held.get(root)?.timer !== timer) return;
       this.#held.delete(root);
       this.#options.logger?.warn({ rootId: root, action, releaseMs: this.#options.releaseMs }, 'interrupt barrier released by its time cap before the tree settled');
-    }, this.#options.releaseMs);
+    }, forMs);
     timer.unref();
     this.#held.set(root, { action, timer });
+  }
+
+  /**
+   * A restore of `root` here (a takeover, a wake): holds child starts again when its stored interrupt
+   * is still in force — recorded, before its deadline (`until`, ms since the epoch), and the head not
+   * settled — for what is left of its time. Called before the new incarnation runs anything.
+   */
+  rearm(root: string, record: { readonly action: string; readonly until: number } | undefined, settled: boolean, now: number): void {
+    if (record === undefined || settled || this.#held.has(root)) return;
+    const left = record.until - now;
+    if (left <= 0) return;
+    this.hold(root, record.action, Math.min(left, this.#options.releaseMs));
+    this.#options.logger?.info({ rootId: root, action: record.action, releaseInMs: Math.round(left) }, 'interrupt barrier held again after a restore');
   }
 
   lift(root: string): void {

@@ -18,6 +18,7 @@ import { gateRecordSuffix } from './gates/gate-record.js';
 import { type AgencyPlan, agencyRecordSuffix, type SignalAgency } from './signal-agency.js';
 import type { UnknownIndexPlan, UnknownIndexWriter } from './unknown-index-writer.js';
 import { type ControlAgency, type ControlPlan, controlRecordSuffix } from './control-agency.js';
+import { interruptRecordSuffix, interruptRecordWrite } from './interrupt-record.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -134,6 +135,7 @@ export class RedisHostCommitter extends CommitterBase {
       for (const suffix of answeredGateSuffixes(head)) await this.#store.deleteRecord(rootId, suffix).catch(() => undefined);
       for (const process of head.processSnapshots()) await this.#store.deleteRecord(rootId, agencyRecordSuffix(process.processId.toString())).catch(() => undefined);
       await this.#store.deleteRecord(rootId, controlRecordSuffix).catch(() => undefined);
+      await this.#store.deleteRecord(rootId, interruptRecordSuffix).catch(() => undefined);
       // Its succession records go too: a purged tree has no successor to point at, and a successor's
       // pointer back would name a head that is gone (the tombstone still refuses a re-creation).
       await this.#store.deleteRecord(rootId, successionRecordSuffix).catch(() => undefined);
@@ -179,6 +181,9 @@ export class RedisHostCommitter extends CommitterBase {
     records.push(...(agency?.writes ?? []));
     const control = await this.#controlWrite(checkpoint.rootId, context);
     if (control !== undefined) records.push(control.write);
+    // A tree-wide interrupt's barrier, durable with the control (interrupt-record.ts).
+    const interrupt = interruptRecordWrite(context?.hostValues, Date.now());
+    if (interrupt !== undefined) records.push(interrupt);
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });

@@ -37,6 +37,8 @@ export interface ResidencyOptions {
   readonly finishedTreeRetention?: number;
   /** Throws when the stored tree must not run here at all (it was moved on to a successor: succession.ts). */
   readonly assertRestorable?: (root: string) => Promise<void>;
+  /** Right before a restore's activation, with the head it restores (the interrupt barrier re-arms: engine-host.ts). */
+  readonly beforeActivation?: (root: string, head: TreeSnapshot) => Promise<void>;
 }
 
 /** Parses a process id from a request (`invalid_request`, never a kernel identity error). */
@@ -72,6 +74,7 @@ export class TreeResidency {
   readonly #retention: number;
   readonly #rootLookup: ((processId: string) => Promise<string | undefined>) | undefined;
   readonly #assertRestorable: ((root: string) => Promise<void>) | undefined;
+  readonly #beforeActivation: ((root: string, head: TreeSnapshot) => Promise<void>) | undefined;
   /** Roots of the trees this Engine owns (a cache of what the Engine says). */
   readonly #localRoots = new Set<string>();
   /** Non-root process id → its root (children of stored trees are found through it). */
@@ -96,6 +99,7 @@ export class TreeResidency {
     this.#retention = options.finishedTreeRetention ?? 1_000;
     this.#rootLookup = options.rootLookup;
     this.#assertRestorable = options.assertRestorable;
+    this.#beforeActivation = options.beforeActivation;
     if (!Number.isSafeInteger(this.#retention) || this.#retention < 0) throw new TypeError('finishedTreeRetention must be a non-negative integer');
   }
 
@@ -316,6 +320,7 @@ export class TreeResidency {
       throw driftRefusal(root, drift);
     }
     const deployment = this.#catalog.resolve(head.root.deploymentRef);
+    await this.#beforeActivation?.(root, head);
     await this.#engine.restoreTree(deployment, head);
     this.adopt(root, head);
     return head;

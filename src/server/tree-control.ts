@@ -1,6 +1,7 @@
 import { ErrorCode, KernelError, RuntimeError, validDiagnostic } from '../kernel/index.js';
 import { HostErrorCode, invalidRequest } from '../errors.js';
 import { controlHostValues } from './control-agency.js';
+import { interruptHostValues } from './interrupt-record.js';
 import type { ControlAction, TreeControlOutcome } from './host.js';
 import type { Agency } from './signal-agency.js';
 import type { InterruptBarrier } from './interrupt-barrier.js';
@@ -54,7 +55,8 @@ export class TreeControl {
     let affected: number;
     try {
       // Who sent it is written with the control's commit (control-agency.ts).
-      const hostValues = controlHostValues({ action, scope, processId: rootId, agency, at: new Date().toISOString() });
+      // And the barrier's record (interrupt-record.ts): a node taking the tree over holds child starts too.
+      const hostValues = { ...controlHostValues({ action, scope, processId: rootId, agency, at: new Date().toISOString() }), ...interruptHostValues(action, barrier.releaseMs, Date.now()) };
       affected = await located.handle.controlTree(action, reason ?? defaultReasons[action], { hostValues });
     } catch (error) {
       barrier.lift(rootId);

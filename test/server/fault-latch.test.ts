@@ -129,3 +129,50 @@ test('the latch keeps the first cause; a restore clears it; a fenced writer is n
   assert.equal(latch.refusal('root'), undefined);
   assert.equal(latch.trip('other', { ...first, code: 'engine.tree.incarnation_conflict' }), false);
 });
+
+test('another host\'s long poll on the tree wakes with the owner\'s fault; a writer fenced by a restore wakes none', { timeout: 60_000 }, async () => {
+  const prefix = freshPrefix();
+  const owner = redisHost({ url: server.url, prefix, storageTimeoutMs: 300 });
+  const other = redisHost({ url: server.url, prefix });
+  const admin = new Redis(server.url);
+  try {
+    // A fault: the owner's commit misses its deadline; the other host's poll waits on the tree's log.
+    const pid = (await start(owner.host, 'demo.approval', { subject: 'fault elsewhere' })).processId;
+    await untilSettled(owner.host, pid, stepCommittedWith('waiting'));
+    const waitId = (await owner.host.inspectProcess(pid)).waitId as string;
+    const poll = other.host.awaitResult(pid, 30_000);
+    // Barrier: the poll follows the tree's log (the other host's shared tail blocks in XREAD) before writes stall.
+    for (;;) {
+      if (((await admin.call('CLIENT', 'LIST')) as string).includes('cmd=xread')) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+    await assert.rejects(owner.host.deliverSignals(pid, [{ id: 'answer', waitId, payload: { approved: true } }]));
+    await assert.rejects(poll, (error: unknown) => (error as { code?: string }).code === 'runtime_stopped' && /because a commit failed \(engine\./.test((error as Error).message));
+
+    // No fault: a restore on the other host fences the owner, whose next commit stops its writer.
+    const fenced = (await start(owner.host, 'demo.approval', { subject: 'fenced' })).processId;
+    await untilSettled(owner.host, fenced, stepCommittedWith('waiting'));
+    const fencedWait = (await owner.host.inspectProcess(fenced)).waitId as string;
+    const third = redisHost({ url: server.url, prefix });
+    try {
+      const stopped = untilEntry(third.host, fenced, (entry) => entry.type === 'agent.runtime.stopped');
+      const quiet = third.host.awaitResult(fenced, 3_000);
+      await other.host.restoreTree(fenced);
+      await assert.rejects(owner.host.deliverSignals(fenced, [{ id: 'late', waitId: fencedWait, payload: { approved: false } }]));
+      await stopped;
+      const answer = await quiet;
+      assert.equal(answer.done, false, 'the poll ran to its time: a fenced writer is not the tree\'s fault');
+    } finally {
+      await third.host.close(1_000);
+      third.redis.disconnect();
+    }
+  } finally {
+    await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+    await owner.host.close(1_000);
+    await other.host.close(1_000);
+    owner.redis.disconnect();
+    other.redis.disconnect();
+    admin.disconnect();
+  }
+});

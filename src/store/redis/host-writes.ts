@@ -15,6 +15,8 @@ export interface HostRecord {
   readonly value: string;
   /** Expiry in milliseconds; absent = no expiry (the record then outlives a purge). */
   readonly ttlMs?: number;
+  /** Deletes the record instead (`value` and `ttlMs` are ignored): a commit that ends what the record said. */
+  readonly remove?: boolean;
 }
 
 /** What the store needs of a kernel Event (`CommitContext.events`). */
@@ -50,7 +52,7 @@ export interface HostWriteSet {
  *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
  *    entry to the one before it;
  * 2. each record, in order: `SET <record key> <value>` (`PX <ttlMs>` when given), overwriting any
- *    previous value;
+ *    previous value, or `DEL <record key>` for one marked `remove`;
  * 3. each inbox clear: `DEL <prefix>:{<root>}:inbox:<effectId>`.
  * A conflict applies none of it. An identical retry acknowledged as a duplicate (status 2) applies
  * none of it either: the original commit already applied its own writes, so a host must build the
@@ -166,6 +168,12 @@ export function encodeHostWrites(prefix: string, rootId: ProcessId, context: Red
     }
     if (seen.has(suffix)) throw invalid(`records[${index}] repeats the suffix ${suffix}`);
     seen.add(suffix);
+    if (record.remove === true) {
+      // The scripts read a `-` TTL as a deletion (see includes/hostWrites.lua).
+      keys.push(recordKey(prefix, rootId, suffix));
+      args.push('', '-');
+      return;
+    }
     if (typeof record.value !== 'string') throw invalid(`records[${index}].value must be a string`);
     const ttl = record.ttlMs;
     if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1)) {

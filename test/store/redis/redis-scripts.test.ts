@@ -211,6 +211,11 @@ test('redis host writes: the encoding the scripts parse', () => {
     keys: [recordKey('p', root, 'k'), effectInboxKey('p', root, effectId)],
     args: ['10', '0', 'v', '0', '', '-'],
   });
+  // A record marked `remove` travels like an inbox clear: its key, no value, the deletion marker.
+  assert.deepEqual(encodeHostWrites('p', root, { records: [{ suffix: 'interrupt', value: 'ignored', ttlMs: 9, remove: true }] }, 10), {
+    keys: [recordKey('p', root, 'interrupt')],
+    args: ['10', '0', '', '-'],
+  });
   assert.throws(() => encodeHostWrites('p', root, { inboxClears: ['effect:nope'] }, 7), isCode('invalid_commit'));
   assert.throws(() => encodeHostWrites('p', root, { inboxClears: [effectId, effectId] }, 7), isCode('invalid_commit'));
   assert.throws(() => encodeHostWrites('p', root, { entries: Array.from({ length: 1_025 }, () => ({ a: '1' })) }, 7), isCode('invalid_commit'));

@@ -6,7 +6,7 @@
     ARGV[at+1]    number of event-log entries E
     then E times: P (number of field/value pairs, > 0), field1, value1, ..., fieldP, valueP
     then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL; '-' =
-    delete the key, which the encoder uses only for a consumed settlement inbox)
+    delete the key: a consumed settlement inbox, or a record the host marks `remove`)
   Nothing may follow. Every argument is validated, and the event-log key's type checked, before the
   caller writes anything, so a malformed set can never leave a half-applied commit. The absent set
   is the common case and takes a fast path: false, no tables.
