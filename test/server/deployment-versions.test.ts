@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { loadDeploymentsModule } from '../../src/app/deployments-module.js';
 import { ProcessDispatchers } from '../../src/app/process-dispatchers.js';
+import { KernelError } from '../../src/kernel/errors.js';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import type { RestoreDecider } from '../../src/server/drift.js';
 import { counterV1, counterV2, moveOnFromV1 } from '../fixtures/counter-versions-deployments.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { embeddedHost, freshPrefix, redisHost, rejectsWith, result, start } from './harness.js';
+import { dataOf, embeddedHost, freshPrefix, redisHost, rejectsWith, result, start } from './harness.js';
+import { moveNestOn, nestV1, nestV2 } from '../fixtures/nested-versions-deployments.js';
 
 /**
  * Deployment versions in one server (docs/deployment-versions.md): several versions of a name in the
@@ -141,4 +143,122 @@ test('a decider that refuses, throws or names an input v2 refuses: 409 or 422, a
     assert.equal((await host.inspectTree(successor)).predecessorId, root);
     await rejectsWith(host.restoreTree(root), 'tree_superseded');
   });
+});
+
+/** The first child of `root` once it is listed. */
+async function childOf(host: EngineHost, root: string): Promise<string> {
+  for (let polls = 0; ; polls += 1) {
+    const child = (await host.children(root)).items[0];
+    if (child !== undefined) return child.processId;
+    assert.ok(polls < 100, 'the nest starts its child');
+    await host.awaitResult(root, 50);
+  }
+}
+
+/** A v1 nest stored by a Host that then closed: the root waits on its child, the child on its first round. */
+async function storedNestTree(prefix: string): Promise<{ root: string; child: string }> {
+  const { host, redis } = redisHost({ url: server.url, prefix, env, deployments: [nestV1] });
+  try {
+    const root = (await start(host, 'demo.nest', { target: 4 })).processId;
+    const child = await childOf(host, root);
+    await untilWaiting(host, child);
+    await untilWaiting(host, root);
+    const tree = await host.inspectTree(root);
+    assert.deepEqual(tree.processes.map((process) => [process.depth, process.status, process.waitKind]), [
+      [0, 'waiting', 'children'],
+      [1, 'waiting', 'external'],
+    ]);
+    assert.equal((await host.waits({ rootId: root })).length, 2, 'both waits are in the inbox');
+    assert.equal((await host.gatePage({ rootId: root })).items.length, 1, "the child's round is an open gate");
+    return { root, child };
+  } finally {
+    await host.close(1_000);
+    redis.disconnect();
+  }
+}
+
+/** Asserts that the superseded nest `root` (child `child`) ended cancelled, recorded, and left the inbox. */
+async function assertCancelled(host: EngineHost, root: string, child: string): Promise<void> {
+  const tree = await host.inspectTree(root);
+  assert.equal(tree.active, false);
+  const byId = new Map(tree.processes.map((process) => [process.processId, process]));
+  const rootView = byId.get(root);
+  const childView = byId.get(child);
+  assert.equal(rootView?.status, 'canceled');
+  assert.equal(rootView?.result?.cause, 'host_cancellation');
+  assert.match(rootView?.result?.reason ?? '', new RegExp(`^superseded: moved on to a successor tree on ${nestV2.ref.toString().replace(/[+]/g, '\\+')} \\(v2 runs the nest again\\)$`));
+  assert.equal(childView?.status, 'canceled');
+  assert.equal(childView?.result?.cause, 'parent_cancellation');
+  assert.equal(childView?.result?.reason, 'the parent finished (host_cancellation)');
+  assert.ok(tree.processes.every((process) => process.waitId === null && process.result !== null), 'every process is terminal, its wait closed');
+  assert.equal((await host.inspectProcess(root)).status, 'canceled');
+  const finished = (await host.events(root, { types: ['agent.process.finished'] })).items.map((entry) => [entry.processId, (dataOf(entry).payload as { cause: string }).cause]);
+  assert.deepEqual(finished.sort(), [[child, 'parent_cancellation'], [root, 'host_cancellation']].sort(), 'one agent.process.finished per cancelled process is in the log');
+  assert.deepEqual(await host.waits({ rootId: root }), [], 'no wait of the old tree is left in the inbox');
+  assert.deepEqual((await host.waits()).filter((wait) => wait.rootId === root), []);
+  assert.deepEqual((await host.gatePage({ rootId: root })).items, [], 'no gate of the old tree is open');
+}
+
+test('moving a drifted two-level tree on cancels it in the supersede commit: every process terminal with its cause, its events logged, its waits and gates gone', async () => {
+  const prefix = freshPrefix();
+  const { root, child } = await storedNestTree(prefix);
+  const { host, redis } = redisHost({ url: server.url, prefix, env, deployments: [{ deployment: nestV2, restoreDecider: moveNestOn }] });
+  try {
+    await rejectsWith(host.restoreTree(root), 'deployment_drift');
+    const moved = await host.restoreTree(root, { allowDrift: true });
+    const successor = moved.supersededBy?.successorId as string;
+    assert.ok(successor !== undefined && successor !== root);
+    await assertCancelled(host, root, child);
+    assert.equal((await host.inspectTree(successor)).predecessorId, root);
+    assert.equal((await host.inspectProcess(successor)).deploymentRef, nestV2.ref.toString(), 'the successor runs on v2');
+    const versions = await host.deploymentVersions('demo.nest');
+    assert.deepEqual(versions.versions.map((version) => [version.deploymentRef, version.liveTrees]), [[nestV2.ref.toString(), 1]], 'the v1 tree is no longer live (v1 is listed only while it has live trees)');
+    // The old tree answers clearly from now on: the move-on repeats as it was, anything else is refused.
+    assert.equal((await host.restoreTree(root, { allowDrift: true })).supersededBy?.successorId, successor);
+    await rejectsWith(host.restoreTree(root), 'tree_superseded');
+    const refused = await host.deliverSignals(child, [{ id: 'late', payload: { add: 1 } }]).then(
+      () => undefined,
+      (error: unknown) => error as KernelError,
+    );
+    assert.ok(refused instanceof KernelError && ['process_finished', 'tree_superseded'].includes(refused.code), `a signal to the old child is refused clearly: ${String(refused)}`);
+  } finally {
+    await host.close(1_000);
+    redis.disconnect();
+  }
+});
+
+test('a crash between the supersede commit and the successor start: the old tree is already cancelled, and the next move-on starts the successor', async () => {
+  const prefix = freshPrefix();
+  const { root, child } = await storedNestTree(prefix);
+  const crashing = redisHost({
+    url: server.url,
+    prefix,
+    env,
+    deployments: [{ deployment: nestV2, restoreDecider: moveNestOn }],
+    afterSupersede: async () => {
+      throw new Error('crashed after the supersede commit');
+    },
+  });
+  try {
+    await assert.rejects(crashing.host.restoreTree(root, { allowDrift: true }), /crashed after the supersede commit/);
+  } finally {
+    await crashing.host.close(1_000);
+    crashing.redis.disconnect();
+  }
+  const refusing: RestoreDecider = () => ({ accept: false, reason: 'the decider is not asked again' });
+  const { host, redis } = redisHost({ url: server.url, prefix, env, deployments: [{ deployment: nestV2, restoreDecider: refusing }] });
+  try {
+    const pending = await host.inspectTree(root);
+    assert.equal(pending.supersededBy?.successorId, null, 'the succession is recorded, its successor not started');
+    await assertCancelled(host, root, child);
+    await rejectsWith(host.restoreTree(root), 'tree_superseded');
+    const moved = await host.restoreTree(root, { allowDrift: true });
+    const successor = moved.supersededBy?.successorId as string;
+    assert.equal((await host.inspectTree(successor)).predecessorId, root);
+    assert.equal((await host.inspectProcess(successor)).deploymentRef, nestV2.ref.toString());
+    await assertCancelled(host, root, child);
+  } finally {
+    await host.close(1_000);
+    redis.disconnect();
+  }
 });
