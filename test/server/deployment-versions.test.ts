@@ -3,6 +3,15 @@ import { after, before, test } from 'node:test';
 import { loadDeploymentsModule } from '../../src/app/deployments-module.js';
 import { ProcessDispatchers } from '../../src/app/process-dispatchers.js';
 import { KernelError } from '../../src/kernel/errors.js';
+import { Engine, Event, Payload, ProcessId, type TreeSnapshot } from '../../src/kernel/index.js';
+import { DeploymentCatalog } from '../../src/server/catalog.js';
+import { EmbeddedCommitter } from '../../src/server/embedded-committer.js';
+import { Succession } from '../../src/server/succession.js';
+import { MemoryTreeCommitter } from '../../src/store/memory-committer.js';
+import { MemoryEventLog } from '../../src/store/memory-event-log.js';
+import { MemoryIdempotencyStore } from '../../src/store/memory-idempotency.js';
+import { MemoryRootIndex } from '../../src/store/root-index.js';
+import { MemorySuccessionStore } from '../../src/store/succession.js';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import type { RestoreDecider } from '../../src/server/drift.js';
 import { counterV1, counterV2, moveOnFromV1 } from '../fixtures/counter-versions-deployments.js';
@@ -261,4 +270,65 @@ test('a crash between the supersede commit and the successor start: the old tree
     await host.close(1_000);
     redis.disconnect();
   }
+});
+
+test('embedded committer: the move-on cancels the drifted tree in the commit that records its succession, and a repeat changes nothing', async () => {
+  const log = new MemoryEventLog();
+  const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency: new MemoryIdempotencyStore(), roots: new MemoryRootIndex() });
+  const store = new MemorySuccessionStore((root, suffix) => committer.readRecord(ProcessId.parse(root), suffix));
+  // A v1 engine runs the nest until both processes wait, then goes away (as a node holding v1 would).
+  const waiting = new Set<string>();
+  let parked!: () => void;
+  const bothWaiting = new Promise<void>((resolve) => (parked = resolve));
+  const v1 = new Engine({
+    committer,
+    deploymentResolver: new DeploymentCatalog([nestV1]),
+    eventListeners: [
+      (event: Event) => {
+        if (event.name === 'agent.step.committed' && event.stepCommitted()?.status === 'waiting') waiting.add(event.processId.toString());
+        if (waiting.size === 2) parked();
+      },
+    ],
+  });
+  const root = (await v1.start(nestV1, Payload.encode({ target: 4 }))).id;
+  await bothWaiting;
+  assert.equal(await v1.hibernateTree(root), true, 'the v1 engine lets the parked tree go');
+  const head = (await committer.loadTree(root)) as TreeSnapshot;
+  assert.deepEqual(head.processSnapshots().map((process) => process.status), ['waiting', 'waiting']);
+
+  const catalog = new DeploymentCatalog([{ deployment: nestV2, restoreDecider: moveNestOn }]);
+  const v2 = new Engine({ committer, deploymentResolver: catalog });
+  const succession = new Succession({
+    catalog,
+    store,
+    start: async (request) => (await v2.start(nestV2, Payload.encode(request.input))).id.toString(),
+    tenantOf: async () => undefined,
+    finalize: (replaced, cancellation, records) => committer.finalizeTree(replaced, cancellation.activation, { events: cancellation.events }, records),
+    now: () => new Date(),
+  });
+  await succession.moveOn(head, catalog.driftOf(head.root.deploymentRef), 'admin');
+  const final = (await committer.loadTree(root)) as TreeSnapshot;
+  assert.notEqual(final.incarnationId.toString(), head.incarnationId.toString(), 'a new incarnation fences the v1 writer');
+  assert.deepEqual(
+    final.processSnapshots().map((process) => [process.relation.depth, process.status, process.termination?.cause, process.waitId]),
+    [
+      [0, 'canceled', 'host_cancellation', undefined],
+      [1, 'canceled', 'parent_cancellation', undefined],
+    ],
+  );
+  const entries = await log.readAfter(root.toString(), '0', 1000);
+  assert.deepEqual(
+    entries.filter((entry) => entry.type === 'agent.process.finished').map((entry) => [entry.processId, Event.parse(entry.data).treeIncarnationId?.toString()]),
+    final.processSnapshots().map((process) => [process.processId.toString(), final.incarnationId.toString()]),
+    'each cancelled process has its agent.process.finished in the log, from the final writer',
+  );
+  const view = await succession.view(root.toString());
+  assert.ok(view?.successorId !== null && view?.successorId !== undefined);
+  assert.equal(await succession.predecessorOf(view.successorId), root.toString());
+  assert.equal(JSON.parse((await store.read(root.toString())) as string).successorId, view.successorId);
+  await rejectsWith(succession.assertNotSuperseded(root.toString()), 'tree_superseded');
+  // A repeat over the stale head or the final one changes nothing.
+  await succession.moveOn(head, catalog.driftOf(head.root.deploymentRef), 'admin');
+  assert.equal((await committer.loadTree(root))?.digest.toString(), final.digest.toString());
+  assert.equal((await log.readAfter(root.toString(), '0', 1000)).length, entries.length);
 });
