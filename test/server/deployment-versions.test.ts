@@ -332,3 +332,21 @@ test('embedded committer: the move-on cancels the drifted tree in the commit tha
   assert.equal((await committer.loadTree(root))?.digest.toString(), final.digest.toString());
   assert.equal((await log.readAfter(root.toString(), '0', 1000)).length, entries.length);
 });
+
+test('two admins move the same drifted tree on at once from two Hosts: one supersede commit, one successor, both answered with it', async () => {
+  const prefix = freshPrefix();
+  const { root, child } = await storedNestTree(prefix);
+  const hosts = [0, 1].map(() => redisHost({ url: server.url, prefix, env, deployments: [{ deployment: nestV2, restoreDecider: moveNestOn }] }));
+  try {
+    const views = await Promise.all(hosts.map(({ host }) => host.restoreTree(root, { allowDrift: true })));
+    const successor = views[0]?.supersededBy?.successorId as string;
+    assert.ok(typeof successor === 'string');
+    assert.equal(views[1]?.supersededBy?.successorId, successor);
+    await assertCancelled(hosts[0]!.host, root, child);
+  } finally {
+    for (const { host, redis } of hosts) {
+      await host.close(1_000);
+      redis.disconnect();
+    }
+  }
+});
