@@ -12,6 +12,7 @@ import { MemoryEventLog } from '../../src/store/memory-event-log.js';
 import { MemoryIdempotencyStore } from '../../src/store/memory-idempotency.js';
 import { MemoryRootIndex } from '../../src/store/root-index.js';
 import { MemorySuccessionStore } from '../../src/store/succession.js';
+import { RedisWaitIndex } from '../../src/store/redis/wait-index.js';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import type { RestoreDecider } from '../../src/server/drift.js';
 import { counterV1, counterV2, moveOnFromV1 } from '../fixtures/counter-versions-deployments.js';
@@ -165,7 +166,7 @@ async function childOf(host: EngineHost, root: string): Promise<string> {
 }
 
 /** A v1 nest stored by a Host that then closed: the root waits on its child, the child on its first round. */
-async function storedNestTree(prefix: string): Promise<{ root: string; child: string }> {
+async function storedNestTree(prefix: string): Promise<{ root: string; child: string; waits: readonly { rootId: string; processId: string; waitId: string }[] }> {
   const { host, redis } = redisHost({ url: server.url, prefix, env, deployments: [nestV1] });
   try {
     const root = (await start(host, 'demo.nest', { target: 4 })).processId;
@@ -177,9 +178,10 @@ async function storedNestTree(prefix: string): Promise<{ root: string; child: st
       [0, 'waiting', 'children'],
       [1, 'waiting', 'external'],
     ]);
-    assert.equal((await host.waits({ rootId: root })).length, 2, 'both waits are in the inbox');
+    const waits = (await host.waits({ rootId: root })).map((wait) => ({ rootId: wait.rootId, processId: wait.processId, waitId: wait.waitId }));
+    assert.equal(waits.length, 2, 'both waits are in the inbox');
     assert.equal((await host.gatePage({ rootId: root })).items.length, 1, "the child's round is an open gate");
-    return { root, child };
+    return { root, child, waits };
   } finally {
     await host.close(1_000);
     redis.disconnect();
@@ -210,11 +212,15 @@ async function assertCancelled(host: EngineHost, root: string, child: string): P
 
 test('moving a drifted two-level tree on cancels it in the supersede commit: every process terminal with its cause, its events logged, its waits and gates gone', async () => {
   const prefix = freshPrefix();
-  const { root, child } = await storedNestTree(prefix);
+  const { root, child, waits } = await storedNestTree(prefix);
   const { host, redis } = redisHost({ url: server.url, prefix, env, deployments: [{ deployment: nestV2, restoreDecider: moveNestOn }] });
   try {
     await rejectsWith(host.restoreTree(root), 'deployment_drift');
+    const index = new RedisWaitIndex({ redis, keyPrefix: prefix });
+    assert.ok((await index.read(waits)).every((entry) => entry !== undefined), 'the stored waits are indexed');
     const moved = await host.restoreTree(root, { allowDrift: true });
+    // The move-on removed the old tree's entries itself (before any reader could verify them away).
+    assert.deepEqual(await index.read(waits), [undefined, undefined], 'the open-wait index holds nothing of the old tree');
     const successor = moved.supersededBy?.successorId as string;
     assert.ok(successor !== undefined && successor !== root);
     await assertCancelled(host, root, child);
