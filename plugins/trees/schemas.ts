@@ -42,7 +42,7 @@ export const Tree = closedObject(
     active: Type.Boolean({ description: 'A runtime in this server owns the tree (false: served from the stored head).' }),
     processes: Type.Array(ref(Process), { description: 'One entry per process of the tree.' }),
     supersededBy: Type.Union([ref(Succession), Type.Null()], {
-      description: 'Set when the tree was moved on to a successor tree on another deployment version: it never runs again (docs/deployment-versions.md).',
+      description: 'Set when the tree was moved on to a successor tree on another deployment version: it was cancelled by the same commit and never runs again (docs/deployment-versions.md).',
     }),
     predecessorId: Type.Union([Type.String(), Type.Null()], { description: 'The tree this one succeeded (a drifted tree moved on), or null.' }),
     policyBreaker: Type.Optional(
@@ -112,7 +112,7 @@ export const RestoreRequest = closedObject(
       Type.Boolean({
         description:
           "Move a drifted tree (its deployment version held by no node here) on: the current version's restoreDecider decides, and an accepted tree " +
-          'continues as a successor tree started from its state while this one is superseded. Without it a drifted tree is refused with `deployment_drift`.',
+          'continues as a successor tree started from its state while this one is cancelled and superseded. Without it a drifted tree is refused with `deployment_drift`.',
         example: true,
       }),
     ),

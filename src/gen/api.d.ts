@@ -1350,7 +1350,7 @@ export interface components {
             active: boolean;
             /** @description One entry per process of the tree. */
             processes: components["schemas"]["Process"][];
-            /** @description Set when the tree was moved on to a successor tree on another deployment version: it never runs again (docs/deployment-versions.md). */
+            /** @description Set when the tree was moved on to a successor tree on another deployment version: it was cancelled by the same commit and never runs again (docs/deployment-versions.md). */
             supersededBy: components["schemas"]["Succession"] | null;
             /** @description The tree this one succeeded (a drifted tree moved on), or null. */
             predecessorId: string | null;
@@ -1395,7 +1395,7 @@ export interface components {
          */
         RestoreRequest: {
             /**
-             * @description Move a drifted tree (its deployment version held by no node here) on: the current version's restoreDecider decides, and an accepted tree continues as a successor tree started from its state while this one is superseded. Without it a drifted tree is refused with `deployment_drift`.
+             * @description Move a drifted tree (its deployment version held by no node here) on: the current version's restoreDecider decides, and an accepted tree continues as a successor tree started from its state while this one is cancelled and superseded. Without it a drifted tree is refused with `deployment_drift`.
              * @example true
              */
             allowDrift?: boolean;

@@ -78,6 +78,7 @@ export {
   treeIncarnationConflict,
 } from './commit.js';
 export { TreeSnapshot } from './tree-snapshot.js';
+export { cancelStoredTree, type StoredCancellation, type StoredCancellationOptions } from './stored-cancellation.js';
 export { isParkedTree } from './parked.js';
 export { ProcessSnapshot } from './process-snapshot.js';
 export { ProcessRelation } from './relation.js';

@@ -46,6 +46,7 @@ import type { Clock } from './clock.js';
 import { formatUtcTimestamp } from './result.js';
 import type { Result } from './result.js';
 import { admitTree } from './snapshot-admission.js';
+import { interruptedAttempt, terminalSnapshot, withPendingAttemptsUnknown } from './stored-cancellation.js';
 import { answerSchemaOf, waitEffectProblem } from './wait.js';
 import { SchemaValidationError } from './schema.js';
 import { allocateChild, childOwnerProblem, type ChildAdmissionOutcome, type ChildAdmitter } from './child-admission.js';
@@ -224,12 +225,7 @@ const diagnostics = {
   failed: () => Failure.create('external', 'engine.dispatch.failed', 'the dispatcher failed without a settlement; the outcome is unknown'),
   policyPanicked: () =>
     Failure.create('panic', 'engine.effect.recovery.invalid', 'dispatch was permitted before the writer stopped and the replay policy panicked; the outcome is unknown'),
-  interrupted: () =>
-    Failure.create(
-      'external',
-      'engine.effect.recovery.invalid',
-      'dispatch was permitted before the writer stopped and replay is forbidden; the outcome is unknown',
-    ),
+  interrupted: interruptedAttempt,
 };
 
 /**
@@ -1139,15 +1135,7 @@ export class TreeRuntime {
   }
 
   #terminalSnapshot(snapshot: ProcessSnapshot, termination: Termination, output: Payload | undefined): ProcessSnapshot {
-    return snapshot.with({
-      status: termination.status,
-      termination,
-      finishedAt: this.#now(),
-      output: termination.status === 'completed' ? output : undefined,
-      pendingControl: PendingControl.empty(),
-      currentWaitId: undefined,
-      pauseReason: undefined,
-    });
+    return terminalSnapshot(snapshot, termination, this.#now(), output);
   }
 
   #finishedEvent(process: ProcessRuntime, snapshot: ProcessSnapshot): Event | undefined {
@@ -1166,16 +1154,8 @@ export class TreeRuntime {
    * (planned tails never start); a pending attempt this writer never dispatched becomes Unknown.
    */
   async #terminate(process: ProcessRuntime, outcome: StepOutcome): Promise<void> {
-    let snapshot = process.snapshot;
-    let prepared = snapshot.prepared;
-    if (prepared !== undefined) {
-      for (const effect of prepared.effects()) {
-        if (effect.phase === 'pending') {
-          prepared = prepared.withSettlement(effect.id, Settlement.of('unknown', Payload.emptyObject), diagnostics.interrupted());
-        }
-      }
-      snapshot = snapshot.with({ prepared });
-    }
+    const snapshot = withPendingAttemptsUnknown(process.snapshot);
+    const prepared = snapshot.prepared;
     const termination =
       resolveTermination(process.control, outcome, prepared?.unknownEffectIds() ?? []) ??
       resolveTermination(PendingControl.empty(), {

@@ -116,7 +116,7 @@ function embeddedBackend(options: BackendOptions): Backend {
     log,
     idempotency,
     roots,
-    succession: new MemorySuccessionStore(async (root) => (await committer.loadTree(ProcessId.parse(root)))?.digest.toString()),
+    succession: new MemorySuccessionStore((root, suffix) => committer.readRecord(ProcessId.parse(root), suffix)),
     hostGates,
     checks: async () => ({}),
     close: async () => {

@@ -3,7 +3,7 @@ import type { MemoryTreeCommitter } from '../store/memory-committer.js';
 import type { MemoryEventLog } from '../store/memory-event-log.js';
 import type { MemoryIdempotencyStore } from '../store/memory-idempotency.js';
 import type { MemoryRootIndex } from '../store/root-index.js';
-import { CommitterBase, recordsOf, rootEntryOf } from './host-committer.js';
+import { CommitterBase, type HostRecord, recordsOf, rootEntryOf } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
@@ -123,6 +123,13 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#checkNotPurged(activation.rootId);
     await this.#store.activateTree(activation);
     this.#apply(activation.rootId, context);
+  }
+
+  protected async finalActivation(_replaced: TreeSnapshot, activation: TreeActivation, context: CommitContext, records: readonly HostRecord[]): Promise<void> {
+    this.#checkNotPurged(activation.rootId);
+    await this.#store.activateTree(activation);
+    this.#noteUnknowns(activation.snapshot);
+    this.#apply(activation.rootId, context, records);
   }
 
   #noteUnknowns(tree: TreeSnapshot): void {

@@ -154,6 +154,8 @@ export interface EngineHostOptions {
   readonly afterPolicyDecision?: (gate: PolicyGate, rule: string) => Promise<void>;
   /** How long a gate policy's `decide` may take (default 10 s; tests shorten it). */
   readonly policyDecideTimeoutMs?: number;
+  /** Tests: runs after a drifted tree's supersede commit, before its successor starts (src/server/succession.ts). */
+  readonly afterSupersede?: (rootId: string) => Promise<void>;
 }
 
 const pageLimits = {
@@ -352,7 +354,9 @@ export class EngineHost implements Host {
       store: backend.succession,
       start: async (request, key) => (await this.startProcess(request, key)).process.processId,
       tenantOf: (root) => storeCall('tenant read', () => backend.committer.readTenant(ProcessId.parse(root))),
-      now: () => new Date().toISOString(),
+      finalize: (replaced, cancellation, records) => backend.committer.finalizeTree(replaced, cancellation.activation, { events: cancellation.events }, records),
+      now: () => options.clock?.now() ?? new Date(),
+      ...(options.afterSupersede === undefined ? {} : { afterSupersede: options.afterSupersede }),
       logger: options.logger?.child({ component: 'succession' }),
     });
     if (backend.redis !== undefined) {

@@ -37,6 +37,19 @@ export interface HostCommitter extends TreeStore {
   readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined>;
   /** The tree left this node's memory (released, hibernated): forget what was kept to spare index writes. */
   released(rootId: string): void;
+  /**
+   * Installs the final head of a tree no writer runs again (a superseded tree, cancelled without its
+   * Definition: succession.ts, kernel/stored-cancellation.ts): an activation over exactly the head it
+   * was derived from (`replaced`), whose events and `records` are written in the same atomic step. The
+   * open waits of `replaced` leave the inbox with it.
+   */
+  finalizeTree(replaced: TreeSnapshot, activation: TreeActivation, context: CommitContext, records: readonly HostRecord[]): Promise<void>;
+}
+
+/** A record a commit writes beside its tree's head (`<prefix>:{<root>}:record:<suffix>` in Redis). */
+export interface HostRecord {
+  readonly suffix: string;
+  readonly value: string;
 }
 
 type CommitKind = 'start' | 'checkpoint' | 'effect' | 'activation';
@@ -88,11 +101,16 @@ export abstract class CommitterBase implements HostCommitter {
     return this.#run('activation', activation.rootId, () => this.activation(activation, context));
   }
 
+  finalizeTree(replaced: TreeSnapshot, activation: TreeActivation, context: CommitContext, records: readonly HostRecord[]): Promise<void> {
+    return this.#run('activation', activation.rootId, () => this.finalActivation(replaced, activation, context, records));
+  }
+
   abstract loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined>;
   abstract purgeTree(rootId: ProcessId): Promise<'purged' | 'absent'>;
   protected abstract checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void>;
   protected abstract effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void>;
   protected abstract activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void>;
+  protected abstract finalActivation(replaced: TreeSnapshot, activation: TreeActivation, context: CommitContext, records: readonly HostRecord[]): Promise<void>;
 
   commitPending(rootId: string): boolean {
     return (this.#inflight.get(rootId) ?? 0) > 0;

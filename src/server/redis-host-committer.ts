@@ -5,7 +5,7 @@ import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import type { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
 import type { RedisTreeCommitter } from '../store/redis/redis-committer.js';
 import type { RootIndex, RootIndexEntry } from '../store/root-index.js';
-import { CommitterBase, rootEntryOf, unavailable } from './host-committer.js';
+import { CommitterBase, type HostRecord, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
 import type { HostMetrics } from './metrics.js';
@@ -242,6 +242,17 @@ export class RedisHostCommitter extends CommitterBase {
       else await this.#store.takeOverTree(activation, expected, full);
     }
     await this.#indexed(plan);
+  }
+
+  protected async finalActivation(replaced: TreeSnapshot, activation: TreeActivation, context: CommitContext, records: readonly HostRecord[]): Promise<void> {
+    const root = activation.rootId.toString();
+    const plan = await this.#indexWaits({ snapshot: activation.snapshot, sequence: 0n, activation: true, events: context.events });
+    await this.#store.activateTree(activation, { events: context.events, records: [...records] });
+    this.released(root);
+    await this.#indexed(plan);
+    // No writer opens or closes a wait of this tree again: the entries of the head it replaced go now
+    // (best-effort: a reader drops what is left, as the head moved to another writer).
+    await this.#waits?.closeAll(replaced).catch(() => undefined);
   }
 
   /** The control record a control's checkpoint rewrites (control-agency.ts), read first when not known here. */

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import { ErrorCode, KernelError, Payload, type TreeSnapshot } from '../kernel/index.js';
+import { cancelStoredTree, ErrorCode, hasCode, KernelError, Payload, type StoredCancellation, TreeIncarnationId, type TreeSnapshot, validDiagnostic } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
-import type { SuccessionStore } from '../store/succession.js';
+import type { SuccessionRecordWrite, SuccessionStore } from '../store/succession.js';
 import type { DeploymentCatalog } from './catalog.js';
 import { assessmentOf, type Drift, type RestoreDecision } from './drift.js';
 import type { Json, SuccessionView } from './host.js';
@@ -10,17 +10,22 @@ import type { Json, SuccessionView } from './host.js';
  * Moving a drifted tree on (docs/deployment-versions.md): the kernel never restores a tree under
  * another DeploymentRef, so the Host starts a **successor tree** on the current version, whose start
  * input the current version's restoreDecider derives from the old root's committed state, and
- * supersedes the old tree. One recorded Host transaction, resumable from its record:
+ * cancels the old tree. One recorded Host transaction, resumable from its record:
  *
  * 1. decide (nothing written on a refusal, an undecidable drift, or an input the current version's
  *    schema refuses);
- * 2. write the succession record beside the old head, compared against the head decided on; with it
- *    the old tree is fenced for good (no restore, takeover or command runs it again: `tree_superseded`);
+ * 2. one commit over exactly the head decided on installs the old tree's final head — every live
+ *    process cancelled without its Definition (kernel/stored-cancellation.ts: the root with
+ *    `host_cancellation` and a reason naming the successor's version, descendants with
+ *    `parent_cancellation`), under a new incarnation that fences every earlier writer — together with
+ *    its `agent.process.finished` events and the succession record. So the old tree is cancelled
+ *    exactly when it is superseded: there is no state in which one holds without the other. From then
+ *    on no restore, takeover or command runs it again (`tree_superseded`);
  * 3. start the successor with an Idempotency-Key derived from the old root (a retry finds the same one);
  * 4. link both ways (old → successor in the record, successor → predecessor beside its head).
  *
- * A crash after 2 leaves a pending record; the next `allowDrift` restore of the old tree resumes at 3
- * with the recorded input (the decider is not asked again).
+ * A crash after 2 leaves a pending record beside a cancelled head; the next `allowDrift` restore of the
+ * old tree resumes at 3 with the recorded input (the decider is not asked again).
  */
 
 /** The succession record (JSON) beside the superseded tree's head. */
@@ -45,7 +50,14 @@ export interface SuccessionOptions {
   /** Starts the successor (Starts, with the Idempotency-Key given): resolves with its root id. */
   readonly start: (request: { readonly deployment: string; readonly input: Json; readonly tenant?: string }, idempotencyKey: string) => Promise<string>;
   readonly tenantOf: (root: string) => Promise<string | undefined>;
-  readonly now: () => string;
+  /**
+   * Installs the superseded tree's final head over `replaced` with its events and the succession
+   * records (`HostCommitter.finalizeTree`).
+   */
+  readonly finalize: (replaced: TreeSnapshot, cancellation: StoredCancellation, records: readonly SuccessionRecordWrite[]) => Promise<void>;
+  readonly now: () => Date;
+  /** Tests: runs after the supersede commit, before the successor starts (a throw stands for a crash there). */
+  readonly afterSupersede?: (root: string) => Promise<void>;
   readonly logger?: Logger;
 }
 
@@ -96,19 +108,8 @@ export class Succession {
     if (record?.successorId !== undefined && record.successorId !== null) return;
     if (record === undefined) {
       if (drift === undefined) throw new KernelError(ErrorCode.invalidUsage, 'moveOn needs a drifted tree');
-      const decided = await this.#decide(head, drift, actor);
-      const outcome = await this.#options.store.supersede(root, decided.headDigest, JSON.stringify(decided));
-      if (outcome.kind === 'absent') throw codedError(HostErrorCode.treeNotFound, `no tree ${root}`);
-      if (outcome.kind === 'head_moved') {
-        throw new KernelError(ErrorCode.treeIncarnationConflict, `tree ${root} changed while its move-on was decided; nothing was written, retry`);
-      }
-      record = outcome.kind === 'exists' ? parseRecord(outcome.record) : decided;
-      if (outcome.kind === 'written') {
-        this.#options.logger?.warn(
-          { rootId: root, fromRef: record.fromRef, toRef: record.toRef, differs: record.differs, reason: record.reason, decidedBy: record.decidedBy },
-          'deployment drift: the tree is superseded and moves on to a successor tree',
-        );
-      }
+      record = await this.#supersede(head, await this.#decide(head, drift, actor));
+      await this.#options.afterSupersede?.(root);
     }
     const successor = await this.#options.start(
       { deployment: record.toName, input: record.input, ...(record.tenant === null ? {} : { tenant: record.tenant }) },
@@ -117,6 +118,29 @@ export class Succession {
     await this.#options.store.complete(root, JSON.stringify({ ...record, successorId: successor }), successor);
     this.#predecessors.set(successor, root);
     this.#options.logger?.info({ rootId: root, successorId: successor, toRef: record.toRef }, 'deployment drift: successor tree started');
+  }
+
+  /**
+   * Step 2: cancels the tree and records its succession in one commit over exactly `head`. Resolves
+   * with the record that holds: `decided`, or the one a concurrent move-on of the same head committed.
+   */
+  async #supersede(head: TreeSnapshot, decided: SuccessionRecord): Promise<SuccessionRecord> {
+    const root = head.rootId.toString();
+    const cancellation = cancelStoredTree(head, { reason: supersededReason(decided), incarnationId: TreeIncarnationId.random(), now: this.#options.now() });
+    try {
+      await this.#options.finalize(head, cancellation, this.#options.store.supersedeRecords(JSON.stringify(decided)));
+    } catch (error) {
+      if (!hasCode(error, ErrorCode.treeIncarnationConflict) && !hasCode(error, ErrorCode.commitConflict)) throw error;
+      // The head moved: another move-on of it won (its record says so), or it changed under the decision.
+      const existing = await this.#read(root);
+      if (existing !== undefined) return existing;
+      throw new KernelError(ErrorCode.treeIncarnationConflict, `tree ${root} changed while its move-on was decided; nothing was written, retry`, { cause: error });
+    }
+    this.#options.logger?.warn(
+      { rootId: root, fromRef: decided.fromRef, toRef: decided.toRef, differs: decided.differs, reason: decided.reason, decidedBy: decided.decidedBy, canceled: cancellation.events.length },
+      'deployment drift: the tree is cancelled and superseded; it moves on to a successor tree',
+    );
+    return decided;
   }
 
   async #decide(head: TreeSnapshot, drift: Drift, actor: string | undefined): Promise<SuccessionRecord> {
@@ -160,7 +184,7 @@ export class Succession {
       toName: current.ref.name,
       differs: drift.differs,
       reason: decision.reason,
-      decidedAt: this.#options.now(),
+      decidedAt: this.#options.now().toISOString(),
       decidedBy: actor ?? null,
       headDigest: head.digest.toString(),
       input: input.decode() as Json,
@@ -181,6 +205,13 @@ function checkDecision(value: unknown): RestoreDecision {
   }
   if (decision.accept && !('input' in decision)) throw new TypeError('an accepting decision names the successor input');
   return decision.accept ? { accept: true, reason: decision.reason, input: decision.input } : { accept: false, reason: decision.reason };
+}
+
+/** The root's cancellation reason: it names the successor's version and why the decider accepted (bounded, as every reason is). */
+function supersededReason(record: SuccessionRecord): string {
+  const short = `superseded: moved on to a successor tree on ${record.toRef}`;
+  const full = `${short} (${record.reason})`;
+  return validDiagnostic(full) ? full : short;
 }
 
 function parseRecord(text: string): SuccessionRecord {

@@ -105,6 +105,14 @@ export class WaitIndexWriter {
     if (closed.length > 0) await this.#index.forget(closed).catch(() => undefined);
   }
 
+  /** Deletes the entries of every open wait of `head`, whose tree no writer opens or closes a wait of again (a superseded tree). */
+  async closeAll(head: TreeSnapshot): Promise<void> {
+    const root = head.rootId.toString();
+    this.#indexed.delete(root);
+    const entries = openWaitsOf(head).map(({ process, waitId }) => ({ rootId: root, processId: process.processId.toString(), waitId: waitId.toString() }));
+    if (entries.length > 0) await this.#index.forget(entries);
+  }
+
   /** A purged or released tree: nothing of it is remembered (its entries were already removed or are verified away). */
   forget(root: string): void {
     this.#indexed.delete(root);

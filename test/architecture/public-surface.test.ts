@@ -33,6 +33,8 @@ const pinned = [
   'treeIncarnationConflict',
   // What hibernation and a takeover read of a head: whether anything but a command would move it.
   'isParkedTree',
+  // What the Host needs to cancel a stored tree no node can run (a superseded tree: src/server/succession.ts).
+  'cancelStoredTree', 'StoredCancellation', 'StoredCancellationOptions',
 ].sort();
 
 /** Every name `src/kernel/index.ts` exports, types included, as the compiler sees them. */

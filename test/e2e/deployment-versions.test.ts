@@ -14,7 +14,7 @@ import { spawnServe } from '../helpers/scope-serve.js';
  * stored, the server stopped, a server holding only v2 refuses them (`deployment_drift`, naming the
  * ref members that differ, logged), cannot move them on without a decider
  * (`deployment_drift_undecidable`), and with one moves a tree on for an admin only: a v2 successor
- * runs from the v1 state, the v1 tree is superseded for good, both links recorded.
+ * runs from the v1 state, the v1 tree is cancelled and superseded for good in one commit, both links recorded.
  */
 
 const module = 'test/fixtures/counter-versions-deployments.ts';
@@ -161,6 +161,26 @@ test('a v1 tree on a server holding only v2: drift refused and logged, undecidab
   const successor = succession.successorId as string;
   assert.ok(successor !== root);
 
+  // The v1 tree was cancelled by the same commit that superseded it, and says so.
+  const cancelled = await call(third.url, tree(root));
+  assert.equal(cancelled.status, 200);
+  assert.equal(cancelled.body.processes[0].status, 'canceled');
+  assert.equal(cancelled.body.processes[0].result.cause, 'host_cancellation');
+  assert.equal(cancelled.body.processes[0].result.reason, `superseded: moved on to a successor tree on ${counterV2.ref.toString()} (v2 counts the 3 that v1 had left)`);
+  assert.equal((await call(third.url, proc(root))).body.status, 'canceled');
+  const log = await call(third.url, `${proc(root)}/events?limit=1000`);
+  assert.equal(log.status, 200);
+  assert.deepEqual(
+    log.body.items.filter((entry: any) => entry.type === 'agent.process.finished').map((entry: any) => entry.data.payload.cause),
+    ['host_cancellation'],
+    'the cancellation is in the old tree log',
+  );
+  const inbox = await call(third.url, '/v1/waits');
+  assert.equal(inbox.status, 200);
+  assert.deepEqual(inbox.body.items.filter((wait: any) => wait.rootId === root), [], 'its wait left the inbox');
+  const versionsAfter = await call(third.url, '/v1/deployments/demo.counter/versions');
+  assert.ok(!versionsAfter.body.versions.some((version: any) => version.deploymentRef === counterV1.ref.toString() && version.liveTrees > 0), 'no live v1 tree is left');
+
   // The successor runs on v2 from the v1 state (3 left to count) and links back.
   const successorTree = await call(third.url, tree(successor));
   assert.equal(successorTree.body.predecessorId, root);
@@ -175,7 +195,9 @@ test('a v1 tree on a server holding only v2: drift refused and logged, undecidab
   const again = await call(third.url, `${tree(root)}/restore`, { body: {} });
   assert.equal(again.status, 409, JSON.stringify(again.body));
   assert.equal(again.body.code, 'tree_superseded');
-  assert.equal((await add(third.url, root, 1)).body.code, 'tree_superseded');
+  const late = await call(third.url, `${proc(root)}/signals`, { body: { signals: [{ id: 'late', payload: { add: 1 } }] } });
+  assert.equal(late.status, 409, JSON.stringify(late.body));
+  assert.ok(['tree_superseded', 'process_finished'].includes(late.body.code), JSON.stringify(late.body));
   const repeated = await call(third.url, `${tree(root)}/restore`, { body: { allowDrift: true } });
   assert.equal(repeated.status, 200);
   assert.equal(repeated.body.supersededBy.successorId, successor);

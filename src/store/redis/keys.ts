@@ -1,4 +1,5 @@
 import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
+import { successionRecordSuffix } from '../succession.js';
 
 /**
  * Every Redis key the store uses, built in this one file. All keys of one tree share the hash tag
@@ -266,9 +267,9 @@ export function ownerKey(prefix: string, rootId: ProcessId | string): string {
 
 /**
  * The record suffix of a tree's succession record (src/server/succession.ts): written once, by the
- * admin's move-on of a drifted tree, with a compare of the head it was decided on.
+ * commit that installs a drifted tree's final (cancelled) head over the head its move-on was decided on.
  */
-export const successionRecordSuffix = 'succession';
+export { successionRecordSuffix };
 
 /** A tree's succession record (the tree was moved on to a successor on another version). */
 export function successionKey(prefix: string, rootId: ProcessId | string): string {

@@ -1,12 +1,11 @@
-import type { SupersedeOutcome, SuccessionStore } from '../succession.js';
+import type { SuccessionRecordWrite, SuccessionStore } from '../succession.js';
 import type { RedisClient } from './connection.js';
-import { headKey, ownerKey, predecessorRecordSuffix, recordKey, successionKey } from './keys.js';
-import { runScript } from './scripts.js';
+import { ownerRecordSuffix, predecessorRecordSuffix, recordKey, successionKey, successionRecordSuffix } from './keys.js';
 
 /**
  * Redis mode's {@link SuccessionStore}: the succession record lives beside the predecessor's head
- * (its hash tag), written by `supersedeTree` together with an owner marker that fences takeovers;
- * the predecessor link lives beside the successor's head.
+ * (its hash tag), written by the commit that installs the superseded tree's final head together with
+ * an owner marker that fences takeovers; the predecessor link lives beside the successor's head.
  */
 export class RedisSuccessionStore implements SuccessionStore {
   readonly #redis: RedisClient;
@@ -25,22 +24,14 @@ export class RedisSuccessionStore implements SuccessionStore {
     return (await this.#redis.get(recordKey(this.#prefix, root, predecessorRecordSuffix))) ?? undefined;
   }
 
-  async supersede(root: string, headDigest: string, record: string): Promise<SupersedeOutcome> {
-    // The marker names no node: decodeOwner reads it as "no owner", and no takeover's compare matches it.
-    const marker = JSON.stringify({ superseded: true });
-    const reply = (await runScript(this.#redis, 'supersedeTree', [headKey(this.#prefix, root), successionKey(this.#prefix, root), ownerKey(this.#prefix, root)], [headDigest, record, marker])) as [number, string?];
-    switch (reply[0]) {
-      case 1:
-        return { kind: 'written' };
-      case 0:
-        return { kind: 'absent' };
-      case 2:
-        return { kind: 'exists', record: String(reply[1]) };
-      case -2:
-        return { kind: 'head_moved' };
-      default:
-        throw new Error(`supersedeTree: unexpected reply ${JSON.stringify(reply)}`);
-    }
+  supersedeRecords(record: string): readonly SuccessionRecordWrite[] {
+    // The owner record becomes a marker naming no node: decodeOwner reads it as "no owner", and a
+    // takeover that read the previous owner record fails its compare, reads the route again and
+    // finds the tree superseded.
+    return [
+      { suffix: successionRecordSuffix, value: record },
+      { suffix: ownerRecordSuffix, value: JSON.stringify({ superseded: true }) },
+    ];
   }
 
   async complete(root: string, record: string, successor: string): Promise<void> {

@@ -111,7 +111,6 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     'reconcileCommit-2.lua',
     'registerNode-2.lua',
     'renewNodeLease-1.lua',
-    'supersedeTree-3.lua',
     'takeOverTree-4.lua',
   ]);
   for (const file of files) {

@@ -12,7 +12,6 @@ import { hostGateKey, hostGateLiveKey } from '../../../src/store/redis/keys.js';
 import { RedisWaitIndex } from '../../../src/store/redis/wait-index.js';
 import { RedisUnknownIndex } from '../../../src/store/redis/unknown-index.js';
 import { RedisNodeRegistry } from '../../../src/store/redis/node-registry.js';
-import { RedisSuccessionStore } from '../../../src/store/redis/succession-store.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { clusterSlot, crc16, hashTagOf, startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
@@ -130,8 +129,6 @@ test('redis slots: every key each script receives, and every key it touches, is 
     });
     await store.takeOverTree(takeover, '', writes);
     await store.reconcile(activation);
-    const succession = await new RedisSuccessionStore({ redis, keyPrefix: 'slots' }).supersede(trees.rootId.toString(), takeover.snapshot.digest.toString(), '{"successorId":null}');
-    assert.equal(succession.kind, 'written');
     await store.loadTree(trees.rootId);
     await store.events.entriesAfter(trees.rootId, '0');
     await store.readRecord(trees.rootId, 'r1');
