@@ -208,6 +208,31 @@ test('worker readiness: one usable live worker per ref is enough; when it dies, 
   }
 });
 
+test('worker readiness: a command that exists but does not start: ready until its first start fails, then 503 naming the failed start', async () => {
+  const prefix = freshPrefix();
+  // An executable that exits at once, before the JSON-lines handshake: `start_failed`, nothing sent.
+  const failing = { SHOUT_COMMAND: '/bin/false' };
+  const child = await worker(prefix, failing);
+  const running = await api(prefix, failing);
+  try {
+    const before = await readyz(running);
+    assert.equal(before.status, 200, 'resolvable, never tried: nothing says it cannot run');
+    const result = await shout(running, 'hello');
+    assert.equal(result.status, 'failed', JSON.stringify(result));
+    await eventually(async () => (await readyz(running)).status === 503, 'the failed start to make /readyz not ready');
+    const after = await readyz(running);
+    assert.match(
+      after.body.checks[check] ?? '',
+      new RegExp(`^no live worker can run ${refPattern}: worker ${escape(child.workerId)}: process example\\.shout: last start failed: (start_failed|invalid_handshake)$`),
+    );
+    const metrics = (await request(running.url).get('/metrics')).text;
+    assert.match(metrics, /^scope_transport_worker_process_keys\{ref="[0-9a-f]{64}",key="example\.shout",state="start_failed"\} 1$/m);
+  } finally {
+    await running.stop();
+    await child.stop();
+  }
+});
+
 /** Polls `probe` until it returns a value (every 10 ms, up to 10 s). */
 async function eventually2<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
   let value: T | undefined;
