@@ -67,7 +67,7 @@ test('worker registry: a silent worker drops out after its TTL; the next heartbe
   assert.deepEqual((await redis.hkeys(workerStatusKey(prefix))).sort(), ['alive', 'dead'], 'reads never write: the status waits for a heartbeat');
   await registry.heartbeat('alive', { refs: [], processes: {} }, 60_000);
   assert.deepEqual(await redis.hkeys(workerStatusKey(prefix)), ['alive']);
-  assert.deepEqual(await redis.zrange(workerLiveKey(prefix), 0, -1), ['alive']);
+  assert.deepEqual(await redis.zrange(workerLiveKey(prefix), '0', '-1'), ['alive']);
   for (const key of [workerLiveKey(prefix), workerStatusKey(prefix)]) {
     const ttl = await redis.pttl(key);
     assert.ok(ttl > 0 && ttl <= 60_000, `${key} expires with its longest-lived worker (${ttl})`);
