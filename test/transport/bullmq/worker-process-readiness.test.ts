@@ -147,11 +147,13 @@ test('worker readiness: a good command: 200 with the key, its generation after t
     const result = await shout(running, 'far away');
     assert.equal(result.status, 'completed', JSON.stringify(result));
     assert.equal(result.output?.ppid, child.pid, 'the worker supervises the command');
+    // A heartbeat taken while the Effect ran may still be the latest: wait for the idle generation.
     const served = await eventually2(async () => {
       const key = (await readyz(running)).body.workers?.[0]?.workers[0]?.processes[0];
-      return key?.generations.length === 1 ? key : undefined;
-    }, 'the command\'s generation on /readyz');
+      return key?.generations.length === 1 && key.generations[0]?.state === 'live' && key.generations[0].leases === 0 ? key : undefined;
+    }, 'the command\'s idle generation on /readyz');
     assert.equal(served.lastStart, 'started');
+    assert.equal(served.check, 'ok');
     assert.deepEqual(served.generations.map(({ state, leases, current }) => ({ state, leases, current })), [{ state: 'live', leases: 0, current: true }]);
     assert.ok(Number.isInteger(served.generations[0]?.serial));
     const metrics = (await request(running.url).get('/metrics')).text;
