@@ -18,6 +18,7 @@ import { Supervisor, type SupervisorOptions } from '../supervisor/supervisor.js'
 import type { JsonLinesWorker } from '../transport/json-lines-worker.js';
 import { ProcessDispatchErrorCode } from '../transport/process-dispatch-error.js';
 import { ProcessDispatcher } from '../transport/process-dispatcher.js';
+import { processKeyProblem } from '../transport/process-readiness.js';
 import { parseProcessDispatcherConfig, processDispatcherConfigJson, type ProcessDispatcherConfig } from '../transport/process-dispatcher-config.js';
 
 /** What a deployments module passes to {@link ProcessDispatchers.deployment}. */
@@ -64,6 +65,8 @@ export class ProcessDispatchers {
   readonly #cwd: string;
   #supervisor: Supervisor<JsonLinesWorker> | undefined;
   readonly #keys = new Map<string, { command: string; resolvable: boolean; lastStart?: string }>();
+  /** The key each dispatcher made here runs (what a worker publishes per DeploymentRef). */
+  readonly #keyOf = new WeakMap<Dispatcher, string>();
   readonly #spawns = new Counter({ name: 'scope_process_spawns_total', help: 'Process dispatcher commands spawned, by supervisor key.', labelNames: ['key'], registers: [] });
   readonly #startFailures = new Counter({ name: 'scope_process_start_failures_total', help: 'Dispatches that met a command start failure (nothing was sent), by supervisor key and code.', labelNames: ['key', 'code'], registers: [] });
   readonly #dispatches = new Counter({ name: 'scope_process_dispatches_total', help: 'Process dispatcher dispatches, by supervisor key and settlement status.', labelNames: ['key', 'status'], registers: [] });
@@ -126,7 +129,7 @@ export class ProcessDispatchers {
   dispatcher(config: ProcessDispatcherConfig): Dispatcher {
     const inner = new ProcessDispatcher(config, { supervisor: this.#supervisorOf(), cwd: this.#cwd, onSpawn: () => this.#started(inner.key) });
     if (!this.#keys.has(inner.key)) this.#keys.set(inner.key, { command: inner.config.command, resolvable: isResolvable(inner.config.command, this.#cwd) });
-    return Object.freeze({
+    const dispatcher: Dispatcher = Object.freeze({
       replayPolicy: (effect: Effect): ReplayPolicy => inner.replayPolicy(effect),
       dispatch: async (request: EffectRequest, emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> => {
         const settlement = await inner.dispatch(request, emit, signal);
@@ -136,12 +139,24 @@ export class ProcessDispatchers {
         return settlement;
       },
     });
+    this.#keyOf.set(dispatcher, inner.key);
+    return dispatcher;
   }
 
-  /** Every configured key: whether its command resolves, its last start, its generations. */
-  status(): ProcessKeyStatus[] {
+  /**
+   * The status of the key a dispatcher made by this registry runs (one entry; none for any other
+   * dispatcher). `scope worker` publishes it per DeploymentRef with its registry heartbeat.
+   */
+  statusOf(dispatcher: Dispatcher | undefined): ProcessKeyStatus[] {
+    const key = dispatcher === undefined ? undefined : this.#keyOf.get(dispatcher);
+    return key === undefined ? [] : this.status([key]);
+  }
+
+  /** Every configured key (or those named): whether its command resolves, its last start, its generations. */
+  status(only?: readonly string[]): ProcessKeyStatus[] {
     const generations = this.#supervisor?.inspect() ?? [];
-    return [...this.#keys].map(([key, entry]) => ({
+    const keys = only === undefined ? [...this.#keys] : only.flatMap((key) => (this.#keys.has(key) ? [[key, this.#keys.get(key)!] as const] : []));
+    return keys.map(([key, entry]) => ({
       key,
       command: entry.command,
       resolvable: entry.resolvable,
@@ -158,12 +173,7 @@ export class ProcessDispatchers {
    */
   checks(): Record<string, string> {
     const checks: Record<string, string> = {};
-    for (const status of this.status()) {
-      const name = `process:${status.key}`;
-      if (!status.resolvable) checks[name] = `command ${JSON.stringify(status.command)} is not an executable file`;
-      else if (status.lastStart !== undefined && status.lastStart !== 'started') checks[name] = `last start failed: ${status.lastStart}`;
-      else checks[name] = 'ok';
-    }
+    for (const status of this.status()) checks[`process:${status.key}`] = processKeyProblem(status) ?? 'ok';
     return checks;
   }
 

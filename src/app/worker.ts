@@ -62,6 +62,9 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     keyPrefix: config.keyPrefix,
     deployments,
     concurrency: config.workerConcurrency,
+    heartbeatMs: config.workerHeartbeatMs,
+    // Each heartbeat says, per ref, whether this worker's commands for it can run (the API's /readyz).
+    processesOf: (deployment) => processes.statusOf(deployment.dispatcher),
     timing: config.transportTiming,
     onError: (error, context) => logger.warn({ err: error, context }, 'worker error'),
     onLease: (attempt) => logger.warn({ ...attempt }, 'attempt lease lost; its dispatch is aborted and its settlement will be refused'),

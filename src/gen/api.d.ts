@@ -1709,6 +1709,40 @@ export interface components {
             /** @enum {string} */
             status: "ok";
         };
+        /** @description A process dispatcher key a worker runs for a deployment, as its last heartbeat reported it. */
+        WorkerProcessKey: {
+            /** @description The process dispatcher key (one command configuration). */
+            key: string;
+            /** @description Whether the command is an executable file on the worker's machine. */
+            resolvable: boolean;
+            /** @description The last start's outcome: `started`, or its failure code (`start_failed`, `invalid_handshake`). */
+            lastStart?: string;
+            generations: {
+                /** @description The generation's number under its key (a replacement has a higher one). */
+                serial: number;
+                /** @description `starting`, `live` or `retiring`. */
+                state: string;
+                /** @description Dispatches it is serving now. */
+                leases: number;
+                /** @description Whether new dispatches go to it. */
+                current: boolean;
+            }[];
+            /** @description `ok`, or why this key cannot run Effects. */
+            check: string;
+        };
+        /** @description A deployment whose Effects run on `scope worker` processes, and the live workers serving it. */
+        ServedRef: {
+            deployment: string;
+            /** @description The exact DeploymentRef the workers must hold. */
+            ref: string;
+            /** @description The live workers holding the ref (a worker drops out once its heartbeat expires). */
+            workers: {
+                workerId: string;
+                /** @description Whether every process key it runs for this ref can run Effects. */
+                ready: boolean;
+                processes: components["schemas"]["WorkerProcessKey"][];
+            }[];
+        };
         /** @description Whether this server can take work (store reachable, workers present). */
         Readiness: {
             ready: boolean;
@@ -1721,6 +1755,8 @@ export interface components {
             checks: {
                 [key: string]: string;
             };
+            /** @description With the BullMQ transport: per deployment sent to workers, the live workers and their process dispatcher keys. `worker:<deployment>` is `ok` when at least one of them can run the ref (every key resolvable, no failed last start). */
+            workers?: components["schemas"]["ServedRef"][];
         };
     };
     responses: never;

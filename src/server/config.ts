@@ -56,6 +56,7 @@ import { type ModelConfig, readModelConfig } from './model/model-config.js';
  * | `SCOPE_TRANSPORT_LOCK_MS`  | 10000            | bullmq: BullMQ job lock duration                         |
  * | `SCOPE_TRANSPORT_STALL_MS` | 5000             | bullmq: BullMQ stalled-job check interval                |
  * | `SCOPE_WORKER_CONCURRENCY` | 4                | `scope worker`: attempts run at once per deployment      |
+ * | `SCOPE_WORKER_HEARTBEAT_MS` | 1000            | `scope worker`: registry heartbeat period; a silent worker drops out after three |
  * | `SCOPE_CORS_ORIGINS`     | (none)             | origins browsers may call the API from, comma-separated  |
  * | `SCOPE_DEPLOYMENTS`      | (none)             | a module whose default export lists your Deployments (serve and worker load it) |
  * | `SCOPE_PROCESS_IDLE_MS`  | 600000             | a process dispatcher's command unleased this long is stopped (the next Effect starts it again) |
@@ -134,6 +135,8 @@ export interface ServerConfig {
   readonly transportTiming: TransportTiming;
   /** `scope worker`: concurrent attempts per deployment queue. */
   readonly workerConcurrency: number;
+  /** `scope worker`: registry heartbeat period; its entry (and `/readyz`'s view of it) lives three periods. */
+  readonly workerHeartbeatMs: number;
   /** A module of your own deployments (`SCOPE_DEPLOYMENTS`), loaded by `scope serve` and `scope worker` alike. */
   readonly deploymentsModule: string | undefined;
   /** Bounds of the supervisor behind process dispatchers (`SCOPE_PROCESS_IDLE_MS`, `SCOPE_PROCESS_START_TIMEOUT_MS`). */
@@ -415,6 +418,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     stalledIntervalMs: integer('SCOPE_TRANSPORT_STALL_MS', defaultTransportTiming.stalledIntervalMs, 100, 600_000),
   });
   const workerConcurrency = integer('SCOPE_WORKER_CONCURRENCY', 4, 1, 1_000);
+  const workerHeartbeatMs = integer('SCOPE_WORKER_HEARTBEAT_MS', 1_000, 50, 60_000);
   const processSupervisor = Object.freeze({
     idleTtlMs: integer('SCOPE_PROCESS_IDLE_MS', 600_000, 1_000, 86_400_000),
     startTimeoutMs: integer('SCOPE_PROCESS_START_TIMEOUT_MS', 30_000, 100, 600_000),
@@ -464,6 +468,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     transport,
     transportTiming,
     workerConcurrency,
+    workerHeartbeatMs,
     processSupervisor,
     node,
     model,

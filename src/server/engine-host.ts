@@ -8,6 +8,8 @@ import { abortable } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
+import { type ServedRefView, workerReadiness } from '../transport/bullmq/worker-readiness.js';
+import type { LiveWorker } from '../store/redis/worker-registry.js';
 import { trustsLateReports } from '../transport/late-reports.js';
 import { transportOf } from '../transport/placement.js';
 import { AttemptWorkers } from './attempt-workers.js';
@@ -1354,32 +1356,30 @@ export class EngineHost implements Host {
     const checks: Record<string, string> = { engine: this.#closing ? 'shutting down' : 'ok', dispatch: 'ok', ...(await this.#backend.checks()) };
     // A node without a valid lease changes no tree: a load balancer should send it nothing.
     if (this.#ownership?.gating === true) checks.node = this.#ownership.lease.valid() ? 'ok' : `lease ${this.#ownership.lease.state()}`;
-    if (this.#transport !== undefined) Object.assign(checks, await this.#workerChecks(this.#transport));
+    const workers = this.#transport === undefined ? undefined : await this.#workerChecks(this.#transport);
+    if (workers !== undefined) Object.assign(checks, workers.checks);
     if (this.#readinessChecks !== undefined) Object.assign(checks, this.#readinessChecks());
-    return { ready: Object.values(checks).every((value) => value === 'ok'), checks };
+    return { ready: Object.values(checks).every((value) => value === 'ok'), checks, ...(workers?.refs === undefined ? {} : { workers: workers.refs }) };
   }
 
   /**
-   * With the BullMQ transport, one check per deployment that dispatches: `ok` while some live worker
-   * holds its exact ref; otherwise its effects would wait until their claim window ends
-   * (`transport.unclaimed`), so the server says it is not ready.
+   * With the BullMQ transport, one check per deployment that dispatches through it: `ok` while some
+   * live worker can run its exact ref (the rule: src/transport/bullmq/worker-readiness.ts); otherwise
+   * its effects would wait until their claim window ends (`transport.unclaimed`) or fail to start, so
+   * the server says it is not ready.
    */
-  async #workerChecks(transport: BullmqTransport): Promise<Record<string, string>> {
-    let live: Map<string, number>;
+  async #workerChecks(transport: BullmqTransport): Promise<{ checks: Record<string, string>; refs?: readonly ServedRefView[] }> {
+    let live: LiveWorker[];
     let queued: Map<string, { waiting: number; active: number }>;
     try {
-      [live, queued] = await Promise.all([transport.attempts.liveWorkers(), transport.queueCounts()]);
+      [live, queued] = await Promise.all([transport.workers.live(), transport.queueCounts()]);
     } catch (error) {
-      return { workers: `unknown: ${error instanceof Error ? error.message : String(error)}` };
+      return { checks: { workers: `unknown: ${error instanceof Error ? error.message : String(error)}` } };
     }
-    this.#metrics.observeQueues(queued, live);
-    const checks: Record<string, string> = {};
-    for (const deployment of this.#catalog.current()) {
-      if (deployment.dispatcher === undefined || !this.#queuedRefs.has(deployment.ref.digest.toString())) continue;
-      const workers = live.get(deployment.ref.digest.hex) ?? 0;
-      checks[`worker:${deployment.ref.name}`] = workers > 0 ? 'ok' : `no live worker holds ${deployment.ref.toString()}`;
-    }
-    return checks;
+    const deployments = this.#catalog.current().filter((deployment) => deployment.dispatcher !== undefined && this.#queuedRefs.has(deployment.ref.digest.toString()));
+    const readiness = workerReadiness(deployments, live);
+    this.#metrics.observeQueues(queued, live, readiness.byDigest);
+    return readiness;
   }
 
   async metrics(): Promise<{ contentType: string; body: string }> {

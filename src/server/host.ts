@@ -16,6 +16,7 @@ import type { HostGateAnswered, HostGateAnswerPoll, HostGateOpened, HostGateOpen
 import type { Agency } from './signal-agency.js';
 import type { PolicyBreakerView } from './gates/policy-breaker.js';
 import type { ControlRecordEntry } from './control-agency.js';
+import type { ServedRefView } from '../transport/bullmq/worker-readiness.js';
 
 export type { Agency, GateAnswerInput, GateAnswerOutcome, GateQuery, GateView, HostGateAnswered, HostGateAnswerPoll, HostGateOpened, HostGateOpenRequest, HostGateView };
 
@@ -538,6 +539,11 @@ export const defaultCaptureWaitMs = 10_000;
 export interface Readiness {
   readonly ready: boolean;
   readonly checks: Readonly<Record<string, 'ok' | string>>;
+  /**
+   * With the BullMQ transport: per deployment sent to workers, the live workers holding its ref and
+   * their process dispatcher keys (what the `worker:<deployment>` checks judged).
+   */
+  readonly workers?: readonly ServedRefView[];
 }
 
 /** Why an SSE stream ended, as the stream plugin reports it to {@link HostTelemetry}. */

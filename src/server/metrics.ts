@@ -1,6 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Event } from '../kernel/index.js';
 import type { StreamEndReason } from './host.js';
+import type { ServedRefView } from '../transport/bullmq/worker-readiness.js';
+import { RedisWorkerRegistry, type LiveWorker } from '../store/redis/worker-registry.js';
 
 /**
  * The server's Prometheus metrics, on a registry of its own (one per Host, so tests can run several
@@ -27,6 +29,7 @@ export class HostMetrics {
   readonly treesTakenOver: Counter;
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly liveWorkers: Gauge<'ref'>;
+  readonly workerProcessKeys: Gauge<'ref' | 'key' | 'state'>;
 
   constructor(options: {
     /** Root processes that exist (the root index: every server's, in Redis mode). */
@@ -124,6 +127,13 @@ export class HostMetrics {
       labelNames: ['ref'],
       registers,
     });
+    // Summed over the live workers, never labelled by worker: ids are new with every worker process.
+    this.workerProcessKeys = new Gauge({
+      name: 'scope_transport_worker_process_keys',
+      help: 'Live workers running a process dispatcher key for each queued DeploymentRef (by ref digest), by state (ok, unresolvable, start_failed)',
+      labelNames: ['ref', 'key', 'state'],
+      registers,
+    });
     this.logAppendFailures = new Counter({
       name: 'scope_event_log_append_failures_total',
       help: 'Best-effort event log entries (attempt events, deltas) lost to failed appends',
@@ -131,15 +141,24 @@ export class HostMetrics {
     });
   }
 
-  /** The BullMQ transport's queues and live workers, as last read. */
-  observeQueues(queues: ReadonlyMap<string, { waiting: number; active: number }>, workers: ReadonlyMap<string, number>): void {
+  /** The BullMQ transport's queues, live workers and their process keys per queued ref, as last read. */
+  observeQueues(queues: ReadonlyMap<string, { waiting: number; active: number }>, workers: readonly LiveWorker[], refs: ReadonlyMap<string, ServedRefView>): void {
     this.queueJobs.reset();
     for (const [queue, counts] of queues) {
       this.queueJobs.set({ queue, state: 'waiting' }, counts.waiting);
       this.queueJobs.set({ queue, state: 'active' }, counts.active);
     }
     this.liveWorkers.reset();
-    for (const [ref, count] of workers) this.liveWorkers.set({ ref }, count);
+    for (const [ref, count] of RedisWorkerRegistry.counts(workers)) this.liveWorkers.set({ ref }, count);
+    this.workerProcessKeys.reset();
+    for (const [ref, served] of refs) {
+      for (const worker of served.workers) {
+        for (const key of worker.processes) {
+          const state = !key.resolvable ? 'unresolvable' : key.check === 'ok' ? 'ok' : 'start_failed';
+          this.workerProcessKeys.inc({ ref, key: key.key, state });
+        }
+      }
+    }
   }
 
   /** Counts what one published event reports. */

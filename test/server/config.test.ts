@@ -145,3 +145,11 @@ test('blank variables count as unset', () => {
   assert.equal(config.port, 3000);
   assert.equal(config.demos, true);
 });
+
+test('SCOPE_WORKER_HEARTBEAT_MS: the worker registry heartbeat, 1 s by default, 50 ms to 60 s', () => {
+  assert.equal(loadConfig({}).workerHeartbeatMs, 1_000);
+  assert.equal(loadConfig({ SCOPE_WORKER_HEARTBEAT_MS: '100' }).workerHeartbeatMs, 100);
+  for (const bad of ['49', '60001', 'often']) {
+    assert.throws(() => loadConfig({ SCOPE_WORKER_HEARTBEAT_MS: bad }), (error: unknown) => error instanceof ConfigError && error.problems.some((problem) => problem.startsWith('SCOPE_WORKER_HEARTBEAT_MS')));
+  }
+});

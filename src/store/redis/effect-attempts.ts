@@ -13,7 +13,6 @@ import {
   recordKey,
   settledEffectsKey,
   transportChannel,
-  workerRegistryKey,
 } from './keys.js';
 import { runScript } from './scripts.js';
 
@@ -206,27 +205,5 @@ export class RedisEffectAttempts {
   /** The attempt record's fields (diagnostics and tests: which worker claimed it). */
   async record(attempt: AttemptRef): Promise<Record<string, string>> {
     return this.#redis.hgetall(attemptKey(this.#prefix, attempt.rootId, attempt.attemptId));
-  }
-
-  /** Worker registry: `workerId` serves `refs` until `ttlMs` from now (a heartbeat). */
-  async heartbeat(workerId: string, refs: readonly string[], ttlMs: number): Promise<void> {
-    const key = workerRegistryKey(this.#prefix);
-    const now = Date.now();
-    await this.#redis.multi().zadd(key, now + ttlMs, `${workerId} ${refs.join(',')}`).zremrangebyscore(key, '-inf', now).exec();
-  }
-
-  /** Removes a worker from the registry (graceful shutdown). */
-  async leave(workerId: string, refs: readonly string[]): Promise<void> {
-    await this.#redis.zrem(workerRegistryKey(this.#prefix), `${workerId} ${refs.join(',')}`);
-  }
-
-  /** Live workers per DeploymentRef digest text. */
-  async liveWorkers(): Promise<Map<string, number>> {
-    const members = await this.#redis.zrangebyscore(workerRegistryKey(this.#prefix), Date.now(), '+inf');
-    const counts = new Map<string, number>();
-    for (const member of members) {
-      for (const ref of member.split(' ')[1]?.split(',') ?? []) counts.set(ref, (counts.get(ref) ?? 0) + 1);
-    }
-    return counts;
   }
 }

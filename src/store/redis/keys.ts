@@ -151,7 +151,14 @@ export function rateLimitNamespace(prefix: string): string {
  * | `<prefix>:{<root>}:current`               | hash | effectId → the attempt claimed last (a restored owner waits on it) |
  * | `<prefix>:{<root>}:settled`               | hash | effectId → the attempt that settled it definitely         |
  * | `<prefix>:{<root>}:executions`            | hash | effectId → executions started (counted at claim time)     |
- * | `<prefix>:transport:workers`              | zset | live worker id → heartbeat expiry (ms), outside any tree  |
+ *
+ * The worker registry (src/store/redis/worker-registry.ts), outside any tree, in one `{workers}` slot
+ * so a heartbeat is one script; both keys expire once every worker has been silent for its TTL:
+ *
+ * | key                                       | type | holds                                                     |
+ * |-------------------------------------------|------|-----------------------------------------------------------|
+ * | `<prefix>:{workers}:live`                 | zset | worker id → heartbeat expiry (ms, Redis clock)            |
+ * | `<prefix>:{workers}:status`               | hash | worker id → what it serves: refs, process keys (JSON)     |
  */
 
 /** What every attempt record key of a tree starts with (scripts append an attempt id they read). */
@@ -202,9 +209,14 @@ export function executionsKey(prefix: string, rootId: ProcessId | string): strin
   return `${treeKeyBase(prefix, rootId)}:executions`;
 }
 
-/** The live worker registry (a directory, not tree state). */
-export function workerRegistryKey(prefix: string): string {
-  return `${prefix}:transport:workers`;
+/** The worker registry's heartbeats: worker id → expiry (a directory, not tree state). */
+export function workerLiveKey(prefix: string): string {
+  return `${prefix}:{workers}:live`;
+}
+
+/** The worker registry's statuses: worker id → the refs and process keys it serves (JSON). */
+export function workerStatusKey(prefix: string): string {
+  return `${prefix}:{workers}:status`;
 }
 
 /** Pub/sub channels of the transport: `settled` (owner wake-ups) and `cancel` (worker aborts). Not keys. */

@@ -62,6 +62,7 @@ let cache: ReadonlyMap<string, LuaScript> | undefined;
 let transportCache: ReadonlyMap<string, LuaScript> | undefined;
 let limitsCache: ReadonlyMap<string, LuaScript> | undefined;
 let gatesCache: ReadonlyMap<string, LuaScript> | undefined;
+let workersCache: ReadonlyMap<string, LuaScript> | undefined;
 
 /** Every script of the tree store, by name (read on first use). */
 export function luaScripts(): ReadonlyMap<string, LuaScript> {
@@ -96,13 +97,23 @@ export function gateLuaScripts(): ReadonlyMap<string, LuaScript> {
   return gatesCache;
 }
 
-function everyScript(): LuaScript[] {
-  return [...luaScripts().values(), ...transportLuaScripts().values(), ...limitsLuaScripts().values(), ...gateLuaScripts().values()];
+/**
+ * The worker registry's scripts (`lua/workers/`: heartbeat, live read, leave). Apart from the
+ * transport's because they touch no tree's keys: the registry's own `{workers}` slot.
+ */
+export function workerLuaScripts(): ReadonlyMap<string, LuaScript> {
+  workersCache ??= loadScripts(new URL('workers/', luaDirectory));
+  return workersCache;
 }
 
-/** One script by name, store, transport, limits or gates; throws for an unknown name. */
+function everyScript(): LuaScript[] {
+  return [...luaScripts().values(), ...transportLuaScripts().values(), ...limitsLuaScripts().values(), ...gateLuaScripts().values(), ...workerLuaScripts().values()];
+}
+
+/** One script by name, store, transport, limits, gates or worker registry; throws for an unknown name. */
 export function luaScript(name: string): LuaScript {
-  const script = luaScripts().get(name) ?? transportLuaScripts().get(name) ?? limitsLuaScripts().get(name) ?? gateLuaScripts().get(name);
+  const script =
+    luaScripts().get(name) ?? transportLuaScripts().get(name) ?? limitsLuaScripts().get(name) ?? gateLuaScripts().get(name) ?? workerLuaScripts().get(name);
   if (script === undefined) throw new Error(`no lua script ${name}; known: ${everyScript().map((known) => known.name).join(', ')}`);
   return script;
 }

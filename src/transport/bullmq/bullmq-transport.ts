@@ -5,6 +5,7 @@ import { isOwnerDispatched } from '../placement.js';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, EffectAttemptId, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
+import { RedisWorkerRegistry } from '../../store/redis/worker-registry.js';
 import { decodeInboxEntry, type EffectJobData, jobDataOf } from './job-data.js';
 import { bullPrefixOf, jobIdOf, queueNameOf } from './names.js';
 import { defaultTransportTiming, unclaimedCode, type TransportTiming } from './transport-options.js';
@@ -58,6 +59,7 @@ export class BullmqTransport {
   readonly #timing: TransportTiming;
   readonly #pollMs: number;
   readonly #attempts: RedisEffectAttempts;
+  readonly #workers: RedisWorkerRegistry;
   readonly #permits: DispatchPermits | undefined;
   readonly #queues = new Map<string, Queue>();
   /**
@@ -76,11 +78,17 @@ export class BullmqTransport {
     this.#timing = { ...defaultTransportTiming, ...options.timing };
     this.#pollMs = options.pollMs ?? 1_000;
     this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
+    this.#workers = new RedisWorkerRegistry({ redis: options.redis, keyPrefix: options.keyPrefix });
     this.#permits = options.permits;
   }
 
   get attempts(): RedisEffectAttempts {
     return this.#attempts;
+  }
+
+  /** The live `scope worker` processes and what they serve (readiness, metrics). */
+  get workers(): RedisWorkerRegistry {
+    return this.#workers;
   }
 
   /**

@@ -5,6 +5,7 @@ import { duplicateRedis, type RedisClient } from '../../store/redis/connection.j
 import { Delta, type Deployment, type Dispatcher, type EffectRequest, type Payload } from '../../kernel/index.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { RedisEventLog } from '../../store/redis/event-log.js';
+import { RedisWorkerRegistry, type WorkerProcessKey, type WorkerStatus } from '../../store/redis/worker-registry.js';
 import { deltaType } from '../../store/event-log.js';
 import { encodeInboxEntry, requestOf, type EffectJobData, type InboxEntry } from './job-data.js';
 import { bullPrefixOf, queueNameOf } from './names.js';
@@ -31,6 +32,12 @@ export interface EffectWorkerOptions {
   readonly timing?: Partial<TransportTiming>;
   /** Registry heartbeat period (default 1000 ms); an entry lives three periods. */
   readonly heartbeatMs?: number;
+  /**
+   * The readiness of the supervised commands (process dispatcher keys) a deployment's dispatcher
+   * runs, published with every heartbeat so the API's `/readyz` can tell whether this worker can
+   * actually run the ref (`scope worker` passes `ProcessDispatchers.statusOf`).
+   */
+  readonly processesOf?: (deployment: Deployment) => readonly WorkerProcessKey[];
   readonly workerId?: string;
   readonly onError?: (error: unknown, context: string) => void;
   /** Told when a running attempt's lease is lost (the owner gave up on it; its dispatch is aborted). */
@@ -48,10 +55,12 @@ export class EffectWorker {
   readonly #timing: TransportTiming;
   readonly #attempts: RedisEffectAttempts;
   readonly #log: RedisEventLog;
+  readonly #registry: RedisWorkerRegistry;
   readonly #dispatchers = new Map<string, Dispatcher>();
   readonly #workers: Worker[] = [];
   readonly #running = new Map<string, AbortController>();
-  readonly #refs: string[] = [];
+  /** The deployments this worker consumes (not owner-dispatched), by ref digest hex. */
+  readonly #served = new Map<string, Deployment>();
   readonly #workerId: string;
   #subscriber: RedisClient | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -63,11 +72,12 @@ export class EffectWorker {
     this.#timing = { ...defaultTransportTiming, ...options.timing };
     this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
     this.#log = new RedisEventLog({ redis: options.redis, keyPrefix: options.keyPrefix, onAppendError: (error) => options.onError?.(error, 'delta append') });
+    this.#registry = new RedisWorkerRegistry({ redis: options.redis, keyPrefix: options.keyPrefix });
     this.#workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     for (const deployment of options.deployments) {
       if (deployment.dispatcher === undefined || isOwnerDispatched(deployment.dispatcher)) continue;
       this.#dispatchers.set(deployment.ref.digest.toString(), deployment.dispatcher);
-      this.#refs.push(deployment.ref.digest.hex);
+      this.#served.set(deployment.ref.digest.hex, deployment);
     }
   }
 
@@ -191,7 +201,21 @@ export class EffectWorker {
 
   async #beat(): Promise<void> {
     const ttl = 3 * (this.#options.heartbeatMs ?? 1_000);
-    await this.#attempts.heartbeat(this.#workerId, this.#refs, ttl).catch((error: unknown) => this.#options.onError?.(error, 'registry heartbeat'));
+    try {
+      await this.#registry.heartbeat(this.#workerId, this.status(), ttl);
+    } catch (error) {
+      this.#options.onError?.(error, 'registry heartbeat');
+    }
+  }
+
+  /** What the heartbeat publishes: the refs consumed and, per ref, its process keys' readiness. */
+  status(): WorkerStatus {
+    const processes: Record<string, readonly WorkerProcessKey[]> = {};
+    for (const [ref, deployment] of this.#served) {
+      const keys = this.#options.processesOf?.(deployment) ?? [];
+      if (keys.length > 0) processes[ref] = keys;
+    }
+    return { refs: [...this.#served.keys()], processes };
   }
 
   /**
@@ -233,7 +257,7 @@ export class EffectWorker {
 
   /** Leaves the worker registry and closes this worker's own connections (the caller's stay open). */
   async leave(): Promise<void> {
-    await this.#attempts.leave(this.#workerId, this.#refs).catch(() => undefined);
+    await this.#registry.leave(this.#workerId).catch(() => undefined);
     this.#subscriber?.disconnect();
     await this.#log.close();
   }

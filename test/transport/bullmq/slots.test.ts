@@ -11,7 +11,8 @@ import { Redis } from 'ioredis';
 import { EngineHost } from '../../../src/server/engine-host.js';
 import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { transportLuaScripts } from '../../../src/store/redis/scripts.js';
-import { workerRegistryKey } from '../../../src/store/redis/keys.js';
+import { workerLiveKey, workerStatusKey } from '../../../src/store/redis/keys.js';
+import { RedisWorkerRegistry } from '../../../src/store/redis/worker-registry.js';
 import { EffectWorker } from '../../../src/transport/bullmq/effect-worker.js';
 import type { EffectJobData } from '../../../src/transport/bullmq/job-data.js';
 import { bullPrefixOf, queueNameOf } from '../../../src/transport/bullmq/names.js';
@@ -60,7 +61,7 @@ test('transport slots: each script takes the tree’s slot; every non-BullMQ key
     await attempts.renew(ref, 'no-such-token', 1_000);
     await attempts.cancel(ref);
     await attempts.prior(root, ref.effectId);
-    await attempts.heartbeat('w', ['r'], 1_000);
+    await new RedisWorkerRegistry({ redis, keyPrefix: prefix }).heartbeat('w', { refs: ['r'], processes: {} }, 1_000);
     const sawPing = new Promise<void>((resolve) => monitor.on('monitor', (_time: string, args: string[]) => args[0]?.toUpperCase() === 'PING' && resolve()));
     await redis.ping();
     await sawPing;
@@ -87,7 +88,7 @@ test('transport slots: each script takes the tree’s slot; every non-BullMQ key
   assert.ok(treeKeys.some((key) => key.includes(':attempt:')), 'the attempt records were seen');
   assert.ok(treeKeys.some((key) => key.includes(':inbox:')), 'the inbox was seen');
   for (const key of new Set(treeKeys)) {
-    if (key === workerRegistryKey(prefix) || key.startsWith(`${prefix}:roots`) || key.startsWith(`${prefix}:idempotency:`)) continue;
+    if (key === workerLiveKey(prefix) || key === workerStatusKey(prefix) || key.startsWith(`${prefix}:roots`) || key.startsWith(`${prefix}:idempotency:`)) continue;
     assert.equal(hashTagOf(key), root, `${key} carries the tree's hash tag`);
   }
 });
