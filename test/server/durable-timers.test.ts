@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { EngineHost } from '../../src/server/engine-host.js';
+import type { ResultView } from '../../src/server/host.js';
 import type { TimerClock } from '../../src/server/timers/timer-service.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { drainStream, effectsOf, embeddedHost, freshPrefix, ofType, redisHost, result, start, untilEntry } from './harness.js';
@@ -117,6 +118,13 @@ async function sleeping(host: EngineHost, ms: number): Promise<string> {
   return pid;
 }
 
+/** The result, which must come without the test advancing any clock further (a long poll, bounded). */
+async function settled(host: EngineHost, pid: string): Promise<ResultView> {
+  const poll = await host.awaitResult(pid, 10_000);
+  assert.ok(poll.done && poll.result !== undefined, `${pid} finished by now`);
+  return poll.result;
+}
+
 /** Lets hibernation release every idle tree; resolves how many left. */
 async function hibernate(rig: Rig): Promise<number> {
   rig.idle.advance(1_000);
@@ -138,7 +146,7 @@ for (const mode of ['embedded', 'redis', 'redis joined'] as const) {
       assert.equal(await r.host.pollTimers(), 1, 'due within the next two poll periods: its wake is scheduled');
       assert.equal((await r.host.inspectProcess(pid)).work, 'inactive', 'not due yet: still out of memory');
       r.timers.advance(1);
-      const finished = await result(r.host, pid);
+      const finished = await settled(r.host, pid);
       assert.equal(finished.status, 'completed');
       assert.deepEqual(finished.output, { sleptMs: 60_000 });
       assert.ok((await stillSleeping).done, 'a long poll taken before the release is answered');
@@ -202,7 +210,7 @@ test('redis: a restore on another host keeps the absolute instant (not the sleep
     timers.advance(29_999);
     assert.equal((await second.host.awaitResult(pid, 0)).done, false, '30 s after the restore the original instant has not come yet');
     timers.advance(1);
-    assert.equal((await result(second.host, pid)).status, 'completed', 'done at the original instant, 30 s after the restore, not 60');
+    assert.equal((await settled(second.host, pid)).status, 'completed', 'done at the original instant, 30 s after the restore, not 60');
   } finally {
     await second.done();
   }
@@ -225,7 +233,7 @@ test('redis joined: two live nodes race for an ownerless tree with a due timer; 
     // Both nodes read the index (each also did when it started) and schedule its wake.
     await Promise.all([b.host.pollTimers(), c.host.pollTimers()]);
     timers.advance(10_000);
-    const [doneB, doneC] = await Promise.all([result(b.host, pid), result(c.host, pid)]);
+    const [doneB, doneC] = await Promise.all([settled(b.host, pid), settled(c.host, pid)]);
     assert.equal(doneB.status, 'completed');
     assert.equal(doneC.status, 'completed');
     const entries = await drainStream(b.host, pid);
@@ -246,7 +254,7 @@ test('embedded: the Deadline example is a durable timer too', async () => {
     r.timers.advance(4_000);
     assert.equal(await r.host.pollTimers(), 1);
     r.timers.advance(1_000);
-    const finished = await result(r.host, pid);
+    const finished = await settled(r.host, pid);
     assert.equal(finished.status, 'completed');
     assert.equal(finished.output, at);
   } finally {
