@@ -125,6 +125,15 @@ export interface Dispatcher {
    * or `replayUnknownEffect`). No I/O or side effects; deterministic for equivalent Effects.
    */
   replayPolicy(effect: Effect): ReplayPolicy;
+
+  /**
+   * Optional: whether a dispatch of this Effect, once started, holds nothing a restore cannot
+   * re-create — a wait for an instant the Host recorded durably (a timer). A tree whose only work
+   * in flight is such dispatches counts as parked: it may be released from memory while they wait
+   * (their abort signal then aborts with `tree_released`, and their outcome is ignored), and its
+   * restore replays them. Only honoured with a `same_identity` replay policy. No I/O; deterministic.
+   */
+  parkable?(effect: Effect): boolean;
 }
 
 /**

@@ -489,9 +489,10 @@ export class Engine {
 
   /**
    * Releases a parked tree from memory — every Process waiting, paused, blocked on an Unknown effect
-   * or terminal, with no Step, dispatch, admission, adjudication, capture, queued command or watched
-   * start context — and resolves true; a tree with work stays and resolves false. The store's head is
-   * the whole state (nothing is committed): `restoreTree` continues from it. The released handles
+   * or terminal, with no Step, dispatch (but parkable ones: `Dispatcher.parkable`, durable timers),
+   * admission, adjudication, capture, queued command or watched start context — and resolves true; a
+   * tree with work stays and resolves false. The store's head is the whole state (nothing is
+   * committed): `restoreTree` continues from it, replaying parked dispatches. The released handles
    * keep their snapshots; their commands and unresolved results reject with `tree_released`.
    */
   async hibernateTree(rootId: ProcessId): Promise<boolean> {

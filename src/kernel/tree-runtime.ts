@@ -76,6 +76,8 @@ export type ProcessWork = 'idle' | 'queued' | 'step' | 'dispatch' | 'admission';
 interface Job {
   readonly kind: 'step' | 'dispatch' | 'admission';
   readonly abort: AbortController;
+  /** A first dispatch the tree may be released during (`Dispatcher.parkable`, replayed on restore). */
+  readonly parkable?: boolean;
 }
 
 interface Deferred<T> {
@@ -1471,7 +1473,7 @@ export class TreeRuntime {
     const dispatcher = process.deployment.dispatcher;
     if (dispatcher === undefined) throw new KernelError(ErrorCode.invalidDeployment, 'a dispatcher effect without a dispatcher');
     const abort = new AbortController();
-    process.job = { kind: 'dispatch', abort };
+    process.job = { kind: 'dispatch', abort, parkable: !replay && parkableDispatch(process, effect) };
     const attemptId = EffectAttemptId.random();
     const request = this.#request(process, effect, attemptId);
     const stepSequence = request.stepSequence;
@@ -1492,6 +1494,9 @@ export class TreeRuntime {
       // counted). Waiting here, outside the owner lane, keeps the rest of the tree moving.
       const summary = await emitter?.finish();
       const dropped = summary?.dropped ?? droppedNow;
+      // Released while parked on this dispatch: the head still holds the effect pending, and the
+      // restore that brings the tree back replays it. Nothing here is published or committed.
+      if (this.#released !== undefined) return;
       void this.#exclusive(async () => {
         process.job = undefined;
         this.#publish(
@@ -1871,7 +1876,14 @@ export class TreeRuntime {
       const released = new KernelError(ErrorCode.treeReleased, `tree ${this.rootId.toString()} was released from this engine while parked; restore it from its head to change it`);
       this.#released = released;
       onReleased();
-      for (const process of this.processes()) process.result.reject(released);
+      for (const process of this.processes()) {
+        const job = process.job;
+        if (job?.parkable === true) {
+          process.job = undefined;
+          job.abort.abort(released);
+        }
+        process.result.reject(released);
+      }
       return true;
     });
   }
@@ -1879,9 +1891,20 @@ export class TreeRuntime {
   #parked(): boolean {
     if (this.#stopped !== undefined || this.#released !== undefined) return false;
     if (this.#freezes > 0 || this.#queued > 0 || this.#driveQueued) return false;
-    return this.processes().every(
-      (process) => process.job === undefined && process.adjudication === undefined && (process.snapshot.isTerminal || !this.#runnable(process)),
-    );
+    return this.processes().every((process) => {
+      if (process.adjudication !== undefined) return false;
+      if (process.job !== undefined) return this.#parkedOnDispatch(process);
+      return process.snapshot.isTerminal || !this.#runnable(process);
+    });
+  }
+
+  /**
+   * A process whose only work is a parkable dispatch (a durable timer) with every control intent
+   * already recorded in its head and none terminal: its restore re-creates exactly this wait.
+   */
+  #parkedOnDispatch(process: ProcessRuntime): boolean {
+    const job = process.job;
+    return job?.kind === 'dispatch' && job.parkable === true && process.control === process.snapshot.pendingControl && !hasTerminalIntent(process.control);
   }
 
   /** Activation for a restore: fences the previous writer before anything is published. */
@@ -1992,6 +2015,17 @@ function replayPolicyOf(process: ProcessRuntime, effect: PreparedEffect): Replay
     return process.deployment.dispatcher?.replayPolicy(effect.effect);
   } catch (error) {
     return new CallbackPanicError('Dispatcher.replayPolicy', error);
+  }
+}
+
+/** Whether the Dispatcher lets the tree park on this dispatch (parkable, and replayed on restore); a throw counts as no. */
+function parkableDispatch(process: ProcessRuntime, effect: PreparedEffect): boolean {
+  const dispatcher = process.deployment.dispatcher;
+  if (dispatcher?.parkable === undefined) return false;
+  try {
+    return dispatcher.parkable(effect.effect) === true && dispatcher.replayPolicy(effect.effect) === 'same_identity';
+  } catch {
+    return false;
   }
 }
 

@@ -32,6 +32,10 @@ import { type DescribeWait, WaitIndexWriter } from './wait-index-writer.js';
 import { AnswerClaims } from './gates/answer-claims.js';
 import { SignalAgency } from './signal-agency.js';
 import { ControlAgency } from './control-agency.js';
+import { MemoryTimerIndex, type TimerIndex } from '../store/timer-index.js';
+import { RedisTimerIndex } from '../store/redis/timer-index.js';
+import type { TimerKindOfProcess } from './timers/timer-effects.js';
+import { TimerWriter } from './timers/timer-writer.js';
 
 /**
  * Backend wiring: the stores one Host runs on, in embedded mode (memory committer, memory log,
@@ -65,6 +69,8 @@ export interface Backend {
   readonly succession: SuccessionStore;
   /** Host-owned gates (src/store/host-gates.ts). */
   readonly hostGates: HostGateStore;
+  /** Durable timers: the cross-tree index of due instants and the writer the committer keeps it with. */
+  readonly timers: { readonly index: TimerIndex; readonly writer: TimerWriter };
   /** Readiness checks of the storage (`redis: ok`, or why not); empty in embedded mode. */
   checks(): Promise<Record<string, string>>;
   /** Ends tails and closes what the backend opened, within `graceMs`. */
@@ -91,6 +97,10 @@ export interface BackendOptions {
   readonly permits?: DispatchPermits;
   /** Redis mode: describes a process's current wait (the catalog's descriptor), for the wait index. */
   readonly describeWait?: DescribeWait;
+  /** Which processes' dispatcher Effects are durable timers (the catalog's dispatcher marks). */
+  readonly timerKindOf?: TimerKindOfProcess;
+  /** Wall-clock epoch ms at which a relative timer becomes an instant (tests inject one). */
+  readonly now?: () => number;
 }
 
 export function createBackend(options: BackendOptions): Backend {
@@ -106,8 +116,18 @@ function embeddedBackend(options: BackendOptions): Backend {
   const controls = new ControlAgency();
   const committer = new EmbeddedCommitter({ store: new MemoryTreeCommitter(), log, idempotency, roots, metrics: options.metrics, claims, agency, controls });
   const hostGates = new MemoryHostGateStore();
+  const timerIndex = new MemoryTimerIndex();
+  const timers = new TimerWriter({
+    index: timerIndex,
+    kindOf: options.timerKindOf ?? (() => undefined),
+    readRecord: (root, suffix) => committer.readRecord(ProcessId.parse(root), suffix),
+    deleteRecord: (root, suffix) => committer.deleteRecord(ProcessId.parse(root), suffix),
+    now: options.now ?? Date.now,
+  });
+  committer.useTimers(timers);
   return {
     mode: 'embedded',
+    timers: { index: timerIndex, writer: timers },
     committer,
     unknowns: { refs: () => committer.unknownRefs() },
     claims,
@@ -162,6 +182,14 @@ function redisBackend(options: BackendOptions): Backend {
   const claims = new AnswerClaims();
   const agency = new SignalAgency();
   const controls = new ControlAgency();
+  const timerIndex = new RedisTimerIndex({ redis, keyPrefix: config.keyPrefix });
+  const timers = new TimerWriter({
+    index: timerIndex,
+    kindOf: options.timerKindOf ?? (() => undefined),
+    readRecord: (root, suffix) => store.readRecord(ProcessId.parse(root), suffix),
+    deleteRecord: (root, suffix) => store.deleteRecord(ProcessId.parse(root), suffix),
+    now: options.now ?? Date.now,
+  });
   const committer = new RedisHostCommitter({
     store,
     idempotency,
@@ -174,10 +202,12 @@ function redisBackend(options: BackendOptions): Backend {
     agency,
     unknowns: new UnknownIndexWriter(unknownIndex),
     controls,
+    timers,
   });
   const hostGates = new RedisHostGateStore({ redis, keyPrefix: config.keyPrefix });
   return {
     mode: 'redis',
+    timers: { index: timerIndex, writer: timers },
     claims,
     agency,
     controls,

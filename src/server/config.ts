@@ -38,6 +38,7 @@ import { type ModelConfig, readModelConfig } from './model/model-config.js';
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline, split across the named phases by the shares in src/server/shutdown.ts |
  * | `SCOPE_HIBERNATE_AFTER_MS` | 300000           | a parked tree idle this long leaves memory (its head stays; the next command restores it); 0 = never |
+ * | `SCOPE_TIMER_POLL_MS`    | 1000               | how often each node reads the durable timer index for timers due soon (src/server/timers/) |
  * | `SCOPE_NODE_ID`          | (random)           | Redis mode: this node's id (1–64 of `[A-Za-z0-9._-]`)     |
  * | `SCOPE_ADVERTISE_URL`    | (the listen URL)   | Redis mode: where other nodes forward commands for this node's trees |
  * | `SCOPE_NODE_LEASE_MS`    | 10000              | Redis mode: the node lease's TTL (a node silent this long is dead) |
@@ -124,6 +125,8 @@ export interface ServerConfig {
   readonly shutdownMs: number;
   /** A parked tree idle this long is released from memory (0: never). */
   readonly hibernateAfterMs: number;
+  /** How often the durable timer index is read for timers due within the next two periods (ms). */
+  readonly timerPollMs: number;
   /** Lifetime of an idempotency record (ms). */
   readonly idempotencyTtlMs: number;
   /** What every new root is granted; a start may only narrow it. */
@@ -340,6 +343,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
   const hibernateAfterMs = integer('SCOPE_HIBERNATE_AFTER_MS', 300_000, 0, 30 * 86_400_000);
+  const timerPollMs = integer('SCOPE_TIMER_POLL_MS', 1_000, 10, 60_000);
   const idempotencyTtlMs = integer('SCOPE_IDEMPOTENCY_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000);
   const node = readNodeConfig(read, integer, problems);
   const model = readModelConfig(read, integer, problems);
@@ -456,6 +460,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     eventLogMaxLen,
     shutdownMs,
     hibernateAfterMs,
+    timerPollMs,
     idempotencyTtlMs,
     grants: Object.freeze(grants),
     tenantGrants,

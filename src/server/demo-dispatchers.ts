@@ -1,4 +1,6 @@
 import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../kernel/index.js';
+import { durableTimer, type TimerKind } from './timers/timer-effects.js';
+import type { TimerService } from './timers/timer-service.js';
 
 /**
  * The Dispatchers of the demo deployments. Dispatchers may do real work (timers here); the
@@ -57,24 +59,51 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+function sleepMsOf(effect: Effect): number | undefined {
+  const ms = effectObject(effect)?.ms;
+  return typeof ms === 'number' && Number.isSafeInteger(ms) && ms >= 0 ? ms : undefined;
+}
+
 /**
- * demo.sleep: waits `ms` with a real timer, honouring the abort signal (an aborted sleep rejects,
- * which the Engine records as an Unknown outcome of a canceled dispatch); settles `{sleptMs}`.
- * Sleeping again under the same identity is harmless, so replay is allowed. The host's `shutdown`
- * signal also ends the sleep (Unknown outcome; a restore replays it).
+ * A sleep's instant: `ms` after the moment its Effect became pending. The Step only says how long;
+ * the Host fixes the instant at the pending commit (the one boundary that may read the clock) and
+ * keeps it with the head, so a restore ends the sleep at that instant, not `ms` after the restore.
  */
-export function sleepDispatcher(shutdown?: AbortSignal): Dispatcher {
-  return Object.freeze({
+export const sleepTimer: TimerKind = Object.freeze({
+  dueOf(effect: Effect, nowMs: number): number | undefined {
+    const ms = sleepMsOf(effect);
+    return ms === undefined ? undefined : nowMs + ms;
+  },
+});
+
+/**
+ * demo.sleep: waits `ms`, honouring the abort signal (an aborted sleep rejects, which the Engine
+ * records as an Unknown outcome of a canceled dispatch); settles `{sleptMs}`. Sleeping again under
+ * the same identity is harmless, so replay is allowed. The host's `shutdown` signal also ends the
+ * sleep (Unknown outcome; a restore replays it).
+ *
+ * With the Host's `timers` (src/server/timers/) the sleep is a durable timer: it waits on the Host's
+ * timer service for the instant its pending commit fixed, holds no JS timer of its own, and lets its
+ * tree hibernate while it waits (`parkable`); the service wakes the tree at the instant, on whichever
+ * node then holds it. Without, it is a plain in-memory timer of `ms` (a restore sleeps `ms` again).
+ */
+export function sleepDispatcher(shutdown?: AbortSignal, timers?: () => TimerService | undefined): Dispatcher {
+  const dispatcher: Dispatcher = Object.freeze({
     async dispatch(request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
-      const ms = effectObject(request.effect)?.ms;
-      if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) return rejected('sleep needs {ms: non-negative integer}');
-      await sleep(ms, shutdown === undefined ? signal : AbortSignal.any([signal, shutdown]));
+      const ms = sleepMsOf(request.effect);
+      if (ms === undefined) return rejected('sleep needs {ms: non-negative integer}');
+      const until = shutdown === undefined ? signal : AbortSignal.any([signal, shutdown]);
+      const service = timers?.();
+      if (service === undefined) await sleep(ms, until);
+      else await service.until(service.dueOf(request, sleepTimer) ?? 0, until);
       return Settlement.of('succeeded', Payload.encode({ sleptMs: ms }));
     },
     replayPolicy(): ReplayPolicy {
       return 'same_identity';
     },
+    ...(timers === undefined ? {} : { parkable: () => true }),
   });
+  return timers === undefined ? dispatcher : durableTimer(dispatcher, sleepTimer);
 }
 
 /**

@@ -18,6 +18,7 @@ import { modelDispatcherFor } from './model/server-model.js';
 import type { DeploymentEntry } from './catalog.js';
 import { type GatePolicy, withGatePolicies } from './gates/gate-policies.js';
 import { approvalAutoPolicy } from './examples/approval-policy.js';
+import type { TimerService } from './timers/timer-service.js';
 
 /**
  * The six built-in demo deployments (rest-api.md, "Built-in demo deployments"). Their
@@ -58,6 +59,8 @@ export interface DemoOptions {
   readonly host?: () => DeliveryHost;
   /** The server's model endpoint for the example agents (`modelDispatcherFor(model)`, src/server/model/server-model.ts). */
   readonly model?: ModelDispatcherOptions;
+  /** The Host's timer service: demo.sleep and the Deadline example become durable timers (src/server/timers/). */
+  readonly timers?: () => TimerService | undefined;
 }
 
 /** Fresh demo deployments (each call builds new dispatchers; unreliable keeps per-instance state). */
@@ -68,12 +71,12 @@ export function demoDeployments(options: DemoOptions = {}): Deployment[] {
     echo,
     demo('demo.approval', approvalDefinition),
     demo('demo.counter', counterDefinition),
-    demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown)),
+    demo('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown, options.timers)),
     demo('demo.unreliable', unreliableDefinition, unreliableDispatcher()),
     demo('demo.fanout', fanoutDefinition(echo)),
     ...messagingDeployments({ host: options.host }),
     ...workflowExamples({ echo }),
-    ...coordinationExamples({ echo, shutdown: options.shutdown }),
+    ...coordinationExamples({ echo, shutdown: options.shutdown, timers: options.timers }),
     ...collaborationExamples({ shutdown: options.shutdown }),
     ...planningDeployments(),
     ...interactionExamples({ model: modelDispatcherFor(options.model) }),

@@ -11,6 +11,7 @@ import type { AnswerClaims } from './gates/answer-claims.js';
 import type { SignalAgency } from './signal-agency.js';
 import { unknownRefsOf, type UnknownRef } from './tree-marks.js';
 import { type ControlAgency, controlRecordSuffix } from './control-agency.js';
+import type { TimerPlan, TimerWriter } from './timers/timer-writer.js';
 
 export interface EmbeddedCommitterOptions {
   readonly store: MemoryTreeCommitter;
@@ -23,6 +24,8 @@ export interface EmbeddedCommitterOptions {
   /** Agency: the signals people sent are recorded with the commit that admits them. */
   readonly agency?: SignalAgency;
   readonly controls?: ControlAgency;
+  /** Durable timers: each pending timer's instant is recorded with the commit that makes it pending. */
+  readonly timers?: TimerWriter;
 }
 
 /**
@@ -42,6 +45,7 @@ export class EmbeddedCommitter extends CommitterBase {
   readonly #claims: AnswerClaims | undefined;
   readonly #agency: SignalAgency | undefined;
   readonly #controls: ControlAgency | undefined;
+  #timers: TimerWriter | undefined;
   /** Per root: the records its commits wrote (gate answers), by suffix. */
   readonly #records = new Map<string, Map<string, string>>();
   /** Per root with any: its Unknown effects as its last commit left them (released trees included). */
@@ -56,6 +60,20 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#claims = options.claims;
     this.#agency = options.agency;
     this.#controls = options.controls;
+    this.#timers = options.timers;
+  }
+
+  /** Sets the timer writer (built after this committer: it reads the records through it). */
+  useTimers(timers: TimerWriter): void {
+    this.#timers = timers;
+  }
+
+  async deleteRecord(rootId: ProcessId, suffix: string): Promise<void> {
+    this.#records.get(rootId.toString())?.delete(suffix);
+  }
+
+  override released(rootId: string): void {
+    this.#timers?.forget(rootId);
   }
 
   async readRecord(rootId: ProcessId, suffix: string): Promise<string | undefined> {
@@ -97,9 +115,11 @@ export class EmbeddedCommitter extends CommitterBase {
     this.#checkNotPurged(checkpoint.rootId);
     const agency = context === undefined ? undefined : await this.#agency?.recordsFor(checkpoint.snapshot, context.events, (suffix) => this.readRecord(checkpoint.rootId, suffix));
     const control = await this.#controls?.recordFor(checkpoint.rootId.toString(), context, () => this.readRecord(checkpoint.rootId, controlRecordSuffix));
+    const timers = await this.#timers?.prepare({ snapshot: checkpoint.snapshot, activation: false });
     await this.#store.commitCheckpoint(checkpoint);
     this.#noteUnknowns(checkpoint.snapshot);
-    this.#apply(checkpoint.rootId, context, [...(agency?.writes ?? []), ...(control === undefined ? [] : [control.write])]);
+    this.#apply(checkpoint.rootId, context, [...(agency?.writes ?? []), ...(control === undefined ? [] : [control.write]), ...(timers?.records ?? [])]);
+    await this.#timersAcknowledged(timers);
     agency?.committed();
     control?.committed();
     if (checkpoint.kind === 'start') {
@@ -114,15 +134,24 @@ export class EmbeddedCommitter extends CommitterBase {
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
     this.#checkNotPurged(boundary.rootId);
+    const pendingEffectId = boundary.kind === 'pending' ? boundary.effectId.toString() : undefined;
+    const timers = await this.#timers?.prepare({ snapshot: boundary.snapshot, activation: false, ...(pendingEffectId === undefined ? {} : { pendingEffectId }) });
     await this.#store.commitEffect(boundary);
     this.#noteUnknowns(boundary.snapshot);
-    this.#apply(boundary.rootId, context);
+    this.#apply(boundary.rootId, context, timers?.records ?? []);
+    await this.#timersAcknowledged(timers);
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
     this.#checkNotPurged(activation.rootId);
+    const timers = await this.#timers?.prepare({ snapshot: activation.snapshot, activation: true });
     await this.#store.activateTree(activation);
-    this.#apply(activation.rootId, context);
+    this.#apply(activation.rootId, context, timers?.records ?? []);
+    await this.#timersAcknowledged(timers);
+  }
+
+  async #timersAcknowledged(plan: TimerPlan | undefined): Promise<void> {
+    if (plan !== undefined) await this.#timers?.acknowledged(plan);
   }
 
   protected async finalActivation(_replaced: TreeSnapshot, activation: TreeActivation, context: CommitContext, records: readonly HostRecord[]): Promise<void> {

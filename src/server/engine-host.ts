@@ -105,10 +105,13 @@ import type { RedisHostCommitter } from './redis-host-committer.js';
 import { FaultLatch, TreeFaultedError } from './fault-latch.js';
 import { hostShutdownPhases, OpenStreams, type HostShutdownSteps, type ShutdownParts } from './host-shutdown.js';
 import { phaseBounds, runPhases, serverPhaseShares } from './shutdown.js';
+import { type TimerClock, TimerService } from './timers/timer-service.js';
+import { timerKindOf } from './timers/timer-effects.js';
+import { timerWake } from './timers/timer-wake.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'control' | 'gates'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'timerPollMs' | 'control' | 'gates'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;
@@ -139,6 +142,8 @@ export interface EngineHostOptions {
   readonly joinsCluster?: boolean;
   /** Monotonic milliseconds for hibernation's idle times (tests inject one; default `performance.now`). */
   readonly monotonic?: () => number;
+  /** Wall-clock time and timer of the durable timers (src/server/timers/; tests inject one). */
+  readonly timerClock?: TimerClock;
   /** Redis mode: each storage call's deadline in ms (default 5000; tests shorten it). */
   readonly storageTimeoutMs?: number;
   /**
@@ -198,6 +203,7 @@ export class EngineHost implements Host {
   readonly #engine: Engine;
   readonly #residency: TreeResidency;
   readonly #hibernation: Hibernation;
+  readonly #timers: TimerService;
   readonly #routing: CommandRouting;
   /** Roots whose stopped runtime is being restored (see #recoverStopped). */
   readonly #recovering = new Set<string>();
@@ -238,7 +244,8 @@ export class EngineHost implements Host {
     this.#config = config;
     this.#logger = options.logger;
     // The messaging example delivers through this Host's own signal admission (resolved at delivery time).
-    const deployments = [...(config.demos ? demoEntries({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model }) : []), ...(options.deployments ?? [])];
+    const timers = (): TimerService | undefined => this.#timers;
+    const deployments = [...(config.demos ? demoEntries({ shutdown: this.#dispatchStop.signal, host: () => this, model: options.model, timers }) : []), ...(options.deployments ?? [])];
 
     let residency: TreeResidency | undefined;
     let backend: Backend | undefined;
@@ -265,7 +272,26 @@ export class EngineHost implements Host {
         return undefined;
       }
     };
-    backend = createBackend({ config, metrics: this.#metrics, logger: options.logger, redis: options.redis, idempotency: options.idempotency, storageTimeoutMs: options.storageTimeoutMs, permits, describeWait });
+    const timerKind = (process: ProcessSnapshot) => {
+      try {
+        return timerKindOf(this.#catalog.resolve(process.deploymentRef).dispatcher);
+      } catch {
+        return undefined;
+      }
+    };
+    const timerClock = options.timerClock;
+    backend = createBackend({
+      config,
+      metrics: this.#metrics,
+      logger: options.logger,
+      redis: options.redis,
+      idempotency: options.idempotency,
+      storageTimeoutMs: options.storageTimeoutMs,
+      permits,
+      describeWait,
+      timerKindOf: timerKind,
+      ...(timerClock === undefined ? {} : { now: () => timerClock.now() }),
+    });
     this.#backend = backend;
     // A queued deployment's dispatcher is replaced by the queue transport (same ref), so nothing can
     // fall back to running in this process; without Redis there is no queue, and the server refuses.
@@ -402,6 +428,22 @@ export class EngineHost implements Host {
       },
     });
     this.#treeControl = new TreeControl({ routing: this.#routing, residency, barrier: this.#interrupts });
+    const writer = backend.timers.writer;
+    this.#timers = new TimerService({
+      index: backend.timers.index,
+      dueOf: (root, processId, effectId) => writer.dueOf(root, processId, effectId),
+      wake: timerWake({ loadHead: (root) => residency.loadHead(root), commandable: (processId) => this.#routing.acrossRelease(() => this.#routing.commandable(processId)) }),
+      isResident: (root) => residency.inspectLocal(root) !== undefined,
+      clock: timerClock,
+      pollMs: config.timerPollMs ?? 1_000,
+      logger: options.logger?.child({ component: 'timers' }),
+      metrics: {
+        fired: () => this.#metrics.timersFired.inc(),
+        woken: () => this.#metrics.timersWoken.inc(),
+        waiting: (count) => this.#metrics.timersWaiting.set(count),
+      },
+    });
+    this.#timers.start();
     this.#reader = new LogReader({
       log: backend.log,
       rootFinished: (root) => residency.rootFinished(root),
@@ -639,6 +681,16 @@ export class EngineHost implements Host {
   /** Runs one hibernation sweep now (tests and benchmarks; the timer runs it every period). */
   hibernateIdle(): Promise<number> {
     return this.#hibernation.sweep();
+  }
+
+  /** Reads the durable timer index now and schedules the wakes of timers due soon (tests; it runs every `SCOPE_TIMER_POLL_MS`). */
+  pollTimers(): Promise<number> {
+    return this.#timers.poll();
+  }
+
+  /** Durable timer dispatches waiting in this node's memory (tests). */
+  get timersWaiting(): number {
+    return this.#timers.waiting;
   }
 
   #admit(): void {
@@ -1419,6 +1471,7 @@ export class EngineHost implements Host {
       stopAdmitting: () => {
         this.#closing = true;
         this.#hibernation.stop();
+        this.#timers.stop();
       },
       settle: async () => {
         const roots = this.#residency.localRoots();

@@ -27,6 +27,9 @@ export class HostMetrics {
   readonly treesHibernated: Counter;
   readonly treesWoken: Counter;
   readonly treesTakenOver: Counter;
+  readonly timersFired: Counter;
+  readonly timersWoken: Counter;
+  readonly timersWaiting: Gauge;
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly liveWorkers: Gauge<'ref'>;
   readonly workerProcessKeys: Gauge<'ref' | 'key' | 'state'>;
@@ -85,6 +88,21 @@ export class HostMetrics {
     this.treesTakenOver = new Counter({
       name: 'scope_trees_taken_over_total',
       help: "Trees this node's sweep took over from nodes whose lease lapsed (or from its own earlier epoch)",
+      registers,
+    });
+    this.timersFired = new Counter({
+      name: 'scope_timers_fired_total',
+      help: 'Durable timer dispatches this node ended at (or after) their due instant',
+      registers,
+    });
+    this.timersWoken = new Counter({
+      name: 'scope_timers_woken_total',
+      help: 'Trees out of memory (hibernated, ownerless) that this node restored for a due timer',
+      registers,
+    });
+    this.timersWaiting = new Gauge({
+      name: 'scope_timers_waiting',
+      help: 'Durable timer dispatches waiting in this node for their instant (hibernated trees wait in the index, not here)',
       registers,
     });
     this.stepsCommitted = new Counter({ name: 'scope_steps_committed_total', help: 'Steps whose result committed', registers });

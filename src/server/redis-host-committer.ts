@@ -19,6 +19,7 @@ import { type AgencyPlan, agencyRecordSuffix, type SignalAgency } from './signal
 import type { UnknownIndexPlan, UnknownIndexWriter } from './unknown-index-writer.js';
 import { type ControlAgency, type ControlPlan, controlRecordSuffix } from './control-agency.js';
 import { interruptRecordSuffix, interruptRecordWrite } from './interrupt-record.js';
+import type { TimerPlan, TimerWriter } from './timers/timer-writer.js';
 
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
@@ -38,12 +39,15 @@ export interface RedisHostCommitterOptions {
   /** The Unknown-outcome index's writer: entries before the commits that make effects Unknown, removals after. */
   readonly unknowns?: UnknownIndexWriter;
   readonly controls?: ControlAgency;
+  /** Durable timers: each pending timer's instant travels in the commit that makes it pending; its index entry precedes it. */
+  readonly timers?: TimerWriter;
 }
 
 /** The index writes one commit needs (both written before it, settled after it). */
 interface IndexPlans {
   readonly waits: WaitIndexPlan | undefined;
   readonly unknowns: UnknownIndexPlan | undefined;
+  readonly timers: TimerPlan | undefined;
 }
 
 /**
@@ -65,6 +69,7 @@ export class RedisHostCommitter extends CommitterBase {
   readonly #agency: SignalAgency | undefined;
   readonly #unknowns: UnknownIndexWriter | undefined;
   readonly #controls: ControlAgency | undefined;
+  readonly #timers: TimerWriter | undefined;
   /** Per unfinished root: the non-root members whose directory entry this node wrote. */
   readonly #mapped = new Map<string, Set<string>>();
   #ownership: CommitOwnership | undefined;
@@ -83,6 +88,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#agency = options.agency;
     this.#unknowns = options.unknowns;
     this.#controls = options.controls;
+    this.#timers = options.timers;
   }
 
   /**
@@ -115,6 +121,7 @@ export class RedisHostCommitter extends CommitterBase {
     // The next activation of the tree reads what it needs again (the wait index, the directory).
     this.#waits?.forget(rootId);
     this.#unknowns?.forget(rootId);
+    this.#timers?.forget(rootId);
     this.#mapped.delete(rootId);
     this.#agency?.forget(rootId);
     this.#controls?.forget(rootId);
@@ -145,6 +152,7 @@ export class RedisHostCommitter extends CommitterBase {
     this.#controls?.forget(rootId.toString());
     this.#waits?.forget(rootId.toString());
     this.#unknowns?.forget(rootId.toString());
+    this.#timers?.forget(rootId.toString());
     this.#mapped.delete(rootId.toString());
     if (outcome === 'purged' && head !== undefined && this.#processes !== undefined) {
       const members = head.processSnapshots().filter((process) => !process.processId.equals(rootId));
@@ -186,6 +194,7 @@ export class RedisHostCommitter extends CommitterBase {
     if (interrupt !== undefined) records.push(interrupt);
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
+    records.push(...(plan.timers?.records ?? []));
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
     agency?.committed();
     control?.committed();
@@ -199,11 +208,14 @@ export class RedisHostCommitter extends CommitterBase {
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
     await this.#mapMembers(boundary.snapshot, false);
-    const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] });
+    const pendingEffectId = boundary.kind === 'pending' ? boundary.effectId.toString() : undefined;
+    const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] }, pendingEffectId);
     const writes = this.#permits?.writesFor(boundary);
     // A signal_child answering a child's wait commits on the parent's effect boundary.
     const gates = this.#claims?.recordsFor(context?.events ?? []) ?? [];
-    const records = gates.length === 0 ? writes?.records : [...(writes?.records ?? []), ...gates];
+    // A timer made pending here: its due instant lands with the head (timers/timer-writer.ts).
+    const timers = plan.timers?.records ?? [];
+    const records = gates.length === 0 && timers.length === 0 ? writes?.records : [...(writes?.records ?? []), ...gates, ...timers];
     await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }) });
     await this.#indexed(plan);
     if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.snapshot.process(boundary.processId)?.prepared?.effect(boundary.effectId)?.unknown === true) {
@@ -231,10 +243,11 @@ export class RedisHostCommitter extends CommitterBase {
       owner === undefined ? undefined : this.#owning(activation.rootId.toString()),
     ]);
     const writes = this.#permits?.writesFor(activation);
+    const timers = plan.timers?.records ?? [];
     if (owner === undefined) {
-      await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes });
+      await this.#store.activateTree(activation, { events: context?.events ?? [], ...writes, ...(timers.length === 0 ? {} : { records: [...(writes?.records ?? []), ...timers] }) });
     } else {
-      const records = [...(writes?.records ?? []), owner];
+      const records = [...(writes?.records ?? []), ...timers, owner];
       const expected = this.#ownership?.expected(activation.rootId.toString());
       const full = { events: context?.events ?? [], ...writes, records };
       // Ownership moves with the new incarnation; a takeover installs only over the owner it names.
@@ -321,24 +334,32 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   /**
-   * The wait index and Unknown index entries a commit needs, written (together) before it is sent: a
-   * commit that opens a wait or makes an effect Unknown is never acknowledged without its entry (the
-   * inbox and the Unknown list stay complete). Failing that, nothing is committed.
+   * The wait, Unknown and timer index entries a commit needs, written (together) before it is sent: a
+   * commit that opens a wait, makes an effect Unknown or makes a timer pending is never acknowledged
+   * without its entry (the inbox, the Unknown list and the timer sweep stay complete). Failing that,
+   * nothing is committed. `pendingEffectId`: the effect a pending boundary makes pending.
    */
-  async #indexWaits(commit: IndexedCommit): Promise<IndexPlans> {
-    const [waits, unknowns] = await Promise.all([
+  async #indexWaits(commit: IndexedCommit, pendingEffectId?: string): Promise<IndexPlans> {
+    const [waits, unknowns, timers] = await Promise.all([
       this.#waits?.prepare(commit).catch((error: unknown) => {
         throw unavailable('wait index write', error);
       }),
       this.#unknowns?.prepare(commit).catch((error: unknown) => {
         throw unavailable('unknown index write', error);
       }),
+      this.#timers?.prepare({ snapshot: commit.snapshot, activation: commit.activation, ...(pendingEffectId === undefined ? {} : { pendingEffectId }) }).catch((error: unknown) => {
+        throw unavailable('timer index write', error);
+      }),
     ]);
-    return { waits, unknowns };
+    return { waits, unknowns, timers };
   }
 
   async #indexed(plans: IndexPlans): Promise<void> {
-    await Promise.all([plans.waits === undefined ? undefined : this.#waits?.acknowledged(plans.waits), plans.unknowns === undefined ? undefined : this.#unknowns?.acknowledged(plans.unknowns)]);
+    await Promise.all([
+      plans.waits === undefined ? undefined : this.#waits?.acknowledged(plans.waits),
+      plans.unknowns === undefined ? undefined : this.#unknowns?.acknowledged(plans.unknowns),
+      plans.timers === undefined ? undefined : this.#timers?.acknowledged(plans.timers),
+    ]);
   }
 
   /**

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { EngineHost } from '../../src/server/engine-host.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { Deployment, Digest } from '../../src/kernel/index.js';
+import { sleepDispatcher } from '../../src/server/demo-dispatchers.js';
+import { sleepDefinition } from '../../strategies/demo/sleep.js';
 import { embeddedHost, freshPrefix, redisHost, rejectsWith, start, stepCommittedWith, untilEntry, untilSettled } from './harness.js';
 
 /**
@@ -87,12 +90,22 @@ for (const mode of ['embedded', 'redis', 'redis joined'] as const) {
   });
 }
 
-test('activity keeps a tree resident; a sleeping tree (a dispatch in flight) is not parked and stays', async () => {
+/** A sleep on a plain in-memory timer (not the Host's durable timers): a dispatch that is not parkable. */
+const plainSleep = Deployment.create({
+  definition: sleepDefinition,
+  dispatcher: sleepDispatcher(),
+  implementationDigest: Digest.of('test:plain-sleep:implementation:v1'),
+  configurationDigest: Digest.of('test:plain-sleep:configuration:v1'),
+});
+
+test('activity keeps a tree resident; a tree with a dispatch in flight (not a durable timer) is not parked and stays', async () => {
   const clock = manualClock();
-  const { host, done } = hostFor('embedded', clock.now);
+  const host = embeddedHost({ env: hibernating, monotonic: clock.now, deployments: [plainSleep] });
+  const done = () => host.close(1_000);
   try {
     const approval = await start(host, 'demo.approval', { subject: 'busy' });
     await untilSettled(host, approval.processId, stepCommittedWith('waiting'));
+    // Registered after the demos, the plain sleep is the version of demo.sleep new starts use.
     const sleeper = await start(host, 'demo.sleep', { ms: 60_000 });
     await untilEntry(host, sleeper.processId, (entry) => entry.type === 'agent.effect.started');
     clock.advance(800);

@@ -1,6 +1,8 @@
 import { deadlineOperation, instantSchema } from '../../../strategies/coordination/deadline.js';
-import { type DeltaEmitter, type Dispatcher, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
+import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import { ownerDispatched } from '../../transport/placement.js';
+import { durableTimer, type TimerKind } from '../timers/timer-effects.js';
+import type { TimerService } from '../timers/timer-service.js';
 
 /**
  * The Deadline timer (`strategies/coordination/deadline.ts`): one dispatch waits until the
@@ -25,6 +27,11 @@ export interface DeadlineDispatcherOptions {
   /** Aborted when the Host stops waiting for dispatches: every pending timer ends (Unknown; replayed on restore). */
   readonly shutdown?: AbortSignal;
   readonly clock?: DeadlineClock;
+  /**
+   * The Host's timer service: the deadline is then a durable timer (src/server/timers/): it waits on
+   * the service, not on a timer of its own, and its tree may hibernate until the instant.
+   */
+  readonly timers?: () => TimerService | undefined;
 }
 
 /** setTimeout's longest delay; a later instant is reached in several hops. */
@@ -42,7 +49,11 @@ function rejected(message: string): Settlement {
 
 /** The instant a deadline request names, in epoch milliseconds, or undefined when it names none. */
 export function deadlineInstant(request: EffectRequest): { readonly at: string; readonly ms: number } | undefined {
-  const body = request.effect.payload.decode<unknown>();
+  return instantOf(request.effect);
+}
+
+function instantOf(effect: Effect): { readonly at: string; readonly ms: number } | undefined {
+  const body = effect.payload.decode<unknown>();
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const { operation, at } = body as Record<string, unknown>;
   if (operation !== deadlineOperation || typeof at !== 'string' || !instantSchema.accepts(Payload.encode(at))) return undefined;
@@ -76,19 +87,30 @@ function until(clock: DeadlineClock, targetMs: number, signal: AbortSignal): Pro
   });
 }
 
+/** A deadline's instant is its Effect's `at`, whenever it became pending. */
+export const deadlineTimer: TimerKind = Object.freeze({
+  dueOf: (effect: Effect): number | undefined => instantOf(effect)?.ms,
+});
+
 export function deadlineDispatcher(options: DeadlineDispatcherOptions = {}): Dispatcher {
   const clock = options.clock ?? systemClock;
+  const timers = options.timers;
   const dispatcher: Dispatcher = Object.freeze({
     async dispatch(request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
       const instant = deadlineInstant(request);
       if (instant === undefined) return rejected(`a deadline needs {operation: "${deadlineOperation}", at: RFC 3339 instant}`);
-      await until(clock, instant.ms, options.shutdown === undefined ? signal : AbortSignal.any([signal, options.shutdown]));
+      const stop = options.shutdown === undefined ? signal : AbortSignal.any([signal, options.shutdown]);
+      const service = timers?.();
+      if (service === undefined) await until(clock, instant.ms, stop);
+      else await service.until(instant.ms, stop);
       return Settlement.of('succeeded', Payload.encode({ at: instant.at, firedAt: new Date(clock.now()).toISOString() }));
     },
     replayPolicy(): ReplayPolicy {
       return 'same_identity';
     },
+    ...(timers === undefined ? {} : { parkable: () => true }),
   });
+  if (timers !== undefined) durableTimer(dispatcher, deadlineTimer);
   // A timer holds no resource a worker pool would spread, and its guarantee ("fires at the instant,
   // or within the lease TTL + 5 s of a node returning") is the owner's: a takeover replays it where
   // the tree now lives. So it stays in the owner under the BullMQ transport too.

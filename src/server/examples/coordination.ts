@@ -6,6 +6,7 @@ import { unreliableDefinition } from '../../../strategies/demo/unreliable.js';
 import { type Definition, Deployment, Digest, type Dispatcher, Schema } from '../../kernel/index.js';
 import { sleepDispatcher, unreliableDispatcher } from '../demo-dispatchers.js';
 import { deadlineDispatcher } from '../dispatchers/deadline.js';
+import type { TimerService } from '../timers/timer-service.js';
 
 /**
  * The coordination examples (docs/strategies/coordination.md):
@@ -39,7 +40,7 @@ export const exampleGateAnswerSchema: Schema = Schema.of({
 });
 
 /** `echo` is the demos' own demo.echo Deployment (its ref is the one they register). */
-export function coordinationExamples(options: { readonly echo: Deployment; readonly shutdown?: AbortSignal }): Deployment[] {
+export function coordinationExamples(options: { readonly echo: Deployment; readonly shutdown?: AbortSignal; readonly timers?: () => TimerService | undefined }): Deployment[] {
   const gate = inputGateDefinition({
     name: 'example.coordination.input',
     description: 'Asks a question {question, options?} through one wait and completes with the answer {choice, note?} addressed to it.',
@@ -67,7 +68,7 @@ export function coordinationExamples(options: { readonly echo: Deployment; reado
   });
   return [
     fixed('example.coordination.input', gate),
-    fixed('example.coordination.deadline', deadline, deadlineDispatcher({ shutdown: options.shutdown })),
+    fixed('example.coordination.deadline', deadline, deadlineDispatcher({ shutdown: options.shutdown, timers: options.timers })),
     fixed('example.coordination.first-success', competition),
   ];
 }

@@ -20,6 +20,7 @@ import { successionRecordSuffix } from '../succession.js';
  * | `<prefix>:roots`                    | zset   | the root index, `<start ms>:<root>` members (lex order) |
  * | `<prefix>:roots:deployment:<name>`  | zset   | the same, for one deployment name                      |
  * | `<prefix>:waits:<shard>`            | hash   | open-wait index shard: `<root> <process> <wait>` → entry JSON (shard = hash of root mod N) |
+ * | `<prefix>:timers:<shard>`           | zset   | durable timer index shard: `<root> <process> <effect>` → due instant (ms) |
  * | `<prefix>:process-root:<process>`   | string | the root of a non-root process (a directory: any node finds a child's tree) |
  * | `<prefix>:idempotency:<sha256>`     | string | an Idempotency-Key pointer (reserved/committing/root)  |
  * | `<prefix>:streams:key:<keyId>`      | zset   | an API key's open SSE streams → lease expiry (ms)       |
@@ -110,6 +111,15 @@ export function deploymentRootIndexKey(prefix: string, deployment: string): stri
 export function waitIndexShardKey(prefix: string, shard: number): string {
   if (!Number.isInteger(shard) || shard < 0 || shard > 1023) throw new TypeError(`a wait index shard is an integer in 0..1023, got ${String(shard)}`);
   return `${prefix}:waits:${shard}`;
+}
+
+/**
+ * One shard of the durable timer index (src/server/timers/): a sorted set of due instants whose
+ * members name timer effects of many trees, outside every hash tag, each shard its own key.
+ */
+export function timerIndexShardKey(prefix: string, shard: number): string {
+  if (!Number.isInteger(shard) || shard < 0 || shard > 1023) throw new TypeError(`a timer index shard is an integer in 0..1023, got ${String(shard)}`);
+  return `${prefix}:timers:${shard}`;
 }
 
 /**

@@ -158,3 +158,62 @@ test('isParkedTree reads the same rule from a head: a wait or an Unknown is park
   await Promise.all([waiting.join(), blocked.join()]);
   await engine.close();
 });
+
+/**
+ * A timer-like dispatcher: each dispatch waits for `release()` (or its abort), then succeeds. Parkable
+ * (`Dispatcher.parkable`) with the given replay policy.
+ */
+function parkableTimer(replayPolicy: 'same_identity' | 'never') {
+  const waiting: { resolve: () => void }[] = [];
+  const aborts: unknown[] = [];
+  const dispatcher = Object.freeze({
+    dispatch(_request: unknown, _emit: unknown, signal: AbortSignal): Promise<Settlement> {
+      return new Promise<Settlement>((resolve, reject) => {
+        signal.addEventListener('abort', () => {
+          aborts.push(signal.reason);
+          reject(signal.reason);
+        }, { once: true });
+        waiting.push({ resolve: () => resolve(Settlement.of('succeeded', hello)) });
+      });
+    },
+    replayPolicy: () => replayPolicy,
+    parkable: () => true,
+  });
+  return { dispatcher, waiting, aborts };
+}
+
+test('a tree whose only work is a parkable dispatch (same_identity) hibernates without a commit; the restore replays it', async () => {
+  const timer = parkableTimer('same_identity');
+  const deployment = deploy(echoDefinition, timer.dispatcher, 'hibernation-parkable');
+  const { engine, recorder, committer } = setup();
+  const process = await engine.start(deployment, hello);
+  await published(recorder, process.id, 'agent.effect.started');
+  const commitsBefore = committer.attempts.length;
+  assert.equal(await engine.hibernateTree(process.id), true, 'parked on its timer');
+  assert.equal(committer.attempts.length, commitsBefore, 'a release commits nothing, not even an Unknown');
+  assert.equal(timer.aborts.length, 1, 'the parked dispatch is aborted');
+  assert.equal((timer.aborts[0] as { code?: string }).code, ErrorCode.treeReleased);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(committer.attempts.length, commitsBefore, 'its rejection is ignored');
+  assert.equal(recorder.events().filter((event) => event.name === 'agent.effect.finished').length, 0, 'nor published');
+
+  const head = await committer.loadTree(process.id);
+  assert.equal(head!.root.prepared?.frontier()?.phase, 'pending', 'the head still holds the pending effect');
+  const restored = await engine.restoreTree(deployment, head!);
+  await published(recorder, restored.id, 'agent.effect.started', 2);
+  assert.equal(timer.waiting.length, 2, 'the restore replayed the dispatch');
+  timer.waiting[1]!.resolve();
+  assert.equal((await restored.await()).status, 'completed');
+  await engine.close();
+});
+
+test('a parkable dispatch whose effect may not be replayed keeps its tree', async () => {
+  const never = parkableTimer('never');
+  const { engine, recorder } = setup();
+  const process = await engine.start(deploy(echoDefinition, never.dispatcher, 'hibernation-parkable-never'), hello);
+  await published(recorder, process.id, 'agent.effect.started');
+  assert.equal(await engine.hibernateTree(process.id), false, 'a restore could not replay it: not parked');
+  never.waiting[0]!.resolve();
+  assert.equal((await process.await()).status, 'completed');
+  await engine.close();
+});

@@ -1,0 +1,73 @@
+import type { RedisClient } from './connection.js';
+import { timerIndexShardKey } from './keys.js';
+import { parseTimerMember, type TimerEntry, type TimerIndex, type TimerRef, timerMember } from '../timer-index.js';
+
+/**
+ * Redis mode's durable timer index: N sorted sets (`<prefix>:timers:<shard>`, shard = FNV-1a of the
+ * root mod N, as the open-wait and Unknown indexes shard), member `<root> <process> <effect>`, score
+ * the due instant in epoch ms. It spans trees, so no commit script can write it (a script touches
+ * one tree's slot): an entry is written just before the commit that makes its timer pending (the
+ * due instant itself lands in that commit's write set, under the tree: the timer record) and removed
+ * after the commit that settles or drops it. Sweepers verify entries against the heads.
+ *
+ * Every node must use the same shard count.
+ */
+export const defaultTimerIndexShards = 16;
+
+export class RedisTimerIndex implements TimerIndex {
+  readonly #redis: RedisClient;
+  readonly #prefix: string;
+  readonly #shards: number;
+
+  constructor(options: { redis: RedisClient; keyPrefix: string; shards?: number }) {
+    this.#redis = options.redis;
+    this.#prefix = options.keyPrefix;
+    this.#shards = options.shards ?? defaultTimerIndexShards;
+    if (!Number.isInteger(this.#shards) || this.#shards < 1 || this.#shards > 1024) throw new TypeError(`timer index shards must be an integer in 1..1024, got ${String(options.shards)}`);
+  }
+
+  shardOf(rootId: string): number {
+    let hash = 0x811c9dc5;
+    for (let index = 0; index < rootId.length; index += 1) {
+      hash ^= rootId.charCodeAt(index);
+      hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
+    return hash % this.#shards;
+  }
+
+  async write(entries: readonly TimerEntry[]): Promise<void> {
+    await Promise.all(
+      [...this.#byShard(entries)].map(([shard, group]) => this.#redis.zadd(timerIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [String(entry.dueMs), timerMember(entry)]))),
+    );
+  }
+
+  async remove(refs: readonly TimerRef[]): Promise<void> {
+    await Promise.all([...this.#byShard(refs)].map(([shard, group]) => this.#redis.zrem(timerIndexShardKey(this.#prefix, shard), ...group.map(timerMember))));
+  }
+
+  async dueBy(untilMs: number, limit: number): Promise<TimerEntry[]> {
+    const shards = Array.from({ length: this.#shards }, (_unused, shard) => shard);
+    const replies = await Promise.all(
+      shards.map((shard) => this.#redis.zrangebyscore(timerIndexShardKey(this.#prefix, shard), '-inf', String(untilMs), 'WITHSCORES', 'LIMIT', 0, limit)),
+    );
+    const entries: TimerEntry[] = [];
+    for (const reply of replies) {
+      for (let at = 0; at + 1 < reply.length; at += 2) {
+        const entry = parseTimerMember(reply[at] as string, Number(reply[at + 1]));
+        if (entry !== undefined) entries.push(entry);
+      }
+    }
+    return entries.sort((a, b) => a.dueMs - b.dueMs).slice(0, limit);
+  }
+
+  #byShard<T extends TimerRef>(entries: readonly T[]): Map<number, T[]> {
+    const groups = new Map<number, T[]>();
+    for (const entry of entries) {
+      const shard = this.shardOf(entry.rootId);
+      const group = groups.get(shard);
+      if (group === undefined) groups.set(shard, [entry]);
+      else group.push(entry);
+    }
+    return groups;
+  }
+}
