@@ -61,8 +61,8 @@ const prefetched = new Map<string, Prefetch>();
 /**
  * Starts a GET before the page has rendered (the first view's data, so its request overlaps the
  * bundle's evaluation instead of following its first render). index.html preloads the default first
- * page (`<link rel=preload as=fetch>`), and a GET without custom headers is answered from that
- * preload, so on `/` the request is on the wire before the bundle has even arrived. The first
+ * page (`<link rel=preload as=fetch>`) and the browser answers this fetch from that preload, so on
+ * `/` the request is on the wire before the bundle has even arrived. The first
  * {@link api} GET (or {@link takePrefetched}) of the same path takes the answer; a refused prefetch is
  * asked again, so the token prompt sees the refusal.
  */
@@ -100,10 +100,7 @@ export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, bo
 }
 
 async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
-  // Every answer of the API is JSON (problem+json for errors) whatever the Accept header says; a GET
-  // sends none, so that it matches the page's preload of the first list (a preload is only reused by
-  // a request with the same headers).
-  const headers: Record<string, string> = { ...(method === 'GET' ? {} : { accept: 'application/json' }), ...authHeaders() };
+  const headers: Record<string, string> = { accept: 'application/json', ...authHeaders() };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const text = await response.text();
