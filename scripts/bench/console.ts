@@ -22,12 +22,17 @@ import { chromium, type Browser } from 'playwright-core';
  *
  * BENCH_CONSOLE_BASE=<checkout> also serves another worktree (say, main's HEAD) and alternates the runs
  * between the two, printing both and the ratio this/base from the same run. BENCH_CONSOLE_TRACE=1 prints
- * where each load's time went (navigation, resources, long animation frames, paints).
+ * where each load's time went (navigation, resources, long animation frames, paints). BENCH_CONSOLE_CPU=1
+ * records a Chromium trace of each load and adds the CPU time (thread time, not wall time) the page's
+ * renderer main thread spent from the navigation request to the row's paint: a figure that a busy,
+ * shared machine disturbs far less than the wall clock (tracing slows the load itself, so take the
+ * wall figures from a run without it).
  */
 
 const processes = Number(process.env.BENCH_CONSOLE_PROCESSES ?? 10_000);
 const runs = Number(process.env.BENCH_CONSOLE_RUNS ?? 10);
 const base = process.env.BENCH_CONSOLE_BASE;
+const cpu = process.env.BENCH_CONSOLE_CPU !== undefined && process.env.BENCH_CONSOLE_CPU !== '';
 const chromiumPath = '/usr/bin/chromium';
 
 function percentile(samples: readonly number[], p: number): number {
@@ -78,6 +83,7 @@ const observeFirstRow = `(() => {
     const entry = list.getEntries().find((e) => e.identifier === 'scope-bench-row');
     if (entry === undefined) return;
     observer.disconnect();
+    performance.mark('scope-bench-row-painted');
     console.debug('scope-bench-row ' + (entry.renderTime || entry.loadTime));
   }).observe({ type: 'element', buffered: true });
   new MutationObserver((_, observer) => {
@@ -104,7 +110,41 @@ const traceScript = `JSON.stringify((() => {
 
 interface Load {
   readonly ms: number;
+  /** The renderer main thread's CPU ms until the paint (BENCH_CONSOLE_CPU), else undefined. */
+  readonly cpuMs: number | undefined;
   readonly requests: readonly string[];
+}
+
+interface TraceEvent {
+  readonly name: string;
+  readonly ph: string;
+  readonly pid: number;
+  readonly tid: number;
+  readonly ts: number;
+  readonly dur?: number;
+  readonly tdur?: number;
+  readonly args?: { readonly name?: string; readonly data?: { readonly resourceType?: string; readonly url?: string } };
+}
+
+/** Sums the thread time of the outermost tasks on the page's main thread from its navigation request to the paint mark. */
+function mainThreadCpuMs(trace: Buffer, url: string): number | undefined {
+  const events = (JSON.parse(trace.toString()) as { traceEvents: TraceEvent[] }).traceEvents;
+  const navigation = events.find((e) => e.name === 'ResourceSendRequest' && e.args?.data?.resourceType === 'Document' && e.args.data.url === url);
+  const mark = events.find((e) => e.name === 'scope-bench-row-painted');
+  if (navigation === undefined || mark === undefined) return undefined;
+  const main = events.find((e) => e.ph === 'M' && e.name === 'thread_name' && e.pid === mark.pid && e.args?.name === 'CrRendererMain');
+  if (main === undefined) return undefined;
+  const tasks = events
+    .filter((e) => e.pid === main.pid && e.tid === main.tid && e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && e.ts >= navigation.ts && e.ts < mark.ts)
+    .sort((a, b) => a.ts - b.ts);
+  let sum = 0;
+  let until = 0;
+  for (const task of tasks) {
+    if (task.ts < until) continue; // nested in the previous task
+    sum += task.tdur ?? 0;
+    until = task.ts + (task.dur ?? 0);
+  }
+  return sum / 1000;
 }
 
 async function load(browser: Browser, server: BenchServer, label: string): Promise<Load> {
@@ -118,10 +158,13 @@ async function load(browser: Browser, server: BenchServer, label: string): Promi
     });
     await tab.addInitScript({ content: observeFirstRow });
     const painted = tab.waitForEvent('console', { predicate: (message) => message.text().startsWith('scope-bench-row '), timeout: 30_000 });
-    await tab.goto(`${server.base}/#/processes`, { waitUntil: 'commit' });
+    const url = `${server.base}/#/processes`;
+    if (cpu) await browser.startTracing(tab, { categories: ['devtools.timeline', 'toplevel', 'blink.user_timing'] });
+    await tab.goto(url, { waitUntil: 'commit' });
     const ms = Number((await painted).text().split(' ')[1]);
+    const cpuMs = cpu ? mainThreadCpuMs(await browser.stopTracing(), url) : undefined;
     if (process.env.BENCH_CONSOLE_TRACE) console.log(`${label} ${Math.round(ms)} ms ${(await tab.evaluate(traceScript)) as string}`);
-    return { ms, requests };
+    return { ms, cpuMs, requests };
   } finally {
     await context.close();
   }
@@ -131,6 +174,7 @@ interface Served {
   readonly label: string;
   readonly server: BenchServer;
   readonly samples: number[];
+  readonly cpuSamples: number[];
   requests: readonly string[];
 }
 
@@ -147,7 +191,7 @@ export async function benchConsole(): Promise<void> {
   try {
     for (const [label, checkout] of [['this', resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')], ...(base === undefined ? [] : [['base', resolve(base)]])] as const) {
       const server = await startServer(label, checkout);
-      served.push({ label, server, samples: [], requests: [] });
+      served.push({ label, server, samples: [], cpuSamples: [], requests: [] });
       for (const path of ['/', '/v1/processes?limit=20']) {
         const times: number[] = [];
         for (let run = 0; run < 5; run += 1) {
@@ -162,19 +206,24 @@ export async function benchConsole(): Promise<void> {
     // take turns run by run, so a change in the machine's load touches both alike.
     for (let run = 0; run < runs + 1; run += 1) {
       for (const entry of run % 2 === 0 ? served : [...served].reverse()) {
-        const { ms, requests } = await load(browser, entry.server, entry.label);
+        const { ms, cpuMs, requests } = await load(browser, entry.server, entry.label);
         if (run > 0) entry.samples.push(ms);
+        if (run > 0 && cpuMs !== undefined) entry.cpuSamples.push(cpuMs);
         entry.requests = requests;
       }
     }
-    console.log(`server  processes  runs  p50 ms  max ms  /v1 requests of the last load`);
-    for (const { label, samples, requests } of served) {
+    console.log(`server  processes  runs  p50 ms  max ms${cpu ? '  p50 main-thread CPU ms' : ''}  /v1 requests of the last load`);
+    for (const { label, samples, cpuSamples, requests } of served) {
+      const cpuColumn = cpu ? `  ${(cpuSamples.length === 0 ? '-' : percentile(cpuSamples, 50).toFixed(0)).padStart(22)}` : '';
       console.log(
-        `${label.padEnd(6)}  ${String(processes).padStart(9)}  ${String(runs).padStart(4)}  ${percentile(samples, 50).toFixed(0).padStart(6)}  ${Math.max(...samples).toFixed(0).padStart(6)}  ${requests.join(' ')}`,
+        `${label.padEnd(6)}  ${String(processes).padStart(9)}  ${String(runs).padStart(4)}  ${percentile(samples, 50).toFixed(0).padStart(6)}  ${Math.max(...samples).toFixed(0).padStart(6)}${cpuColumn}  ${requests.join(' ')}`,
       );
     }
     const [mine, other] = served;
-    if (mine !== undefined && other !== undefined) console.log(`ratio this/base: p50 ${(percentile(mine.samples, 50) / percentile(other.samples, 50)).toFixed(2)}`);
+    if (mine !== undefined && other !== undefined) {
+      const cpuRatio = cpu && mine.cpuSamples.length > 0 && other.cpuSamples.length > 0 ? `, main-thread CPU p50 ${(percentile(mine.cpuSamples, 50) / percentile(other.cpuSamples, 50)).toFixed(2)}` : '';
+      console.log(`ratio this/base: p50 ${(percentile(mine.samples, 50) / percentile(other.samples, 50)).toFixed(2)}${cpuRatio}`);
+    }
   } finally {
     await browser.close();
     await Promise.all(served.map(({ server }) => server.stop()));
