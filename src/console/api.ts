@@ -50,17 +50,40 @@ export function tokenRefused(): void {
   for (const listener of tokenListeners) listener(true);
 }
 
-const prefetched = new Map<string, Promise<unknown>>();
+interface Prefetch {
+  readonly answer: Promise<unknown>;
+  /** Set once the answer is in (a refused one is not kept: it is asked again, see {@link api}). */
+  settled?: { readonly value: unknown };
+}
+
+const prefetched = new Map<string, Prefetch>();
 
 /**
  * Starts a GET before the page has rendered (the first view's data, so its request overlaps the
- * bundle's first render instead of following it). The first {@link api} GET of the same path takes
- * the answer; a refused prefetch is asked again, so the token prompt sees the refusal.
+ * bundle's evaluation instead of following its first render). index.html preloads the default first
+ * page (`<link rel=preload as=fetch>`) and the browser answers this fetch from that preload, so on
+ * `/` the request is on the wire before the bundle has even arrived. The first
+ * {@link api} GET (or {@link takePrefetched}) of the same path takes the answer; a refused prefetch is
+ * asked again, so the token prompt sees the refusal.
  */
-export function prefetch(path: string): void {
-  const answer = request('GET', path);
-  answer.catch(() => undefined);
-  prefetched.set(path, answer);
+export function prefetch(path: string): Promise<unknown> {
+  const entry: Prefetch = { answer: request('GET', path) };
+  entry.answer.then(
+    (value) => {
+      entry.settled = { value };
+    },
+    () => undefined,
+  );
+  prefetched.set(path, entry);
+  return entry.answer;
+}
+
+/** The prefetched answer for `path` if it is already in (then taken), so a view can render it at once. */
+export function takePrefetched<T>(path: string): T | undefined {
+  const entry = prefetched.get(path);
+  if (entry?.settled === undefined) return undefined;
+  prefetched.delete(path);
+  return entry.settled.value as T;
 }
 
 export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
@@ -68,7 +91,7 @@ export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, bo
   if (early !== undefined) {
     prefetched.delete(path);
     try {
-      return (await early) as T;
+      return (await early.answer) as T;
     } catch {
       // Asked again below, with the listeners of the rendered page in place.
     }

@@ -82,9 +82,27 @@ function App() {
   );
 }
 
+/**
+ * How long the first render waits for the Processes view's first page. Rendered with its rows, the
+ * page is styled, laid out and painted once; rendered before them, it is done twice (the "Loading…"
+ * frame, then the rows), on the same main thread the rows wait for. A slow server still gets the
+ * loading state after this long.
+ */
+const firstPageWaitMs = 250;
+
 const mount = document.getElementById('app');
 if (mount !== null) {
   const first = parseRoute(location.hash);
-  if (first.view === 'processes') prefetch(firstListPath(first));
-  render(<App />, mount);
+  const start = (): void => render(<App />, mount);
+  if (first.view === 'processes') {
+    const answer = prefetch(firstListPath(first));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, firstPageWaitMs);
+    });
+    void Promise.race([answer.then(() => undefined, () => undefined), waited]).then(() => {
+      clearTimeout(timer);
+      start();
+    });
+  } else start();
 }

@@ -393,6 +393,47 @@ describe('the console in a browser', { skip }, () => {
     assert.equal(after.processes.filter((process) => process.status === 'canceled').length, after.processes.filter((process) => process.status !== 'completed').length);
   });
 
+  test('the first load: the first page comes once, from the page\'s preload, in the app\'s first render; the start-time filters follow the first paint', async () => {
+    await server.start('demo.echo', { value: 'first load' });
+    await inTab('first-load', async (tab) => {
+      // What the app's first render put in the DOM (recorded before anything else can change it).
+      await tab.addInitScript({
+        content: `new MutationObserver((_, observer) => {
+          if (document.querySelector('#app header') === null) return;
+          observer.disconnect();
+          window.firstRender = {
+            rows: document.querySelectorAll('tbody tr[data-process-id]').length,
+            loading: document.querySelector('main p[role="status"]') !== null,
+            timeFilter: document.getElementById('filter-after') !== null,
+          };
+        }).observe(document, { childList: true, subtree: true });`,
+      });
+      await tab.goto(`${server.base}/#/processes`);
+      await tab.locator('#filter-after').waitFor();
+      const first = (await tab.evaluate('window.firstRender')) as { rows: number; loading: boolean; timeFilter: boolean };
+      assert.ok(first.rows > 0, `the first render shows rows: ${JSON.stringify(first)}`);
+      assert.equal(first.loading, false, 'no "Loading…" frame before them');
+      assert.equal(first.timeFilter, false, 'the date-time inputs are created after the first paint');
+      // One request for the first page, made by the preload (not a second one by the script): the
+      // refresh comes two seconds after the render, so anything before it would be a duplicate.
+      const lists = JSON.parse(
+        (await tab.evaluate(
+          `JSON.stringify(performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/v1/processes?limit=20')).map((e) => ({ initiator: e.initiatorType, start: e.startTime, end: e.responseEnd })))`,
+        )) as string,
+      ) as { initiator: string; start: number; end: number }[];
+      const [preload] = lists;
+      assert.equal(preload?.initiator, 'link', JSON.stringify(lists));
+      assert.deepEqual(lists.filter((entry) => entry.start < preload.end + 1_500), [preload], 'the script took the preload\'s answer');
+
+      // The deferred inputs still show the filter from the URL.
+      await tab.goto('about:blank');
+      await tab.goto(`${server.base}/#/processes?startedAfter=2020-01-02T03:04`);
+      await tab.locator('#filter-after').waitFor();
+      assert.equal(await tab.locator('#filter-after').inputValue(), '2020-01-02T03:04');
+      assert.equal(await tab.locator('#filter-after').getAttribute('type'), 'datetime-local');
+    });
+  });
+
   test('the Processes view asks for one page, not the whole store, with many processes present', async () => {
     const count = 250;
     for (let index = 0; index < count; index += 1) await server.host.startProcess({ deployment: 'demo.echo', input: { value: String(index) } });

@@ -4,8 +4,8 @@
  * (one request for that page). Bulk actions act on the current filter through the server's bulk route:
  * a dry run counts what matches, and a confirmation names the count before anything is changed.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { api, withQuery, type ListedProcess, type Page } from '../api';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, takePrefetched, withQuery, type ListedProcess, type Page } from '../api';
 import { controlActions, type ControlAction } from '../controls';
 import { href, navigate, type Route } from '../route';
 import { ProblemView, StatusBadge, Time } from '../widgets';
@@ -65,12 +65,64 @@ export function firstListPath(route: Route): string {
   return listPath(filtersOf(route.query), route.query.get('cursor') ?? undefined, pageSize);
 }
 
+/**
+ * False until the page's first paint is on screen. Chromium builds a date-time input's editing fields
+ * (locale formats, a picker) when the element is created: the two start-time filters cost about as
+ * much main-thread time as the whole table, so they are created only once the first paint (normally
+ * with the rows: main.tsx waits for the first page) has been presented; their space is held
+ * meanwhile, so nothing moves.
+ */
+function useAfterFirstPaint(): boolean {
+  const [painted, setPainted] = useState(false);
+  useEffect(() => afterFirstPaint(() => setPainted(true)), []);
+  return painted;
+}
+
+/** Calls `callback` in a task after the first contentful paint was presented; returns a canceller. */
+function afterFirstPaint(callback: () => void): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let frame: number | undefined;
+  let observer: PerformanceObserver | undefined;
+  const stopWatching = (): void => {
+    observer?.disconnect();
+    removeEventListener('visibilitychange', later);
+  };
+  function later(): void {
+    stopWatching();
+    clearTimeout(timer);
+    timer = setTimeout(callback, 0);
+  }
+  const paintTimed = typeof PerformanceObserver === 'function' && PerformanceObserver.supportedEntryTypes?.includes('paint');
+  if (!paintTimed || document.visibilityState === 'hidden') {
+    // Nothing to wait for: no paint timing, or a background tab (it paints only once shown).
+    later();
+  } else if (performance.getEntriesByName('first-contentful-paint').length === 0) {
+    observer = new PerformanceObserver((list) => {
+      if (list.getEntriesByName('first-contentful-paint').length > 0) later();
+    });
+    observer.observe({ type: 'paint' });
+    // Hidden before its first paint, a tab never reports one.
+    addEventListener('visibilitychange', later);
+  } else {
+    // Painted before (another view came first): the next frame is the one to let go by.
+    frame = requestAnimationFrame(later);
+  }
+  return () => {
+    stopWatching();
+    if (frame !== undefined) cancelAnimationFrame(frame);
+    clearTimeout(timer);
+  };
+}
+
 export function ProcessesView({ route }: { readonly route: Route }) {
   const filters = filtersOf(route.query);
   const cursor = route.query.get('cursor') ?? undefined;
-  const [page, setPage] = useState<Page<ListedProcess> | undefined>();
-  const [error, setError] = useState<unknown>();
   const key = listPath(filters, cursor, pageSize);
+  // The first page may already be in (main.tsx prefetched it): then the first frame shows its rows.
+  const [page, setPage] = useState<Page<ListedProcess> | undefined>(() => takePrefetched<Page<ListedProcess>>(key));
+  const [error, setError] = useState<unknown>();
+  const prefetchedKey = useRef(page === undefined ? undefined : key);
+  const timeFields = useAfterFirstPaint();
 
   useEffect(() => {
     let stopped = false;
@@ -87,8 +139,14 @@ export function ProcessesView({ route }: { readonly route: Route }) {
       }
       if (!stopped) timer = setTimeout(() => void load(), refreshMs);
     };
-    setPage(undefined);
-    void load();
+    if (prefetchedKey.current === key) {
+      // Rendered from the prefetched page: the next load is the periodic refresh.
+      timer = setTimeout(() => void load(), refreshMs);
+    } else {
+      setPage(undefined);
+      void load();
+    }
+    prefetchedKey.current = undefined;
     return () => {
       stopped = true;
       clearTimeout(timer);
@@ -121,11 +179,19 @@ export function ProcessesView({ route }: { readonly route: Route }) {
         </div>
         <div class="field">
           <label for="filter-after">Started after</label>
-          <input id="filter-after" type="datetime-local" value={filters.startedAfter} onChange={(event) => apply({ startedAfter: event.currentTarget.value })} />
+          {timeFields ? (
+            <input id="filter-after" type="datetime-local" value={filters.startedAfter} onChange={(event) => apply({ startedAfter: event.currentTarget.value })} />
+          ) : (
+            <span class="field-pending" />
+          )}
         </div>
         <div class="field">
           <label for="filter-before">Started before</label>
-          <input id="filter-before" type="datetime-local" value={filters.startedBefore} onChange={(event) => apply({ startedBefore: event.currentTarget.value })} />
+          {timeFields ? (
+            <input id="filter-before" type="datetime-local" value={filters.startedBefore} onChange={(event) => apply({ startedBefore: event.currentTarget.value })} />
+          ) : (
+            <span class="field-pending" />
+          )}
         </div>
         <div class="field">
           <label for="filter-unknown">Unknown outcome</label>
