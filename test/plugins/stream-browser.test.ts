@@ -86,7 +86,9 @@ describe('the stream in a browser (native EventSource)', { skip }, () => {
     try {
       await tab.goto(`${server.base}/test/stream-page?root=${encodeURIComponent(rootId)}`);
       // The page is connected and has seen the wait: answer it, live.
-      await tab.waitForFunction(`document.getElementById('log').textContent.includes('agent.step.committed')`);
+      // Predicates as functions, not strings: a string predicate is eval'd in the page, which the
+      // page's CSP (no 'unsafe-eval') refuses whenever Playwright has to poll it.
+      await tab.waitForFunction(() => (globalThis as any).document.getElementById('log').textContent.includes('agent.step.committed'));
       const { body: view } = await server.json(`/v1/processes/${encodeURIComponent(rootId)}`);
       const { status } = await server.json(`/v1/processes/${encodeURIComponent(rootId)}/signals`, {
         method: 'POST',
@@ -94,7 +96,7 @@ describe('the stream in a browser (native EventSource)', { skip }, () => {
         body: JSON.stringify({ signals: [{ id: 'browser-answer', waitId: view.waitId, payload: { approved: true } }] }),
       });
       assert.equal(status, 200);
-      const handle = await tab.waitForFunction('window.streamResult', undefined, { timeout: 20_000 });
+      const handle = await tab.waitForFunction(() => (globalThis as any).streamResult, undefined, { timeout: 20_000 });
       const result = (await handle.jsonValue()) as { names: string[]; ids: string[]; end?: { reason: string; rootId: string } };
       assert.equal(result.names[0], 'agent.process.started');
       assert.ok(result.names.includes('agent.signal.accepted'), result.names.join(' '));
@@ -113,7 +115,7 @@ describe('the stream in a browser (native EventSource)', { skip }, () => {
     const tab = await browser.newPage();
     try {
       await tab.goto(`${server.base}/test/stream-page?root=${encodeURIComponent(rootId)}`);
-      const handle = await tab.waitForFunction('window.streamResult', undefined, { timeout: 20_000 });
+      const handle = await tab.waitForFunction(() => (globalThis as any).streamResult, undefined, { timeout: 20_000 });
       const result = (await handle.jsonValue()) as { names: string[] };
       assert.equal(result.names.filter((name) => name === 'agent.delta').length, 'browser'.length);
       assert.equal(result.names.at(-1), 'scope.stream.end');

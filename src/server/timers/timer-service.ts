@@ -3,7 +3,12 @@ import type { EffectRequest } from '../../kernel/index.js';
 import { type TimerEntry, type TimerIndex, timerMember } from '../../store/timer-index.js';
 import type { TimerKind } from './timer-effects.js';
 
-/** Wall-clock time and one timer, injectable for tests (defaults: `Date.now`, an unref'd `setTimeout`). */
+/**
+ * Wall-clock time and one timer, injectable for tests (defaults: `Date.now`, `setTimeout`). The timer
+ * is not unref'd: a process waiting on a timer keeps its Host's process alive, as the sleep it
+ * replaces did (a Host used without an HTTP server would otherwise exit mid-sleep); the Host's
+ * shutdown stops it.
+ */
 export interface TimerClock {
   /** Epoch milliseconds (instants are absolute: a monotonic clock would not survive a restart). */
   now(): number;
@@ -13,7 +18,7 @@ export interface TimerClock {
 
 export const systemTimerClock: TimerClock = Object.freeze({
   now: () => Date.now(),
-  setTimer: (callback: () => void, ms: number) => setTimeout(callback, ms).unref(),
+  setTimer: (callback: () => void, ms: number) => setTimeout(callback, ms),
   clearTimer: (handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 });
 
@@ -132,6 +137,8 @@ export class TimerService {
         item.cancelled = true;
         item.run = noop;
         this.#countWaiting(-1);
+        // Re-armed for the earliest live item: a timer kept for a cancelled one would hold the process.
+        this.#arm();
         reject(signal.reason);
       };
       const item: Scheduled = {
@@ -168,6 +175,8 @@ export class TimerService {
       item.run = noop;
     }
     this.#scheduled.clear();
+    if (this.#armed !== undefined) this.#clock.clearTimer(this.#armed.handle);
+    this.#armed = undefined;
   }
 
   /**
