@@ -63,8 +63,10 @@ test('a Host that never joins runs alone: no owner record, no lease, commands as
 
 test('the node directory names a tree before the start commit that makes it this node\'s, and a purge takes the owner record along', async () => {
   const prefix = freshPrefix();
-  const { host, redis } = redisHost({ url: server.url, prefix, joinsCluster: true, env: { SCOPE_NODE_ID: 'ordered', SCOPE_NODE_LEASE_MS: '3000', SCOPE_NODE_RENEW_MS: '500' } });
+  // MONITOR is entered before the Host exists: ioredis mistakes a monitor line that arrives with the
+  // MONITOR reply for a command's reply ("Command queue state error"), and a Host polls its timers.
   const monitor = await new Redis(server.url, { lazyConnect: true }).monitor();
+  const { host, redis } = redisHost({ url: server.url, prefix, joinsCluster: true, env: { SCOPE_NODE_ID: 'ordered', SCOPE_NODE_LEASE_MS: '3000', SCOPE_NODE_RENEW_MS: '500' } });
   try {
     await host.startNode('http://127.0.0.1:9');
     const seen: string[][] = [];
