@@ -715,21 +715,8 @@ export class Mailbox {
       const waitId = record.waitId.toString();
       const opening = openings.get(waitId);
       if (opening === undefined) fail(`addresses ${waitId}, which no earlier record opened`, index);
-      if (record.kind === 'external' && opening.opens.kind !== 'external') {
-        fail(`is host input addressed to child wait ${waitId}, which only the Engine answers`, index);
-      }
-      if (record.kind === 'external' && opening.opens.kind === 'external' && record.payload !== undefined) {
-        const problem = answerProblem(opening.opens.answerSchema, record.payload, waitId);
-        if (problem !== undefined) fail(problem, index);
-      }
-      if (record.kind === 'child_wait_answer') {
-        if (opening.opens.kind !== 'children') fail(`is an Engine answer to external wait ${waitId}`, index);
-        const answered = record.answered;
-        if (answered !== undefined) {
-          const problem = answeredProblem(opening.opens.spec, answered);
-          if (problem !== undefined) fail(problem, index);
-        }
-      }
+      const problem = addressingProblem(record, opening.opens, waitId);
+      if (problem !== undefined) fail(problem, index);
       if (opening.answer !== undefined) fail(`answers ${waitId} again (first answer at record ${opening.answer})`, index);
       opening.answer = index;
     });
@@ -860,21 +847,8 @@ export class Mailbox {
       const waitId = record.waitId.toString();
       const opening = waitOf(waitId);
       if (opening === undefined) fail(`addresses ${waitId}, which no earlier record opened`, index);
-      if (record.kind === 'external' && opening.opens.kind !== 'external') {
-        fail(`is host input addressed to child wait ${waitId}, which only the Engine answers`, index);
-      }
-      if (record.kind === 'external' && opening.opens.kind === 'external' && record.payload !== undefined) {
-        const problem = answerProblem(opening.opens.answerSchema, record.payload, waitId);
-        if (problem !== undefined) fail(problem, index);
-      }
-      if (record.kind === 'child_wait_answer') {
-        if (opening.opens.kind !== 'children') fail(`is an Engine answer to external wait ${waitId}`, index);
-        const answered = record.answered;
-        if (answered !== undefined) {
-          const problem = answeredProblem(opening.opens.spec, answered);
-          if (problem !== undefined) fail(problem, index);
-        }
-      }
+      const problem = addressingProblem(record, opening.opens, waitId);
+      if (problem !== undefined) fail(problem, index);
       if (opening.answerIndex !== undefined) fail(`answers ${waitId} again (first answer at record ${opening.answerIndex})`, index);
       waits ??= new Map(this.#waits);
       // Answered but pending (the answer lies past the cursor), so the wait stays open.
@@ -1017,6 +991,19 @@ function sameOptional(a: WaitId | undefined, b: WaitId | undefined): boolean {
   return a === undefined ? b === undefined : a.equals(b);
 }
 
+
+/** Why `record` cannot answer the wait `opens` opened (undefined: it can) — shared by create and append. */
+function addressingProblem(record: MailboxRecord, opens: WaitOpening, waitId: string): string | undefined {
+  if (record.kind === 'external') {
+    if (opens.kind !== 'external') return `is host input addressed to child wait ${waitId}, which only the Engine answers`;
+    return record.payload === undefined ? undefined : answerProblem(opens.answerSchema, record.payload, waitId);
+  }
+  if (record.kind === 'child_wait_answer') {
+    if (opens.kind !== 'children') return `is an Engine answer to external wait ${waitId}`;
+    return record.answered === undefined ? undefined : answeredProblem(opens.spec, record.answered);
+  }
+  return undefined;
+}
 
 /** Why `payload` cannot answer a wait whose run-time schema is `schema` (undefined: it can). */
 function answerProblem(schema: Schema | undefined, payload: Payload, waitId: string): string | undefined {
