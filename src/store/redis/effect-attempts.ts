@@ -81,6 +81,28 @@ const claimRefusals: Readonly<Record<string, ClaimRefusal>> = {
   '-8': 'running',
 };
 
+/**
+ * The longest inbox entry a settlement announcement carries (UTF-16 units, a bound on what every
+ * subscribed node receives): with it, the awaiting owner reads the settlement without a round trip.
+ */
+export const inlineSettlementLimit = 4096;
+
+/** A settlement announcement: which attempt, and its inbox entry when it was small enough to travel. */
+export interface SettledMessage {
+  readonly rootId: string;
+  readonly attemptId: string;
+  readonly json: string | undefined;
+}
+
+export function parseSettledMessage(message: string): SettledMessage | undefined {
+  const first = message.indexOf(' ');
+  if (first <= 0) return undefined;
+  const second = message.indexOf(' ', first + 1);
+  const rootId = message.slice(0, first);
+  if (second < 0) return { rootId, attemptId: message.slice(first + 1), json: undefined };
+  return { rootId, attemptId: message.slice(first + 1, second), json: message.slice(second + 1) };
+}
+
 export class RedisEffectAttempts {
   readonly #redis: RedisClient;
   readonly #prefix: string;
@@ -92,7 +114,10 @@ export class RedisEffectAttempts {
     this.#retentionMs = String(options.retentionMs ?? 86_400_000);
   }
 
-  /** The channel settlements are announced on (message: `<root> <attempt>`). */
+  /**
+   * The channel settlements are announced on: `<root> <attempt>`, followed by ` <inbox entry>` when
+   * the entry is at most {@link inlineSettlementLimit} long (read it with {@link parseSettledMessage}).
+   */
   get settledChannel(): string {
     return transportChannel(this.#prefix, 'settled');
   }
@@ -139,7 +164,7 @@ export class RedisEffectAttempts {
       this.#redis,
       'settleAttempt',
       [attemptKey(this.#prefix, rootId, attemptId), effectInboxKey(this.#prefix, rootId, effectId), settledEffectsKey(this.#prefix, rootId)],
-      [attemptId, token, json, definite ? '1' : '0', this.#retentionMs, this.settledChannel, `${rootId} ${attemptId}`],
+      [attemptId, token, json, definite ? '1' : '0', this.#retentionMs, this.settledChannel, `${rootId} ${attemptId}`, json.length <= inlineSettlementLimit ? '1' : '0'],
     );
     return reply === 1;
   }

@@ -4,7 +4,7 @@ import { resolvesFromLateReports, trustsLateReports } from '../late-reports.js';
 import { isOwnerDispatched } from '../placement.js';
 import { type DeltaEmitter, Deployment, type Dispatcher, type Effect, EffectAttemptId, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
 import type { DispatchPermits } from '../../store/redis/dispatch-permits.js';
-import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
+import { parseSettledMessage, RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { RedisWorkerRegistry } from '../../store/redis/worker-registry.js';
 import { decodeInboxEntry, type EffectJobData, jobDataOf } from './job-data.js';
 import { bullPrefixOf, jobIdOf, queueNameOf } from './names.js';
@@ -31,6 +31,12 @@ export interface BullmqTransportOptions {
   readonly pollMs?: number;
   /** The permits the host's commits carry (tells a first attempt from a restored one; without it every attempt looks for an earlier one). */
   readonly permits?: DispatchPermits;
+}
+
+interface Followed {
+  notified: boolean;
+  wake?: () => void;
+  json?: string;
 }
 
 /** New attempts a `same_identity` dispatch makes after claimants that died, before it is a doubt. */
@@ -64,9 +70,10 @@ export class BullmqTransport {
   readonly #queues = new Map<string, Queue>();
   /**
    * Attempts being followed (`<root> <attempt>`): a notification arriving while no wait is armed
-   * (between an inspection's reply and the next wait) is remembered, never lost to the poll interval.
+   * (between an inspection's reply and the next wait) is remembered, never lost to the poll interval;
+   * `json` is the inbox entry the notification carried (the settlement, read without a round trip).
    */
-  readonly #followed = new Map<string, { notified: boolean; wake?: () => void }>();
+  readonly #followed = new Map<string, Followed>();
   #subscriber: RedisClient | undefined;
   readonly #reportListeners: ((rootId: string, attemptId: string) => void)[] = [];
   #subscribed: Promise<void> | undefined;
@@ -197,7 +204,13 @@ export class BullmqTransport {
       const jobId = jobIdOf(request.id, EffectAttemptId.parse(data.attemptId));
       await queue.add('effect', data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
       let canceled = false;
+      // Nothing to look at before the first notification: the job was only just added (a claim
+      // or settlement since then has been announced and is remembered).
+      if (!signal.aborted) await this.#wake(key, Math.min(this.#pollMs, Math.max(1, claimBy - Date.now())), signal);
       for (;;) {
+        const told = this.#followed.get(key)?.json;
+        // The announcement carried the inbox entry: that is what an inspection would answer first.
+        if (told !== undefined) return settlementOf(told);
         if (signal.aborted && !canceled) {
           canceled = true;
           await this.#attempts.cancel(attempt).catch(() => undefined);
@@ -299,13 +312,15 @@ export class BullmqTransport {
       const subscriber = duplicateRedis(this.#redis);
       subscriber.on('error', () => undefined);
       subscriber.on('message', (_channel: string, message: string) => {
-        const followed = this.#followed.get(message);
+        const settled = parseSettledMessage(message);
+        if (settled === undefined) return;
+        const followed = this.#followed.get(`${settled.rootId} ${settled.attemptId}`);
         if (followed === undefined) {
           // Nobody here awaits this attempt: a late report (its effect was declared Unknown meanwhile).
-          const [rootId, attemptId] = message.split(' ');
-          if (rootId !== undefined && attemptId !== undefined) for (const listener of this.#reportListeners) listener(rootId, attemptId);
+          for (const listener of this.#reportListeners) listener(settled.rootId, settled.attemptId);
           return;
         }
+        if (settled.json !== undefined) followed.json = settled.json;
         if (followed.wake !== undefined) followed.wake();
         else followed.notified = true;
       });

@@ -71,7 +71,8 @@ export class EffectWorker {
     this.#options = options;
     this.#timing = { ...defaultTransportTiming, ...options.timing };
     this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
-    this.#log = new RedisEventLog({ redis: options.redis, keyPrefix: options.keyPrefix, onAppendError: (error) => options.onError?.(error, 'delta append') });
+    // An attempt's deltas leave as one script per event loop turn, flushed before its settlement.
+    this.#log = new RedisEventLog({ redis: options.redis, keyPrefix: options.keyPrefix, coalesceAppends: true, onAppendError: (error) => options.onError?.(error, 'delta append') });
     this.#registry = new RedisWorkerRegistry({ redis: options.redis, keyPrefix: options.keyPrefix });
     this.#workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     for (const deployment of options.deployments) {
@@ -163,6 +164,8 @@ export class EffectWorker {
       clearInterval(renew);
       this.#running.delete(key);
     }
+    // Its deltas precede its settlement (one client, commands in order).
+    this.#log.flush();
     // A refused settlement means the owner already declared the attempt Unknown: nothing to do.
     const delivered = await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
     this.#options.onSettled?.(attempt, delivered);

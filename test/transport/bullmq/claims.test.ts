@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
+import { inlineSettlementLimit, parseSettledMessage, RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
+import { luaScript } from '../../../src/store/redis/scripts.js';
 import { attemptKey, dispatchPermitSuffix, headKey, recordKey } from '../../../src/store/redis/keys.js';
 import { Deployment, Digest } from '../../../src/kernel/index.js';
 import { EngineHost } from '../../../src/server/engine-host.js';
@@ -127,6 +128,52 @@ test('claims: the pending boundary writes the dispatch permit with the head; a r
   assert.equal(await worker.run({ ...data, attemptId: `attempt:${'1'.repeat(32)}` }), 'refused');
   assert.deepEqual(refusals, ['unpermitted', 'taken', 'settled']);
   assert.equal(await attempts.executions(root, effectId), 1);
+});
+
+test('claims: a small settlement travels in its announcement, so the owner reads it without inspecting the attempt again; a large one is read from the inbox', async () => {
+  const prefix = freshPrefix();
+  // Entered before the Host exists (see join.test.ts): a monitor line may arrive with MONITOR's reply.
+  const monitor = await new Redis(server.url, { lazyConnect: true }).monitor();
+  const subscriber = new Redis(server.url);
+  closers.push(async () => {
+    monitor.disconnect();
+    subscriber.disconnect();
+  });
+  const owner = host(prefix);
+  const { worker, attempts, job } = rig(prefix);
+  const messages: string[] = [];
+  subscriber.on('message', (_channel: string, message: string) => messages.push(message));
+  await subscriber.subscribe(attempts.settledChannel);
+  const seen: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+  openGate();
+
+  for (const [index, value] of ['small', 'x'.repeat(inlineSettlementLimit)].entries()) {
+    const root = (await start(owner, 'demo.echo', { value })).processId;
+    const data = await job(index); // the jobs stay queued: nothing consumes them here
+    seen.length = 0;
+    assert.equal(await worker.run(data), 'executed');
+    assert.deepEqual((await result(owner, root)).output, { value });
+    // A barrier: the monitor has seen everything sent before this PING.
+    const sawPing = new Promise<void>((resolve) => monitor.on('monitor', (_time: string, args: string[]) => args[0]?.toUpperCase() === 'PING' && resolve()));
+    await redis.ping();
+    await sawPing;
+    // EVALSHA, or the EVAL that loads the script on its first use.
+    const forAttempt = (name: string) => (args: string[]) =>
+      ((args[0]?.toLowerCase() === 'evalsha' && args[1] === luaScript(name).sha) || (args[0]?.toLowerCase() === 'eval' && (args[1] ?? '').includes(`${name}:`))) &&
+      args.includes(attemptKey(prefix, root, data.attemptId));
+    const settled = seen.findIndex(forAttempt('settleAttempt'));
+    assert.ok(settled >= 0, 'the worker settled the attempt');
+    const inspections = seen.slice(settled).filter(forAttempt('inspectAttempt')).length;
+    const announced = messages.map(parseSettledMessage).find((message) => message?.attemptId === data.attemptId);
+    if (value === 'small') {
+      assert.match(announced?.json ?? '', /"outcome":"settled"/, 'the announcement carries the inbox entry');
+      assert.equal(inspections, 0, 'the owner took the settlement from the announcement');
+    } else {
+      assert.equal(announced?.json, undefined, `an entry over ${inlineSettlementLimit} characters is announced by name only`);
+      assert.ok(inspections >= 1, 'the owner read the large settlement from the inbox');
+    }
+  }
 });
 
 test('claims: a never effect is claimed at most once per tree, even after its claim lapsed; same_identity may run again', async () => {

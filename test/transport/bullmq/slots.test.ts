@@ -58,6 +58,8 @@ test('transport slots: each script takes the tree’s slot; every non-BullMQ key
     await result(host, root);
     const [effect] = await effectsOf(host, root);
     const ref = { rootId: root, attemptId: job.attemptId, effectId: effect?.effectId as string };
+    // The owner took the settlement from its announcement; inspect as a restored owner would.
+    await attempts.inspect(ref);
     await attempts.renew(ref, 'no-such-token', 1_000);
     await attempts.cancel(ref);
     await attempts.prior(root, ref.effectId);

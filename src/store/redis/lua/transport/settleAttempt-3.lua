@@ -13,16 +13,23 @@
     ARGV[4]  1 when the settlement is definite (the effect may not be claimed again)
     ARGV[5]  retention ms of the inbox
     ARGV[6]  notification channel
-    ARGV[7]  notification message
+    ARGV[7]  notification message (`<root> <attempt>`)
+    ARGV[8]  1 to append ` <settlement JSON>` to the message (a small settlement: the owner
+             needs no round trip to read what it was told)
 
   Output:
     1 delivered; 0 refused (the claim is no longer held)
 ]]
 local fields = redis.call('HMGET', KEYS[1], 'state', 'token', 'effect')
 if fields[1] ~= 'claimed' or fields[2] ~= ARGV[2] then return 0 end
-redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[3])
+local written = redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 if ARGV[4] == '1' then redis.call('HSETNX', KEYS[3], fields[3], ARGV[1]) end
 redis.call('HSET', KEYS[1], 'state', 'settled')
-redis.call('PUBLISH', ARGV[6], ARGV[7])
+-- Only what the inbox now holds may travel in the message.
+if ARGV[8] == '1' and written == 1 then
+  redis.call('PUBLISH', ARGV[6], ARGV[7] .. ' ' .. ARGV[3])
+else
+  redis.call('PUBLISH', ARGV[6], ARGV[7])
+end
 return 1
