@@ -1,4 +1,4 @@
-import { Agent, get, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 
 /**
  * The load side of `bench:scale`'s SSE part, run as a child process (`fork`) so that parsing the
@@ -62,43 +62,61 @@ export type ChildMessage =
 
 const sentAtPattern = /"sentAt":([0-9.]+)/g;
 
-/** One SSE subscriber over a raw socket; `ready` resolves at its first bytes. */
-function subscribe(url: string, agent: Agent, samples: Samples, counted: () => void): { ready: Promise<void>; close(): void } {
+/**
+ * One SSE subscriber on a plain TCP socket: it writes the GET itself and scans what arrives for each
+ * frame's `sentAt`, without Node's HTTP parser and stream layers (its subscribers share the machine
+ * with the node; a heavier client would measure itself). Frames never straddle an HTTP chunk's size
+ * line (the node writes whole frames per chunk), so the bytes up to the last blank line hold whole
+ * frames. `ready` resolves once the 200 status line came.
+ */
+function subscribe(url: string, samples: Samples, counted: () => void): { ready: Promise<void>; close(): void } {
+  const target = new URL(url);
   let carry = '';
-  let request: ReturnType<typeof get> | undefined;
+  let headed = false;
+  const socket = connect(Number(target.port), target.hostname);
+  socket.setEncoding('latin1');
   const ready = new Promise<void>((resolve, reject) => {
-    request = get(url, { agent, headers: { accept: 'text/event-stream' } }, (response: IncomingMessage) => {
-      if (response.statusCode !== 200) {
-        reject(new Error(`stream answered ${response.statusCode}`));
-        return;
-      }
-      response.setEncoding('utf8');
-      response.once('data', () => resolve());
-      response.on('data', (chunk: string) => {
-        const now = monotonicMs();
-        const text = carry + chunk;
-        const end = text.lastIndexOf('\n\n');
-        if (end < 0) {
+    socket.once('connect', () => {
+      socket.write(`GET ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\nAccept: text/event-stream\r\n\r\n`);
+    });
+    socket.on('data', (chunk: string) => {
+      const now = monotonicMs();
+      let text = carry + chunk;
+      if (!headed) {
+        const headEnd = text.indexOf('\r\n\r\n');
+        if (headEnd < 0) {
           carry = text;
           return;
         }
-        carry = text.slice(end + 2);
-        for (const match of text.slice(0, end).matchAll(sentAtPattern)) {
-          samples.add(now - Number(match[1]));
-          counted();
+        if (!text.startsWith('HTTP/1.1 200')) {
+          reject(new Error(`stream answered ${text.slice(0, text.indexOf('\r\n'))}`));
+          socket.destroy();
+          return;
         }
-      });
+        headed = true;
+        resolve();
+        text = text.slice(headEnd + 4);
+      }
+      const end = text.lastIndexOf('\n\n');
+      if (end < 0) {
+        carry = text;
+        return;
+      }
+      carry = text.slice(end + 2);
+      for (const match of text.slice(0, end).matchAll(sentAtPattern)) {
+        samples.add(now - Number(match[1]));
+        counted();
+      }
     });
-    request.on('error', reject);
+    socket.on('error', reject);
   });
-  return { ready, close: () => request?.destroy() };
+  return { ready, close: () => socket.destroy() };
 }
 
 async function serve(): Promise<void> {
   const send = (message: ChildMessage): void => {
     process.send?.(message);
   };
-  const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const samples = new Samples();
   const clients: ReturnType<typeof subscribe>[] = [];
   let received = 0;
@@ -113,7 +131,7 @@ async function serve(): Promise<void> {
         try {
           // In batches of 50, so the node's accept queue and its stream cap's "opening" count stay modest.
           for (let at = 0; at < message.open.count; at += 50) {
-            const batch = Array.from({ length: Math.min(50, message.open.count - at) }, () => subscribe(message.open.url, agent, samples, counted));
+            const batch = Array.from({ length: Math.min(50, message.open.count - at) }, () => subscribe(message.open.url, samples, counted));
             clients.push(...batch);
             await Promise.all(batch.map((client) => client.ready));
           }
@@ -127,7 +145,6 @@ async function serve(): Promise<void> {
       if (received >= expected) send({ complete: true });
     } else {
       for (const client of clients) client.close();
-      agent.destroy();
       // Disconnecting once the answer is out lets the child exit on its own.
       process.send?.({ samples: samples.values(), received } satisfies ChildMessage, () => process.disconnect());
     }
