@@ -17,7 +17,10 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * permit write, enqueue, the worker's claim, execution and settlement, the owner's wake-up and
  * inspection. Redis commands per hop are counted the same way (INFO commandstats deltas).
  *
- * Sequential (one at a time, alternating the three in rounds so load drift hits all alike) and 50 in
+ * The issue's hop is a no-op's: demo.echo of the empty string emits no delta and settles at once (the
+ * `bullmq no-op` side); demo.echo of `v<n>` (a delta per character) is reported beside it.
+ *
+ * Sequential (one at a time, alternating the sides in rounds so load drift hits all alike) and 50 in
  * flight; AOF off, then `appendfsync always` (BENCH_TRANSPORT_FSYNC=0 skips it).
  */
 
@@ -57,8 +60,9 @@ function spawnReady(args: string[], env: Record<string, string>, ready: string):
   });
 }
 
-async function scopeSide(server: RedisServer, name: string, transport: 'inprocess' | 'bullmq'): Promise<Side> {
-  const prefix = `bench${process.pid}${transport}`;
+/** `valueOf` picks demo.echo's input: its dispatcher emits one delta per character, so `''` is a no-op. */
+async function scopeSide(server: RedisServer, name: string, transport: 'inprocess' | 'bullmq', valueOf: (index: number) => string = (index) => `v${index}`): Promise<Side> {
+  const prefix = `bench${process.pid}${name.replace(/[^a-z]/g, '')}`;
   const env = { SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'warn' };
   const worker =
     transport === 'bullmq'
@@ -69,7 +73,7 @@ async function scopeSide(server: RedisServer, name: string, transport: 'inproces
   return {
     name,
     async once(index) {
-      const started = await host.startProcess({ deployment: 'demo.echo', input: { value: `v${index}` } });
+      const started = await host.startProcess({ deployment: 'demo.echo', input: { value: valueOf(index) } });
       const processId = started.process.processId;
       roots.push(processId);
       const outcome = await result(host, processId);
@@ -156,7 +160,12 @@ const ms = (value: number): string => value.toFixed(2).padStart(8);
 
 async function benchServer(title: string, server: RedisServer): Promise<void> {
   const redis = new Redis(server.port, '127.0.0.1');
-  const sides = [await scopeSide(server, 'scope in-process', 'inprocess'), await scopeSide(server, 'scope bullmq', 'bullmq'), await rawSide(server)];
+  const sides = [
+    await scopeSide(server, 'scope in-process', 'inprocess'),
+    await scopeSide(server, 'scope bullmq', 'bullmq'),
+    await rawSide(server),
+    await scopeSide(server, 'bullmq no-op', 'bullmq', () => ''),
+  ];
   const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], perSecond: 0, commands: 0 }]));
   try {
     for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], perSecond: 0, commands: 0 }); // warm-up
@@ -184,11 +193,16 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
     stats.set(side, row);
     console.log([side.name.padEnd(18), ms(row.p50), ms(row.p99), ms(row.hopP50), ms(row.hopP99), row.commands.toFixed(1).padStart(9), row.perSecond.toFixed(0).padStart(9)].join(' '));
   }
-  const [inprocess, bullmq, raw] = sides.map((side) => stats.get(side)!) as [Row, Row, Row];
-  console.log(
-    `dispatch hop (pending committed → settlement back at the owner): p50 ${bullmq.hopP50.toFixed(2)} ms, p99 ${bullmq.hopP99.toFixed(2)} ms ` +
-      `vs raw round trip p50 ${raw.p50.toFixed(2)} ms, p99 ${raw.p99.toFixed(2)} ms → ${(bullmq.hopP50 / raw.p50).toFixed(2)}× p50, ${(bullmq.hopP99 / raw.p99).toFixed(2)}× p99`,
-  );
+  const [inprocess, bullmq, raw, noop] = sides.map((side) => stats.get(side)!) as [Row, Row, Row, Row];
+  for (const [label, hop] of [
+    ['no-op effect (demo.echo of "")', noop],
+    ['demo.echo of "v<n>" (a delta per character)', bullmq],
+  ] as const) {
+    console.log(
+      `dispatch hop, ${label} (pending committed → settlement back at the owner): p50 ${hop.hopP50.toFixed(2)} ms, p99 ${hop.hopP99.toFixed(2)} ms ` +
+        `vs raw round trip p50 ${raw.p50.toFixed(2)} ms, p99 ${raw.p99.toFixed(2)} ms → ${(hop.hopP50 / raw.p50).toFixed(2)}× p50, ${(hop.hopP99 / raw.p99).toFixed(2)}× p99`,
+    );
+  }
   console.log(
     `end to end, bullmq − in-process: p50 ${(bullmq.p50 - inprocess.p50).toFixed(2)} ms; Redis commands per effect through the transport ${(bullmq.commands - inprocess.commands).toFixed(1)} ` +
       `(raw ${raw.commands.toFixed(1)} per round trip, QueueEvents reads included); ${inFlight} in flight: bullmq/in-process ${(bullmq.perSecond / inprocess.perSecond).toFixed(2)}×, raw ${raw.perSecond.toFixed(0)}/s`,
