@@ -17,6 +17,10 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * permit write, enqueue, the worker's claim, execution and settlement, the owner's wake-up and
  * inspection. Redis commands per hop are counted the same way (INFO commandstats deltas).
  *
+ * The hop is timed twice: from the attempt's start to its settlement back at the owner (the effect's
+ * duration_ns), and on to the acknowledgement of the settled boundary's commit (from the events the
+ * Engine published), which the in-process side pays too.
+ *
  * The issue's hop is a no-op's: demo.echo of the empty string emits no delta and settles at once (the
  * `bullmq no-op` side); demo.echo of `v<n>` (a delta per character) is reported beside it.
  *
@@ -38,6 +42,8 @@ interface Side {
   once(index: number): Promise<void>;
   /** Scope sides: each run's dispatch hop (the effect's duration_ns: dispatch begun → settlement back), read from the log after the clock stops. */
   hops?(): Promise<number[]>;
+  /** Scope sides: each run's pending committed → settled boundary committed (ms), from the events the Engine published. */
+  committedHops?(): number[];
   close(): Promise<void>;
 }
 
@@ -68,7 +74,18 @@ async function scopeSide(server: RedisServer, name: string, transport: 'inproces
     transport === 'bullmq'
       ? await spawnReady(['bin/scope.js', 'worker'], { ...env, SCOPE_LOG_LEVEL: 'info', SCOPE_WORKER_CONCURRENCY: String(inFlight) }, 'scope worker ready')
       : undefined;
-  const host = new EngineHost({ config: testConfig({ ...env, SCOPE_TRANSPORT: transport }), defaultMetrics: false });
+  // Per root, when the Engine published each event (a committed one once its commit was acknowledged).
+  const published = new Map<string, { name: string; committed: boolean; at: number }[]>();
+  const host = new EngineHost({
+    config: testConfig({ ...env, SCOPE_TRANSPORT: transport }),
+    defaultMetrics: false,
+    observeEvent: (event) => {
+      const root = event.relation.rootId.toString();
+      let events = published.get(root);
+      if (events === undefined) published.set(root, (events = []));
+      events.push({ name: event.name, committed: event.committed, at: performance.now() });
+    },
+  });
   let roots: string[] = [];
   return {
     name,
@@ -91,6 +108,19 @@ async function scopeSide(server: RedisServer, name: string, transport: 'inproces
       }
       roots = [];
       return hops;
+    },
+    committedHops() {
+      // From the attempt's start (published once the pending boundary's commit was acknowledged) to
+      // the acknowledgement of the first commit after its settlement came back: the settled boundary.
+      const spans: number[] = [];
+      for (const events of published.values()) {
+        const started = events.find((event) => event.name === 'agent.effect.started');
+        const back = events.findIndex((event) => event.name === 'agent.effect.finished');
+        const settled = events.slice(back + 1).find((event) => event.committed);
+        if (started !== undefined && back >= 0 && settled !== undefined) spans.push(settled.at - started.at);
+      }
+      published.clear();
+      return spans;
     },
     async close() {
       await host.close(2_000);
@@ -125,6 +155,7 @@ async function rawSide(server: RedisServer): Promise<Side> {
 interface Figures {
   samples: number[];
   hops: number[];
+  committedHops: number[];
   perSecond: number;
   commands: number;
 }
@@ -139,6 +170,7 @@ async function sequential(side: Side, redis: Redis, count: number, offset: numbe
   // INFO itself is one command; per-run noise from it is negligible over `count` runs.
   figures.commands += (await commandCount(redis)) - before;
   figures.hops.push(...((await side.hops?.()) ?? []));
+  figures.committedHops.push(...(side.committedHops?.() ?? []));
 }
 
 async function concurrent(side: Side, total: number, offset: number): Promise<number> {
@@ -166,15 +198,16 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
     await rawSide(server),
     await scopeSide(server, 'bullmq no-op', 'bullmq', () => ''),
   ];
-  const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], perSecond: 0, commands: 0 }]));
+  const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0 }]));
   try {
-    for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], perSecond: 0, commands: 0 }); // warm-up
+    for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0 }); // warm-up
     for (let round = 0; round < rounds; round += 1) {
       for (const side of sides) await sequential(side, redis, sequentialPerRound, round * sequentialPerRound, figures.get(side)!);
     }
     for (const side of sides) {
       figures.get(side)!.perSecond = await concurrent(side, concurrentTotal, 2_000_000);
       await side.hops?.(); // forget the concurrent runs' hops
+      side.committedHops?.();
     }
   } finally {
     for (const side of sides) await side.close();
@@ -182,16 +215,30 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
   }
   const runs = sequentialPerRound * rounds;
   console.log(`## transport: ${title} (sequential ${runs} per side; ${inFlight} in flight, ${concurrentTotal} per side)`);
-  console.log(['side'.padEnd(18), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'hop p50'.padStart(8), 'hop p99'.padStart(8), 'cmds/run'.padStart(9), `/s@${inFlight}`.padStart(9)].join(' '));
-  type Row = { p50: number; p99: number; commands: number; perSecond: number; hopP50: number; hopP99: number };
+  console.log(
+    ['side'.padEnd(18), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'hop p50'.padStart(8), 'hop p99'.padStart(8), 'commit p50'.padStart(11), 'commit p99'.padStart(11), 'cmds/run'.padStart(9), `/s@${inFlight}`.padStart(9)].join(' '),
+  );
+  type Row = { p50: number; p99: number; commands: number; perSecond: number; hopP50: number; hopP99: number; committedP50: number; committedP99: number };
   const stats = new Map<Side, Row>();
   for (const side of sides) {
     const figure = figures.get(side)!;
     const sorted = [...figure.samples].sort((a, b) => a - b);
     const hops = [...figure.hops].sort((a, b) => a - b);
-    const row = { p50: percentile(sorted, 50), p99: percentile(sorted, 99), commands: figure.commands / runs, perSecond: figure.perSecond, hopP50: percentile(hops, 50), hopP99: percentile(hops, 99) };
+    const committed = [...figure.committedHops].sort((a, b) => a - b);
+    const row = {
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      commands: figure.commands / runs,
+      perSecond: figure.perSecond,
+      hopP50: percentile(hops, 50),
+      hopP99: percentile(hops, 99),
+      committedP50: percentile(committed, 50),
+      committedP99: percentile(committed, 99),
+    };
     stats.set(side, row);
-    console.log([side.name.padEnd(18), ms(row.p50), ms(row.p99), ms(row.hopP50), ms(row.hopP99), row.commands.toFixed(1).padStart(9), row.perSecond.toFixed(0).padStart(9)].join(' '));
+    console.log(
+      [side.name.padEnd(18), ms(row.p50), ms(row.p99), ms(row.hopP50), ms(row.hopP99), ms(row.committedP50).padStart(11), ms(row.committedP99).padStart(11), row.commands.toFixed(1).padStart(9), row.perSecond.toFixed(0).padStart(9)].join(' '),
+    );
   }
   const [inprocess, bullmq, raw, noop] = sides.map((side) => stats.get(side)!) as [Row, Row, Row, Row];
   for (const [label, hop] of [
@@ -201,6 +248,10 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
     console.log(
       `dispatch hop, ${label} (pending committed → settlement back at the owner): p50 ${hop.hopP50.toFixed(2)} ms, p99 ${hop.hopP99.toFixed(2)} ms ` +
         `vs raw round trip p50 ${raw.p50.toFixed(2)} ms, p99 ${raw.p99.toFixed(2)} ms → ${(hop.hopP50 / raw.p50).toFixed(2)}× p50, ${(hop.hopP99 / raw.p99).toFixed(2)}× p99`,
+    );
+    console.log(
+      `  to the settled boundary's commit (pending committed → settlement committed): p50 ${hop.committedP50.toFixed(2)} ms → ${(hop.committedP50 / raw.p50).toFixed(2)}× raw p50; ` +
+        `in-process dispatch, the same span: p50 ${inprocess.committedP50.toFixed(2)} ms`,
     );
   }
   console.log(

@@ -163,6 +163,8 @@ export interface EngineHostOptions {
   readonly policyDecideTimeoutMs?: number;
   /** Tests: runs after a drifted tree's supersede commit, before its successor starts (src/server/succession.ts). */
   readonly afterSupersede?: (rootId: string) => Promise<void>;
+  /** Benchmarks: sees every event the Engine publishes (a committed one once its commit is acknowledged). */
+  readonly observeEvent?: (event: Event) => void;
 }
 
 const pageLimits = {
@@ -332,7 +334,7 @@ export class EngineHost implements Host {
       treeLimits: config.grants.treeLimits,
       capabilities: config.grants.capabilities,
       deploymentResolver: this.#catalog,
-      eventListeners: [(event) => this.#onEvent(event)],
+      eventListeners: options.observeEvent === undefined ? [(event) => this.#onEvent(event)] : [(event) => this.#onEvent(event), options.observeEvent],
       deltaListeners: [(delta) => this.#onDelta(delta)],
       clock: options.clock,
     });
