@@ -77,7 +77,7 @@ export function demoDeployments(options: DemoOptions = {}): Deployment[] {
     ...messagingDeployments({ host: options.host }),
     ...workflowExamples({ echo }),
     ...coordinationExamples({ echo, shutdown: options.shutdown, timers: options.timers }),
-    ...collaborationExamples({ shutdown: options.shutdown }),
+    ...collaborationExamples({ shutdown: options.shutdown, timers: options.timers }),
     ...planningDeployments(),
     ...interactionExamples({ model: modelDispatcherFor(options.model) }),
   ];

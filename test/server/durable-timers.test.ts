@@ -261,3 +261,20 @@ test('embedded: the Deadline example is a durable timer too', async () => {
     await r.done();
   }
 });
+
+test('embedded: a sleeping first-success candidate is a durable timer: its tree hibernates and wakes at the instant', async () => {
+  const r = await rig('embedded');
+  try {
+    const pid = (await start(r.host, 'example.coordination.first-success', [{ deployment: 'demo.sleep', input: { ms: 5_000 }, budget: { steps: 4, effects: 2, signals: 4 } }])).processId;
+    for (let turn = 0; r.host.timersWaiting === 0 && turn < 10_000; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(r.host.timersWaiting, 1, 'the candidate sleeps on the timer service, not on a timer of its own');
+    assert.equal(await hibernate(r), 1, 'the competition with its sleeping candidate is parked');
+    r.timers.advance(4_000);
+    assert.equal(await r.host.pollTimers(), 1);
+    r.timers.advance(1_000);
+    const finished = await settled(r.host, pid);
+    assert.equal(finished.status, 'completed');
+  } finally {
+    await r.done();
+  }
+});

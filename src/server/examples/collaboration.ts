@@ -12,6 +12,7 @@ import {
 } from '../../../strategies/collaboration/research.js';
 import { Budget, CapabilitySet, type Definition, Deployment, Digest, type Dispatcher, Quota } from '../../kernel/index.js';
 import { echoDispatcher, sleepDispatcher } from '../demo-dispatchers.js';
+import type { TimerService } from '../timers/timer-service.js';
 
 /**
  * The collaboration example deployments (docs/strategies/collaboration.md):
@@ -32,10 +33,11 @@ function example(name: string, definition: Definition, dispatcher?: Dispatcher):
 /** Each child's permanent grant: finite, so the default root grant (finite signals) can give it. */
 const childBudget = Budget.of({ steps: Quota.of(8), effects: Quota.of(4), signals: Quota.of(16) });
 
-export function collaborationExamples(options: { shutdown?: AbortSignal } = {}): Deployment[] {
+/** `timers`: the Host's timer service, which makes the survey task's sleep a durable timer (src/server/timers/). */
+export function collaborationExamples(options: { readonly shutdown?: AbortSignal; readonly timers?: () => TimerService | undefined } = {}): Deployment[] {
   const coordinator = example(researchCoordinatorName, researchCoordinatorDefinition);
   const notes = example(researchNotesName, researchNotesDefinition, echoDispatcher());
-  const survey = example(researchSurveyName, researchSurveyDefinition, sleepDispatcher(options.shutdown));
+  const survey = example(researchSurveyName, researchSurveyDefinition, sleepDispatcher(options.shutdown, options.timers));
   const binding = (deployment: Deployment) => ({ deployment, budget: childBudget, capabilities: CapabilitySet.empty });
   const research = example(
     researchName,

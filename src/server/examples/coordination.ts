@@ -64,7 +64,7 @@ export function coordinationExamples(options: { readonly echo: Deployment; reado
     description: 'Starts every candidate at once; the first completed one whose output is not an echo of "reject" wins and the rest are canceled.',
     maxCandidates: 8,
     accept: ({ output }) => !(typeof output === 'object' && output !== null && (output as { value?: unknown }).value === 'reject'),
-    deployments: [options.echo, fixed('demo.unreliable', unreliableDefinition, unreliableDispatcher()), fixed('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown))],
+    deployments: [options.echo, fixed('demo.unreliable', unreliableDefinition, unreliableDispatcher()), fixed('demo.sleep', sleepDefinition, sleepDispatcher(options.shutdown, options.timers))],
   });
   return [
     fixed('example.coordination.input', gate),
