@@ -1,5 +1,6 @@
 import type { RedisClient } from './connection.js';
 import { timerIndexShardKey } from './keys.js';
+import { RootShards } from './root-shards.js';
 import { parseTimerMember, type TimerEntry, type TimerIndex, type TimerRef, timerMember } from '../timer-index.js';
 
 /**
@@ -17,38 +18,27 @@ export const defaultTimerIndexShards = 16;
 export class RedisTimerIndex implements TimerIndex {
   readonly #redis: RedisClient;
   readonly #prefix: string;
-  readonly #shards: number;
+  readonly #shards: RootShards;
 
   constructor(options: { redis: RedisClient; keyPrefix: string; shards?: number }) {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix;
-    this.#shards = options.shards ?? defaultTimerIndexShards;
-    if (!Number.isInteger(this.#shards) || this.#shards < 1 || this.#shards > 1024) throw new TypeError(`timer index shards must be an integer in 1..1024, got ${String(options.shards)}`);
-  }
-
-  shardOf(rootId: string): number {
-    let hash = 0x811c9dc5;
-    for (let index = 0; index < rootId.length; index += 1) {
-      hash ^= rootId.charCodeAt(index);
-      hash = Math.imul(hash, 0x01000193) >>> 0;
-    }
-    return hash % this.#shards;
+    this.#shards = new RootShards(options.shards ?? defaultTimerIndexShards, 'timer index');
   }
 
   async write(entries: readonly TimerEntry[]): Promise<void> {
     await Promise.all(
-      [...this.#byShard(entries)].map(([shard, group]) => this.#redis.zadd(timerIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [String(entry.dueMs), timerMember(entry)]))),
+      [...this.#shards.group(entries)].map(([shard, group]) => this.#redis.zadd(timerIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [String(entry.dueMs), timerMember(entry)]))),
     );
   }
 
   async remove(refs: readonly TimerRef[]): Promise<void> {
-    await Promise.all([...this.#byShard(refs)].map(([shard, group]) => this.#redis.zrem(timerIndexShardKey(this.#prefix, shard), ...group.map(timerMember))));
+    await Promise.all([...this.#shards.group(refs)].map(([shard, group]) => this.#redis.zrem(timerIndexShardKey(this.#prefix, shard), ...group.map(timerMember))));
   }
 
   async dueBy(untilMs: number, limit: number): Promise<TimerEntry[]> {
-    const shards = Array.from({ length: this.#shards }, (_unused, shard) => shard);
     const replies = await Promise.all(
-      shards.map((shard) => this.#redis.zrangebyscore(timerIndexShardKey(this.#prefix, shard), '-inf', String(untilMs), 'WITHSCORES', 'LIMIT', 0, limit)),
+      this.#shards.all().map((shard) => this.#redis.zrangebyscore(timerIndexShardKey(this.#prefix, shard), '-inf', String(untilMs), 'WITHSCORES', 'LIMIT', 0, limit)),
     );
     const entries: TimerEntry[] = [];
     for (const reply of replies) {
@@ -60,14 +50,4 @@ export class RedisTimerIndex implements TimerIndex {
     return entries.sort((a, b) => a.dueMs - b.dueMs).slice(0, limit);
   }
 
-  #byShard<T extends TimerRef>(entries: readonly T[]): Map<number, T[]> {
-    const groups = new Map<number, T[]>();
-    for (const entry of entries) {
-      const shard = this.shardOf(entry.rootId);
-      const group = groups.get(shard);
-      if (group === undefined) groups.set(shard, [entry]);
-      else group.push(entry);
-    }
-    return groups;
-  }
 }

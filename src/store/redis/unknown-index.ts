@@ -1,5 +1,6 @@
 import type { RedisClient } from './connection.js';
 import { unknownIndexShardKey } from './keys.js';
+import { RootShards } from './root-shards.js';
 import { runScript } from './scripts.js';
 
 /**
@@ -32,26 +33,25 @@ export interface StoredUnknownEntry extends UnknownIndexEntry {
 export class RedisUnknownIndex {
   readonly #redis: RedisClient;
   readonly #prefix: string;
-  readonly #shards: number;
+  readonly #shards: RootShards;
 
   constructor(options: { redis: RedisClient; keyPrefix: string; shards?: number }) {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix;
-    this.#shards = options.shards ?? defaultUnknownIndexShards;
-    if (!Number.isInteger(this.#shards) || this.#shards < 1 || this.#shards > 1024) throw new TypeError(`unknown index shards must be an integer in 1..1024, got ${String(options.shards)}`);
+    this.#shards = new RootShards(options.shards ?? defaultUnknownIndexShards, 'unknown index');
   }
 
   /** Writes (or overwrites) entries; returns them as stored (what a later compare-and-delete names). */
   async write(entries: readonly UnknownIndexEntry[]): Promise<StoredUnknownEntry[]> {
     const stored = entries.map((entry) => ({ ...entry, value: encode(entry) }));
-    await Promise.all([...this.#byShard(stored)].map(([shard, group]) => this.#redis.hset(unknownIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [fieldOf(entry), entry.value]))));
+    await Promise.all([...this.#shards.group(stored)].map(([shard, group]) => this.#redis.hset(unknownIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [fieldOf(entry), entry.value]))));
     return stored;
   }
 
   /** Removes entries that still hold the value they were read (or written) with; returns how many went. */
   async remove(entries: readonly StoredUnknownEntry[]): Promise<number> {
     const counts = await Promise.all(
-      [...this.#byShard(entries)].map(async ([shard, group]) =>
+      [...this.#shards.group(entries)].map(async ([shard, group]) =>
         Number(await runScript(this.#redis, 'indexEntriesRemove', [unknownIndexShardKey(this.#prefix, shard)], group.flatMap((entry) => [fieldOf(entry), entry.value]))),
       ),
     );
@@ -60,7 +60,7 @@ export class RedisUnknownIndex {
 
   /** Every entry, unverified. An entry that does not parse is skipped. */
   async entries(): Promise<StoredUnknownEntry[]> {
-    const hashes = await Promise.all(Array.from({ length: this.#shards }, (_unused, shard) => this.#redis.hgetall(unknownIndexShardKey(this.#prefix, shard))));
+    const hashes = await Promise.all(this.#shards.all().map((shard) => this.#redis.hgetall(unknownIndexShardKey(this.#prefix, shard))));
     const entries: StoredUnknownEntry[] = [];
     for (const hash of hashes) {
       for (const [field, value] of Object.entries(hash)) {
@@ -71,25 +71,6 @@ export class RedisUnknownIndex {
     return entries;
   }
 
-  #shardOf(rootId: string): number {
-    let hash = 0x811c9dc5;
-    for (let index = 0; index < rootId.length; index += 1) {
-      hash ^= rootId.charCodeAt(index);
-      hash = Math.imul(hash, 0x01000193) >>> 0;
-    }
-    return hash % this.#shards;
-  }
-
-  #byShard<T extends Pick<UnknownIndexEntry, 'rootId'>>(entries: readonly T[]): Map<number, T[]> {
-    const groups = new Map<number, T[]>();
-    for (const entry of entries) {
-      const shard = this.#shardOf(entry.rootId);
-      const group = groups.get(shard);
-      if (group === undefined) groups.set(shard, [entry]);
-      else group.push(entry);
-    }
-    return groups;
-  }
 }
 
 function fieldOf(entry: Pick<UnknownIndexEntry, 'rootId' | 'processId' | 'effectId'>): string {

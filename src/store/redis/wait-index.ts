@@ -1,5 +1,6 @@
 import type { RedisClient } from './connection.js';
 import { waitIndexShardKey } from './keys.js';
+import { RootShards } from './root-shards.js';
 import { runScript } from './scripts.js';
 
 /**
@@ -39,33 +40,27 @@ export interface StoredWaitEntry extends WaitIndexEntry {
 export class RedisWaitIndex {
   readonly #redis: RedisClient;
   readonly #prefix: string;
-  readonly #shards: number;
+  readonly #shards: RootShards;
 
   constructor(options: { redis: RedisClient; keyPrefix: string; shards?: number }) {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix;
-    this.#shards = options.shards ?? defaultWaitIndexShards;
-    if (!Number.isInteger(this.#shards) || this.#shards < 1 || this.#shards > 1024) throw new TypeError(`wait index shards must be an integer in 1..1024, got ${String(options.shards)}`);
+    this.#shards = new RootShards(options.shards ?? defaultWaitIndexShards, 'wait index');
   }
 
   get shards(): number {
-    return this.#shards;
+    return this.#shards.count;
   }
 
   /** The shard of a root's entries. */
   shardOf(rootId: string): number {
-    let hash = 0x811c9dc5;
-    for (let index = 0; index < rootId.length; index += 1) {
-      hash ^= rootId.charCodeAt(index);
-      hash = Math.imul(hash, 0x01000193) >>> 0;
-    }
-    return hash % this.#shards;
+    return this.#shards.of(rootId);
   }
 
   /** Writes (or overwrites) entries. */
   async write(entries: readonly WaitIndexEntry[]): Promise<void> {
     await Promise.all(
-      [...this.#byShard(entries)].map(([shard, group]) => this.#redis.hset(waitIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [fieldOf(entry), encode(entry)]))),
+      [...this.#shards.group(entries)].map(([shard, group]) => this.#redis.hset(waitIndexShardKey(this.#prefix, shard), ...group.flatMap((entry) => [fieldOf(entry), encode(entry)]))),
     );
   }
 
@@ -79,7 +74,7 @@ export class RedisWaitIndex {
    * derives from its opening effect, and no later head can reopen a wait a committed head answered).
    */
   async forget(entries: readonly Pick<WaitIndexEntry, 'rootId' | 'processId' | 'waitId'>[]): Promise<void> {
-    await Promise.all([...this.#byShard(entries)].map(([shard, group]) => this.#redis.hdel(waitIndexShardKey(this.#prefix, shard), ...group.map(fieldOf))));
+    await Promise.all([...this.#shards.group(entries)].map(([shard, group]) => this.#redis.hdel(waitIndexShardKey(this.#prefix, shard), ...group.map(fieldOf))));
   }
 
   /** The stored values of these waits' entries (undefined where absent). */
@@ -90,7 +85,7 @@ export class RedisWaitIndex {
   /** Removes entries that still hold the value they were read (or written) with; returns how many went. */
   async remove(entries: readonly StoredWaitEntry[]): Promise<number> {
     const counts = await Promise.all(
-      [...this.#byShard(entries)].map(async ([shard, group]) =>
+      [...this.#shards.group(entries)].map(async ([shard, group]) =>
         Number(await runScript(this.#redis, 'indexEntriesRemove', [waitIndexShardKey(this.#prefix, shard)], group.flatMap((entry) => [fieldOf(entry), entry.value]))),
       ),
     );
@@ -99,7 +94,7 @@ export class RedisWaitIndex {
 
   /** Every entry (or one root's), unverified. An entry that does not parse is skipped. */
   async entries(rootId?: string): Promise<StoredWaitEntry[]> {
-    const shards = rootId === undefined ? Array.from({ length: this.#shards }, (_unused, shard) => shard) : [this.shardOf(rootId)];
+    const shards = rootId === undefined ? this.#shards.all() : [this.shardOf(rootId)];
     const hashes = await Promise.all(shards.map((shard) => this.#redis.hgetall(waitIndexShardKey(this.#prefix, shard))));
     const entries: StoredWaitEntry[] = [];
     for (const hash of hashes) {
@@ -111,16 +106,6 @@ export class RedisWaitIndex {
     return entries;
   }
 
-  #byShard<T extends Pick<WaitIndexEntry, 'rootId'>>(entries: readonly T[]): Map<number, T[]> {
-    const groups = new Map<number, T[]>();
-    for (const entry of entries) {
-      const shard = this.shardOf(entry.rootId);
-      const group = groups.get(shard);
-      if (group === undefined) groups.set(shard, [entry]);
-      else group.push(entry);
-    }
-    return groups;
-  }
 }
 
 function fieldOf(entry: Pick<WaitIndexEntry, 'rootId' | 'processId' | 'waitId'>): string {
