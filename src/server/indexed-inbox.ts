@@ -1,27 +1,20 @@
-import type { HeadVersion } from '../store/redis/head-versions.js';
+import { HeadReadings, mayNeverLand, type HeadReadingsOptions } from './head-readings.js';
 import type { StoredHead } from '../store/redis/redis-committer.js';
 import type { RedisWaitIndex, StoredWaitEntry } from '../store/redis/wait-index.js';
 import type { Json, WaitQuery, WaitView } from './host.js';
 import { openWaitsOf } from './open-waits.js';
 import type { DescribeWait } from './wait-index-writer.js';
 
-export interface IndexedInboxOptions {
+export interface IndexedInboxOptions extends Pick<HeadReadingsOptions<unknown>, 'headVersions' | 'loadHead'> {
   readonly index: RedisWaitIndex;
-  readonly headVersions: (roots: readonly string[]) => Promise<(HeadVersion | undefined)[]>;
-  readonly loadHead: (root: string) => Promise<StoredHead | undefined>;
   readonly describe: DescribeWait;
   /** Heads whose open waits are kept parsed (default 100,000 trees). */
   readonly cachedHeads?: number;
 }
 
 /** A head's open waits as listed (everything but `since`), by `<process> <wait>`. */
-interface HeadReading {
-  readonly digest: string;
-  readonly waits: ReadonlyMap<string, Omit<WaitView, 'since' | 'answerSchema' | 'description'> & { answerSchema: Json | null | undefined; description: string | null | undefined }>;
-}
-
-/** Head loads in flight at once while verifying. */
-const loadConcurrency = 32;
+type OpenWait = Omit<WaitView, 'since' | 'answerSchema' | 'description'> & { answerSchema: Json | null | undefined; description: string | null | undefined };
+type HeadReading = ReadonlyMap<string, OpenWait>;
 
 /**
  * `GET /v1/waits` in Redis mode: the open-wait index (`store/redis/wait-index.ts`) read on any node,
@@ -39,40 +32,21 @@ const loadConcurrency = 32;
  */
 export class IndexedInbox {
   readonly #options: IndexedInboxOptions;
-  readonly #heads = new Map<string, HeadReading>();
-  readonly #cachedHeads: number;
+  readonly #heads: HeadReadings<HeadReading>;
 
   constructor(options: IndexedInboxOptions) {
     this.#options = options;
-    this.#cachedHeads = options.cachedHeads ?? 100_000;
+    this.#heads = new HeadReadings({ headVersions: options.headVersions, loadHead: options.loadHead, read: (head) => this.#read(head), cachedHeads: options.cachedHeads ?? 100_000 });
   }
 
   async list(query: Omit<WaitQuery, 'tenant'> = {}): Promise<WaitView[]> {
     const entries = await this.#options.index.entries(query.rootId);
-    const roots = [...new Set(entries.map((entry) => entry.rootId))];
-    const versions = await this.#options.headVersions(roots);
-    const readings = new Map<string, { version: HeadVersion; reading: HeadReading }>();
+    const readings = await this.#heads.of([...new Set(entries.map((entry) => entry.rootId))]);
     const stale: StoredWaitEntry[] = [];
-    const toLoad: string[] = [];
-    roots.forEach((root, index) => {
-      const version = versions[index];
-      if (version === undefined) return;
-      const cached = this.#heads.get(root);
-      if (cached !== undefined && cached.digest === version.digest) readings.set(root, { version, reading: cached });
-      else toLoad.push(root);
-    });
-    await inBatches(toLoad, loadConcurrency, async (root) => {
-      const head = await this.#options.loadHead(root);
-      if (head === undefined) return;
-      const reading = this.#read(head);
-      this.#remember(root, reading);
-      readings.set(root, { version: { digest: head.digest, incarnation: head.incarnationId.toString(), sequence: head.sequence }, reading });
-    });
-
     const waits: WaitView[] = [];
     for (const entry of entries) {
       const read = readings.get(entry.rootId);
-      const open = read?.reading.waits.get(`${entry.processId} ${entry.waitId}`);
+      const open = read?.reading.get(`${entry.processId} ${entry.waitId}`);
       if (open !== undefined) {
         if (query.deployment !== undefined && open.deployment !== query.deployment) continue;
         waits.push({ ...open, since: entry.since, answerSchema: open.answerSchema === undefined ? parseSchema(entry.answerSchema) : open.answerSchema, description: open.description === undefined ? entry.description : open.description });
@@ -85,7 +59,7 @@ export class IndexedInbox {
   }
 
   #read(head: StoredHead): HeadReading {
-    const waits = new Map<string, HeadReading['waits'] extends ReadonlyMap<string, infer V> ? V : never>();
+    const waits = new Map<string, OpenWait>();
     const root = head.snapshot.rootId.toString();
     for (const { process, waitId } of openWaitsOf(head.snapshot)) {
       const wait = process.mailbox.wait(waitId);
@@ -105,23 +79,8 @@ export class IndexedInbox {
         description: current === undefined ? undefined : (current.description ?? null),
       });
     }
-    return { digest: head.digest, waits };
+    return waits;
   }
-
-  #remember(root: string, reading: HeadReading): void {
-    this.#heads.delete(root);
-    this.#heads.set(root, reading);
-    if (this.#heads.size > this.#cachedHeads) this.#heads.delete(this.#heads.keys().next().value as string);
-  }
-}
-
-/**
- * Whether an entry the head does not confirm can never come true: the head belongs to another
- * writer (the entry's commit is fenced), or it is at or past the sequence the entry was written
- * for (that commit landed, or was refused). Otherwise the commit may still be in flight.
- */
-function mayNeverLand(entry: StoredWaitEntry, head: HeadVersion): boolean {
-  return head.incarnation !== entry.incarnation || head.sequence >= BigInt(entry.sequence);
 }
 
 function parseSchema(text: string | null): Json | null {
@@ -131,16 +90,4 @@ function parseSchema(text: string | null): Json | null {
   } catch {
     return null;
   }
-}
-
-async function inBatches<T>(items: readonly T[], concurrency: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await run(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }

@@ -1,24 +1,15 @@
-import type { HeadVersion } from '../store/redis/head-versions.js';
-import type { StoredHead } from '../store/redis/redis-committer.js';
+import { HeadReadings, mayNeverLand, type HeadReadingsOptions } from './head-readings.js';
 import type { RedisUnknownIndex, StoredUnknownEntry } from '../store/redis/unknown-index.js';
 import { unknownRefsOf, type UnknownRef } from './tree-marks.js';
 
-export interface IndexedUnknownsOptions {
+export interface IndexedUnknownsOptions extends Pick<HeadReadingsOptions<unknown>, 'headVersions' | 'loadHead'> {
   readonly index: RedisUnknownIndex;
-  readonly headVersions: (roots: readonly string[]) => Promise<(HeadVersion | undefined)[]>;
-  readonly loadHead: (root: string) => Promise<StoredHead | undefined>;
   /** Heads whose Unknowns are kept parsed (default 10,000 trees). */
   readonly cachedHeads?: number;
 }
 
 /** A head's Unknown effects by `<process> <effect>`. */
-interface HeadReading {
-  readonly digest: string;
-  readonly unknown: ReadonlyMap<string, UnknownRef>;
-}
-
-/** Head loads in flight at once while verifying. */
-const loadConcurrency = 32;
+type HeadReading = ReadonlyMap<string, UnknownRef>;
 
 /**
  * The Unknown effects of every tree in Redis mode, read from the Unknown-outcome index
@@ -32,71 +23,31 @@ const loadConcurrency = 32;
  * Parsed heads are cached by digest: only heads that changed are parsed again.
  */
 export class IndexedUnknowns {
-  readonly #options: IndexedUnknownsOptions;
-  readonly #heads = new Map<string, HeadReading>();
-  readonly #cachedHeads: number;
+  readonly #index: RedisUnknownIndex;
+  readonly #heads: HeadReadings<HeadReading>;
 
   constructor(options: IndexedUnknownsOptions) {
-    this.#options = options;
-    this.#cachedHeads = options.cachedHeads ?? 10_000;
+    this.#index = options.index;
+    this.#heads = new HeadReadings({
+      headVersions: options.headVersions,
+      loadHead: options.loadHead,
+      read: (head) => new Map(unknownRefsOf(head.snapshot.rootId.toString(), head.snapshot.processSnapshots()).map((ref) => [`${ref.processId} ${ref.effectId}`, ref])),
+      cachedHeads: options.cachedHeads ?? 10_000,
+    });
   }
 
   async refs(): Promise<UnknownRef[]> {
-    const entries = await this.#options.index.entries();
-    const roots = [...new Set(entries.map((entry) => entry.rootId))];
-    const versions = await this.#options.headVersions(roots);
-    const readings = new Map<string, { version: HeadVersion; reading: HeadReading }>();
-    const toLoad: string[] = [];
-    roots.forEach((root, index) => {
-      const version = versions[index];
-      if (version === undefined) return;
-      const cached = this.#heads.get(root);
-      if (cached !== undefined && cached.digest === version.digest) readings.set(root, { version, reading: cached });
-      else toLoad.push(root);
-    });
-    await inBatches(toLoad, loadConcurrency, async (root) => {
-      const head = await this.#options.loadHead(root);
-      if (head === undefined) return;
-      const reading = { digest: head.digest, unknown: new Map(unknownRefsOf(root, head.snapshot.processSnapshots()).map((ref) => [`${ref.processId} ${ref.effectId}`, ref])) };
-      this.#remember(root, reading);
-      readings.set(root, { version: { digest: head.digest, incarnation: head.incarnationId.toString(), sequence: head.sequence }, reading });
-    });
+    const entries = await this.#index.entries();
+    const readings = await this.#heads.of([...new Set(entries.map((entry) => entry.rootId))]);
     const refs: UnknownRef[] = [];
     const stale: StoredUnknownEntry[] = [];
     for (const entry of entries) {
       const read = readings.get(entry.rootId);
-      const ref = read?.reading.unknown.get(`${entry.processId} ${entry.effectId}`);
+      const ref = read?.reading.get(`${entry.processId} ${entry.effectId}`);
       if (ref !== undefined) refs.push(ref);
       else if (read === undefined || mayNeverLand(entry, read.version)) stale.push(entry);
     }
-    if (stale.length > 0) void this.#options.index.remove(stale).catch(() => undefined);
+    if (stale.length > 0) void this.#index.remove(stale).catch(() => undefined);
     return refs;
   }
-
-  #remember(root: string, reading: HeadReading): void {
-    this.#heads.delete(root);
-    this.#heads.set(root, reading);
-    if (this.#heads.size > this.#cachedHeads) this.#heads.delete(this.#heads.keys().next().value as string);
-  }
-}
-
-/**
- * Whether an entry its head does not confirm can never come true: the head belongs to another writer
- * (the entry's commit is fenced), or is at or past the sequence the entry was written for (that commit
- * landed and was resolved since, or was refused). Otherwise the commit may still be in flight.
- */
-function mayNeverLand(entry: StoredUnknownEntry, head: HeadVersion): boolean {
-  return head.incarnation !== entry.incarnation || head.sequence >= BigInt(entry.sequence);
-}
-
-async function inBatches<T>(items: readonly T[], concurrency: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await run(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
