@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { compareVariants, type VariantRow } from './compare-variants.js';
 
 /**
  * Issue 13's acceptance in one run: Scope's demo.echo over HTTP beside the floor prototypes and Restate,
@@ -12,7 +13,8 @@ import { join, resolve } from 'node:path';
  * the acceptance names are printed last. `--quick` (or BENCH_COMPARE_QUICK=1) shrinks every phase so that
  * the whole run stays under two minutes; BENCH_COMPARE_RESTATE=0 skips Restate; BENCH_SCOPE_CHECKOUT measures
  * another checkout (with its own node_modules) through the same harness, for before/after figures.
- * Compare ratios within one run only: the machine is shared.
+ * Then this checkout's variants (compare-variants.ts): the Effects on a `scope worker` (BullMQ) and bearer
+ * auth on, each beside plain Redis mode. Compare ratios within one run only: the machine is shared.
  */
 
 const root = resolve(import.meta.dirname, '../..');
@@ -110,6 +112,14 @@ export async function benchCompare(argv: readonly string[] = process.argv.slice(
     }
   }
 
+  // Phase 3: this checkout's variants (Effects on a `scope worker`, bearer auth) against plain Redis mode.
+  let variants: Map<string, VariantRow> | undefined;
+  if (scope === root) {
+    const [variantTotal, variantRounds] = quick ? [100, 1] : [400, 2];
+    console.error(`== variants: ${variantTotal} processes × ${variantRounds} rounds each`);
+    variants = await compareVariants(variantTotal, variantRounds);
+  }
+
   console.log(`# bench compare${quick ? ' --quick' : ''}: demo.echo over HTTP, loopback, ${scope}, ${Math.round((Date.now() - started) / 1000)} s`);
   console.log('## 1 client, interleaved with the floor prototypes (floor.sh; server CPU from /proc)');
   console.log(`${'system'.padEnd(22)} ${'cpu ms/process'.padStart(15)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'per s'.padStart(8)} failures`);
@@ -122,6 +132,24 @@ export async function benchCompare(argv: readonly string[] = process.argv.slice(
     for (const [name, system] of Object.entries(peers.systems)) {
       const cpu = system.cpu_per_call?.conc?.total_ms;
       console.log(`${name.padEnd(22)} ${fixed(system.seq.p50_ms).padStart(8)} ${fixed(system.seq.p99_ms).padStart(8)} ${fixed(system.conc.p50_ms).padStart(9)} ${fixed(system.conc.ops_per_s, 0).padStart(8)} ${cpu === undefined ? '-' : fixed(cpu)}`);
+    }
+  }
+
+  if (variants === undefined) {
+    console.log('## variants: skipped (they run this checkout only, not BENCH_SCOPE_CHECKOUT)');
+  } else {
+    console.log('## variants, Redis AOF off, 1 client, interleaved (compare-variants.ts)');
+    console.log(`${'system'.padEnd(22)} ${'cpu ms/process'.padStart(15)} ${'+ worker'.padStart(9)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'per s'.padStart(8)} failures`);
+    for (const row of variants.values()) {
+      const worker = row.workerCpuMs === undefined ? '-' : fixed(row.workerCpuMs);
+      console.log(`${row.label.padEnd(22)} ${fixed(row.serverCpuMs).padStart(15)} ${worker.padStart(9)} ${fixed(row.p50).padStart(8)} ${fixed(row.p99).padStart(8)} ${fixed(row.perSecond, 1).padStart(8)} ${row.failures}`);
+    }
+    const plain = variants.get('scope-redis');
+    for (const name of ['scope-redis-worker', 'scope-redis-auth']) {
+      const row = variants.get(name);
+      if (plain === undefined || row === undefined) continue;
+      const cpu = (row.serverCpuMs + (row.workerCpuMs ?? 0)) / plain.serverCpuMs;
+      console.log(`(info) ${name} / scope-redis: CPU/process ${fixed(cpu, 3)} (server${row.workerCpuMs === undefined ? '' : ' + worker'}), p50 ${fixed(row.p50 / plain.p50, 3)}`);
     }
   }
 

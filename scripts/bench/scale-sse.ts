@@ -1,6 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +7,7 @@ import { Redis } from 'ioredis';
 import { deltaType } from '../../src/store/event-log.js';
 import { RedisEventLog } from '../../src/store/redis/event-log.js';
 import { eventsKey } from '../../src/store/redis/keys.js';
+import { cpuMsOf } from './proc-cpu.js';
 import { startBenchServer, type BenchServer } from './scope-serve.js';
 import { monotonicMs, Samples, type ChildMessage, type ParentMessage } from './sse-subscribers.js';
 import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
@@ -56,17 +56,6 @@ interface Row {
   readonly max: number;
   /** The node's CPU time (user + system) while the deltas were appended and delivered, per 1 000 deliveries. */
   readonly cpuMsPerThousand: number;
-}
-
-/** CPU time (user + system, ms) a Linux process used so far, from /proc; NaN where there is none. */
-function cpuMsOf(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    // utime and stime, fields 14 and 15 of stat (11 and 12 after the command), in clock ticks (100 Hz).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 function percentile(sorted: Float64Array, p: number): number {
