@@ -16,7 +16,7 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * `npm run bench:scale`, SSE part (issue 12): delta fan-out through one node's shared Redis tail.
  *
  * The node is the real `scope serve` (Redis mode, its own Node process, a private redis-server). One
- * demo.approval tree waits for good; N SSE streams are opened on it (raw HTTP, one socket each) by
+ * demo.approval tree waits for good; N SSE streams are opened on it (plain TCP, one socket each) by
  * `BENCH_SCALE_SSE_CLIENT_PROCS` child processes (sse-subscribers.ts, default 4), while this process
  * appends deltas to the tree's log at a fixed rate, exactly as BullMQ workers append theirs
  * (`RedisEventLog.append`, the appendLog script). Each delta carries its send time on the machine's
@@ -24,19 +24,24 @@ import { startRedisServer, type RedisServer } from '../../test/helpers/redis-ser
  * the moment that subscriber's socket delivered it, so it includes Redis, the node's shared XREAD, the
  * SSE writer, loopback and the client's parse.
  *
- * Rows, side by side at each rate (`BENCH_SCALE_SSE_RATES`, default 100 deltas/s): the raw baseline
+ * Rows, side by side at each rate (`BENCH_SCALE_SSE_RATES`, default 25 and 100 deltas/s; each row
+ * `BENCH_SCALE_SSE_SECONDS`, default 60, after 3 s of unmeasured deltas): the raw baseline
  * (one ioredis client in a `XREAD BLOCK` loop on the stream, no node in between), 1 SSE subscriber, N
  * SSE subscribers. `BENCH_SCALE_SSE_COMPARE=<checkout>` adds the same SSE rows against a node running
  * another checkout's server code (e.g. /work/main), in the same run. Also: how many Redis connections
  * the node holds while it serves N streams, and whether every subscriber got every delta.
  * Clients, node and Redis share the machine's CPUs (2 cores here): the figures are a ceiling on the
  * latency a node with cores of its own would show; the node's CPU time per 1 000 deliveries (from /proc)
- * is the figure that noise disturbs least. Goal: p99 ≤ 50 ms with 1 000 subscribers.
+ * is the figure that noise disturbs least. Goal: p99 ≤ 50 ms with 1 000 subscribers. Every delta
+ * reaches every subscriber, so one stall of the node is a whole percent of a short run's samples: a
+ * 10-second row's p99 is close to its worst delta, hence a minute per row.
  */
 
-const seconds = Number(process.env.BENCH_SCALE_SSE_SECONDS ?? 10);
+const seconds = Number(process.env.BENCH_SCALE_SSE_SECONDS ?? 60);
+/** Deltas appended at the row's rate before the measured ones (`BENCH_SCALE_SSE_WARMUP_SECONDS`). */
+const warmUpSeconds = Number(process.env.BENCH_SCALE_SSE_WARMUP_SECONDS ?? 3);
 const subscribers = Number(process.env.BENCH_SCALE_SSE_SUBSCRIBERS ?? 1_000);
-const rates = (process.env.BENCH_SCALE_SSE_RATES ?? process.env.BENCH_SCALE_SSE_RATE ?? '100').split(',').map(Number);
+const rates = (process.env.BENCH_SCALE_SSE_RATES ?? process.env.BENCH_SCALE_SSE_RATE ?? '25,100').split(',').map(Number);
 const clientProcesses = Math.max(1, Number(process.env.BENCH_SCALE_SSE_CLIENT_PROCS ?? 4));
 const compareCheckout = process.env.BENCH_SCALE_SSE_COMPARE;
 const goalP99Ms = 50;
@@ -128,15 +133,19 @@ class SubscriberProcess {
   }
 }
 
-/** Appends `rate` deltas a second for `seconds` to the tree's log, each stamped with its send time. */
-async function appendDeltas(log: RedisEventLog, rootId: string, rate: number): Promise<number> {
-  const total = Math.round(rate * seconds);
+/**
+ * Appends `rate` deltas a second for `duration` seconds to the tree's log, each stamped with its send
+ * time — or, for a warm-up, unstamped: the subscribers count and time only stamped ones.
+ */
+async function appendDeltas(log: RedisEventLog, rootId: string, rate: number, duration = seconds, stamped = true): Promise<number> {
+  const total = Math.round(rate * duration);
   const began = performance.now();
   for (let index = 0; index < total; index += 1) {
     const due = began + (index * 1_000) / rate;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    log.append(rootId, [{ type: deltaType, processId: rootId, data: JSON.stringify({ process_id: rootId, index, sentAt: monotonicMs() }) }]);
+    const data = stamped ? { process_id: rootId, index, sentAt: monotonicMs() } : { process_id: rootId, index, warmUp: true };
+    log.append(rootId, [{ type: deltaType, processId: rootId, data: JSON.stringify(data) }]);
   }
   return total;
 }
@@ -213,6 +222,9 @@ async function sseFanOut(node: string, server: BenchServer, admin: Redis, log: R
       if (answer === undefined || !('ready' in answer)) throw new Error(`subscribers did not open: ${JSON.stringify(answer)}`);
     }
     const connections = await nodeConnections(admin);
+    // Unmeasured first: every delta reaches every subscriber, so the first fan-outs through cold code
+    // (the node's and the subscribers') would be a whole percent of a short run's samples each.
+    await appendDeltas(log, rootId, rate, warmUpSeconds, false);
     const cpuBefore = cpuMsOf(server.pid);
     const deltas = await appendDeltas(log, rootId, rate);
     for (const child of processes) child.send({ expect: deltas });
