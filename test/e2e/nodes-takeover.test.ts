@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { rendezvousWinner } from '../../src/server/ownership/rendezvous.js';
 import { activeOn, Cluster, committedNames, eventually, exited, json, leaseMs, ownerOf, post, processUrl, startProcess, waitingWaitId, type Node } from './nodes-cluster.js';
 
 /**
@@ -59,8 +60,12 @@ test('SIGKILL of the owner: the survivors take its trees with work over within t
   const tookMs = performance.now() - killed;
   process.stdout.write(`# takeover of 8 trees with work after SIGKILL: ${Math.round(tookMs)} ms (lease ${leaseMs} ms)\n`);
   assert.ok(tookMs < leaseMs + 5_000, `took ${tookMs} ms`);
-  // Spread: both survivors get some (rendezvous hashing; fixed ids make it deterministic).
-  assert.deepEqual([...new Set(owners)].sort(), ['b', 'c']);
+  // Spread by rendezvous hashing: each tree went to the survivor the hash names for its root. (The ids
+  // are random, so all eight landing on one survivor is a legitimate 1-in-128 outcome, not a failure.)
+  assert.deepEqual(
+    owners,
+    sleeps.map((id) => rendezvousWinner(id, [{ nodeId: 'b' }, { nodeId: 'c' }])?.nodeId),
+  );
   const takenOver = await Promise.all(survivors.map((node) => counter(node, 'scope_trees_taken_over_total')));
   assert.equal(takenOver[0]! + takenOver[1]!, 8, 'each survivor counts the takeovers its sweep made');
 
