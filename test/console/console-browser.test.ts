@@ -211,7 +211,7 @@ describe('the console in a browser', { skip }, () => {
         await marker.waitFor();
         assert.match((await marker.textContent()) ?? '', /resynced after a break \(1×/);
         assert.ok(
-          proxy.requests.some((head) => /^GET \/v1\/trees\/[^ ]+\/stream/.test(head) && /\r\nlast-event-id: \d+/i.test(head)),
+          proxy.heads.some((head) => /^GET \/v1\/trees\/[^ ]+\/stream/.test(head) && /\r\nlast-event-id: \d+/i.test(head)),
           'the reconnect resumes from the last id',
         );
         await server.json(`/v1/processes/${encodeURIComponent(processId)}/signals`, {

@@ -305,8 +305,10 @@ export function splitResponse(text: string): { status: number; head: string; bod
 /** A TCP proxy in front of the server whose connections the test can cut (to force a reconnect). */
 export interface CuttingProxy {
   readonly port: number;
-  /** The request heads seen, one per connection, in order. */
+  /** The request heads seen, one per connection (its first), in order. */
   readonly requests: string[];
+  /** Every request head seen, keep-alive reuse included (a browser may send a reconnect on a connection it opened for another request). */
+  readonly heads: string[];
   /** Destroys every open connection (both sides). */
   cut(): void;
   close(): Promise<void>;
@@ -315,6 +317,7 @@ export interface CuttingProxy {
 export async function startProxy(targetPort: number): Promise<CuttingProxy> {
   const pairs = new Set<[Socket, Socket]>();
   const requests: string[] = [];
+  const heads: string[] = [];
   const server: TcpServer = createTcpServer((client) => {
     const upstream = connectTcp(targetPort, '127.0.0.1');
     const pair: [Socket, Socket] = [client, upstream];
@@ -322,10 +325,29 @@ export async function startProxy(targetPort: number): Promise<CuttingProxy> {
     let head = '';
     const index = requests.length;
     requests.push('');
+    // What the client sent that is not yet read as a head or skipped as a body (Content-Length only:
+    // the requests these tests make have no chunked bodies).
+    let pending = '';
+    let bodyLeft = 0;
     client.on('data', (chunk: Buffer) => {
       if (!head.includes('\r\n\r\n')) {
         head += chunk.toString('latin1');
         requests[index] = head.split('\r\n\r\n')[0] as string;
+      }
+      pending += chunk.toString('latin1');
+      for (;;) {
+        if (bodyLeft > 0) {
+          const skipped = Math.min(bodyLeft, pending.length);
+          pending = pending.slice(skipped);
+          bodyLeft -= skipped;
+          if (bodyLeft > 0) break;
+        }
+        const end = pending.indexOf('\r\n\r\n');
+        if (end < 0) break;
+        const seen = pending.slice(0, end);
+        heads.push(seen);
+        pending = pending.slice(end + 4);
+        bodyLeft = Number(/\r\ncontent-length: *(\d+)/i.exec(seen)?.[1] ?? 0);
       }
     });
     client.pipe(upstream);
@@ -349,6 +371,7 @@ export async function startProxy(targetPort: number): Promise<CuttingProxy> {
   return {
     port: (server.address() as AddressInfo).port,
     requests,
+    heads,
     cut,
     close() {
       cut();
