@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { createKey } from '../../src/app/auth/key-store.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { cpuMsOf } from './proc-cpu.js';
-import { startBenchServer, type BenchServer } from './scope-serve.js';
+import { spawnReady, startBenchServer, type BenchServer } from './scope-serve.js';
 
 /**
  * `bench:compare`'s variants of Scope in Redis mode (AOF off), interleaved in rounds against the plain
@@ -64,20 +64,6 @@ async function load(base: string, total: number, headers: Record<string, string>
   return { latencies, failures };
 }
 
-/** A `scope worker` on `env`, once it says it is ready. */
-async function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/scope.js', 'worker'], { env: { ...process.env, SCOPE_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('scope worker ready')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`scope worker exited (${code}): ${output}`)));
-  });
-  return child;
-}
-
 async function runVariant(variant: Variant, total: number, keysDir: string): Promise<{ server: number; worker: number | undefined; latencies: number[]; failures: number }> {
   const redis = await startRedisServer({ appendOnly: false });
   let server: BenchServer | undefined;
@@ -87,7 +73,7 @@ async function runVariant(variant: Variant, total: number, keysDir: string): Pro
     let headers: Record<string, string> = {};
     if (variant === 'scope-redis-worker') {
       env.SCOPE_TRANSPORT = 'bullmq';
-      worker = await startWorker(env);
+      worker = await spawnReady(['bin/scope.js', 'worker'], { ...env, SCOPE_LOG_LEVEL: 'info' }, 'scope worker ready');
     } else if (variant === 'scope-redis-auth') {
       const { token, entry } = createKey({ id: 'bench', tenant: 'default', scopes: ['processes:read', 'processes:write'] });
       const file = join(keysDir, 'keys.json');

@@ -51,3 +51,16 @@ export async function startBenchServer(env: Record<string, string>, nodeFlags: r
     },
   };
 }
+
+/** A node process (`args` after node itself, from the current directory) once its stdout has printed `ready`. */
+export function spawnReady(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(ready)) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code}): ${output}`)));
+  });
+}

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { drainStream, result, testConfig } from '../../test/server/harness.js';
 import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
+import { spawnReady } from './scope-serve.js';
 
 /**
  * Transport benchmark: what carrying one Effect through BullMQ to a `scope worker` costs, beside a
@@ -52,18 +52,6 @@ async function commandCount(redis: Redis): Promise<number> {
   let total = 0;
   for (const match of info.matchAll(/calls=(\d+)/g)) total += Number(match[1]);
   return total;
-}
-
-function spawnReady(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes(ready)) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code}): ${output}`)));
-  });
 }
 
 /** `valueOf` picks demo.echo's input: its dispatcher emits one delta per character, so `''` is a no-op. */
