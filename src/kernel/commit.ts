@@ -1,7 +1,8 @@
 import { Digest } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';
-import { deriveIdentityText, type EffectId, type ProcessId, type TreeIncarnationId } from './identity.js';
-import type { EffectRequest } from './effect.js';
+import { deriveIdentityText, SignalId, type EffectId, type ProcessId, type TreeIncarnationId } from './identity.js';
+import { EffectRequest } from './effect.js';
+import type { PreparedEffect, PreparedStep } from './prepared-step.js';
 import type { Settlement } from './settlement.js';
 import type { TreeSnapshot } from './tree-snapshot.js';
 import { encodeWire } from './wire.js';
@@ -129,6 +130,12 @@ export interface EffectBoundaryConfig {
   readonly effectId: EffectId;
   readonly previous: Digest;
   readonly snapshot: TreeSnapshot;
+  /**
+   * The batch a settled boundary also adopts: the settlement completed it, so the prospective tree
+   * already holds the adoption (no prepared Step; the settlement delivered to the mailbox) and no
+   * separate progress checkpoint follows. The batch as settled, before adoption.
+   */
+  readonly adopts?: PreparedStep;
 }
 
 /**
@@ -145,11 +152,14 @@ export class EffectBoundary {
   readonly effectId: EffectId;
   readonly previous: Digest;
   readonly snapshot: TreeSnapshot;
+  /** See {@link EffectBoundaryConfig.adopts}. */
+  readonly adopts: PreparedStep | undefined;
   readonly #identity: string;
   #contentDigest: Digest | undefined;
 
   private constructor(config: EffectBoundaryConfig, kind: EffectBoundaryKind) {
     this.kind = kind;
+    this.adopts = config.adopts;
     this.sequence = config.sequence;
     this.processId = config.processId;
     this.effectId = config.effectId;
@@ -168,6 +178,7 @@ export class EffectBoundary {
     if (config.previous.equals(config.snapshot.digest)) throw invalid('an effect boundary must change the head');
     const process = config.snapshot.process(config.processId);
     if (process === undefined) throw invalid(`the prospective tree has no process ${config.processId}`);
+    if (config.adopts !== undefined) return EffectBoundary.#adopting(config, process);
     const phase = process.effectPhase(config.effectId);
     const settlement = process.effectSettlement(config.effectId);
     let kind: EffectBoundaryKind;
@@ -183,17 +194,51 @@ export class EffectBoundary {
     return new EffectBoundary(config, kind);
   }
 
+  /**
+   * A settled boundary that adopts its batch: the effect is definitely settled in `adopts`, which
+   * nothing leaves unsettled, and the prospective process shows the adoption — no prepared Step,
+   * the settlement in its mailbox.
+   */
+  static #adopting(config: EffectBoundaryConfig, process: ProcessSnapshot): EffectBoundary {
+    const batch = config.adopts as PreparedStep;
+    const effect = batch.effect(config.effectId);
+    if (config.resolution || effect === undefined || effect.effect.target !== 'dispatcher' || !effect.definite || batch.frontier() !== undefined) {
+      throw invalid(`effect ${config.effectId} does not complete the batch it would adopt`);
+    }
+    if (!batch.processId.equals(config.processId) || process.prepared !== undefined || process.mailbox.indexOf(SignalId.settlement(config.effectId)) === undefined) {
+      throw invalid(`the prospective process ${config.processId} does not show the adoption of effect ${config.effectId}`);
+    }
+    return new EffectBoundary(config, 'settled');
+  }
+
   get rootId(): ProcessId {
     return this.snapshot.rootId;
   }
 
+  /** The Effect as this boundary records it (from the batch it adopts, if any). */
+  effect(): PreparedEffect | undefined {
+    return (this.adopts ?? this.snapshot.process(this.processId)?.prepared)?.effect(this.effectId);
+  }
+
   /** The frozen request as recorded in the prospective tree (no attempt id). */
   request(): EffectRequest | undefined {
-    return this.snapshot.effectRequest(this.processId, this.effectId);
+    const batch = this.adopts;
+    const effect = batch?.effect(this.effectId);
+    const process = this.snapshot.process(this.processId);
+    if (batch === undefined || effect === undefined || process === undefined) return this.snapshot.effectRequest(this.processId, this.effectId);
+    return EffectRequest.create({
+      processId: this.processId,
+      relation: process.relation,
+      deploymentRef: process.deploymentRef,
+      stepSequence: batch.stepSequence,
+      batchIndex: effect.index,
+      effect: effect.effect,
+      incarnationId: this.snapshot.incarnationId,
+    });
   }
 
   settlement(): Settlement | undefined {
-    return this.snapshot.process(this.processId)?.effectSettlement(this.effectId);
+    return this.effect()?.settlement;
   }
 
   identity(): string {

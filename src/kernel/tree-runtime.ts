@@ -652,7 +652,9 @@ export class TreeRuntime {
    */
   async #commit(
     replacements: readonly ProcessSnapshot[],
-    boundary: { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind } | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean },
+    boundary:
+      | { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind }
+      | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean; adopts?: PreparedStep },
     events: (prospective: TreeSnapshot) => Array<Event | undefined> = () => [],
     unresolvedOnFailure: readonly EffectId[] = [],
     added: readonly ProcessRuntime[] = [],
@@ -676,7 +678,15 @@ export class TreeRuntime {
     const previous = this.#head.digest;
     const commit =
       boundary.kind === 'effect'
-        ? EffectBoundary.create({ sequence, resolution: boundary.resolution, processId: boundary.processId, effectId: boundary.effectId, previous, snapshot: prospective })
+        ? EffectBoundary.create({
+            sequence,
+            resolution: boundary.resolution,
+            processId: boundary.processId,
+            effectId: boundary.effectId,
+            previous,
+            snapshot: prospective,
+            ...(boundary.adopts === undefined ? {} : { adopts: boundary.adopts }),
+          })
         : TreeCheckpoint.create({
             kind: boundary.checkpoint ?? classifyCheckpointCut(prospective.processSnapshots()),
             sequence,
@@ -1079,6 +1089,26 @@ export class TreeRuntime {
     records: readonly MailboxRecord[],
     base: ProcessSnapshot = process.snapshot,
   ): Promise<void> {
+    const next = this.#adoption(process, stepSequence, intent, candidate, records, base);
+    if (!this.#fits([next])) {
+      // A candidate that cannot fit is a Process failure, not a stopped writer: the committed
+      // state's reservations guarantee the terminal snapshot fits (kernel-contract §4.4 step 6).
+      await this.#terminate(process, { kind: 'failed', failure: snapshotLimitFailure() });
+      return;
+    }
+    await this.#commit([next], { kind: 'checkpoint' }, () => this.#adoptionEvents(process, stepSequence, next));
+    this.#adopted(process, next, restored);
+  }
+
+  /** `base` with the batch adopted: the prefix consumed, `records` appended, the candidate installed, the Transition applied. */
+  #adoption(
+    process: ProcessRuntime,
+    stepSequence: bigint,
+    intent: Transition,
+    candidate: ExecutionState,
+    records: readonly MailboxRecord[],
+    base: ProcessSnapshot,
+  ): ProcessSnapshot {
     const mailbox = base.mailbox.consume(intent.consumedSignals).append(...records);
     const fields: SnapshotChanges = {
       mailbox,
@@ -1117,21 +1147,19 @@ export class TreeRuntime {
       process.control = process.control.without('pauseReason');
       fields.pendingControl = base.pendingControl.without('pauseReason');
     }
-    let next = base.with(fields);
+    const next = base.with(fields);
     const termination = outcome.kind === 'none' ? undefined : resolveTermination(process.control, outcome);
-    if (termination !== undefined) next = this.#terminalSnapshot(next, termination, intent.kind === 'complete' ? intent.output : undefined);
-    if (!this.#fits([next])) {
-      // A candidate that cannot fit is a Process failure, not a stopped writer: the committed
-      // state's reservations guarantee the terminal snapshot fits (kernel-contract §4.4 step 6).
-      await this.#terminate(process, { kind: 'failed', failure: snapshotLimitFailure() });
-      return;
-    }
-    await this.#commit([next], { kind: 'checkpoint' }, () => {
-      const events = [this.#event(process, eventNames.stepCommitted, { stepSequence, fact: StepCommitted.create({ status: next.status }) })];
-      if (next.status === 'paused') events.push(this.#event(process, eventNames.processPaused));
-      if (next.isTerminal) events.push(this.#finishedEvent(process, next));
-      return events;
-    });
+    return termination === undefined ? next : this.#terminalSnapshot(next, termination, intent.kind === 'complete' ? intent.output : undefined);
+  }
+
+  #adoptionEvents(process: ProcessRuntime, stepSequence: bigint, next: ProcessSnapshot): Array<Event | undefined> {
+    const events = [this.#event(process, eventNames.stepCommitted, { stepSequence, fact: StepCommitted.create({ status: next.status }) })];
+    if (next.status === 'paused') events.push(this.#event(process, eventNames.processPaused));
+    if (next.isTerminal) events.push(this.#finishedEvent(process, next));
+    return events;
+  }
+
+  #adopted(process: ProcessRuntime, next: ProcessSnapshot, restored: Execution): void {
     process.execution = next.isTerminal ? undefined : restored;
     process.candidateExecution = undefined;
   }
@@ -1382,16 +1410,23 @@ export class TreeRuntime {
       committedExecutionState: admitted.state,
       pendingControl: PendingControl.empty().with({ ...inherited, pauseReason: hasTerminalIntent(control) ? undefined : treePause }),
     });
-    const parent = base.with({
-      prepared: (base.prepared as PreparedStep).withFrameworkSettlement(effect.id),
-      allocatedResources: allocateChild(base, spec.budget),
-    });
+    const batch = (base.prepared as PreparedStep).withFrameworkSettlement(effect.id);
+    const parent = base.with({ prepared: batch, allocatedResources: allocateChild(base, spec.budget) });
     if (!this.#fits([parent, child])) {
       const failure = Failure.create('execution', 'engine.child.tree_limit', 'the child does not fit the snapshot byte limits');
       return this.#settleFramework(process, base, effect, failure);
     }
     const runtime = new ProcessRuntime(child, admitted.deployment);
-    await this.#commit([parent, child], { kind: 'checkpoint', checkpoint: 'child_start' }, () => [this.#event(runtime, eventNames.processStarted)], [], [runtime]);
+    // A start that completes the parent's batch adopts it in the same checkpoint.
+    const adoption = this.#foldedAdoption(process, parent, batch, [child]);
+    await this.#commit(
+      [adoption?.next ?? parent, child],
+      { kind: 'checkpoint', checkpoint: 'child_start' },
+      () => [this.#event(runtime, eventNames.processStarted), ...(adoption === undefined ? [] : this.#adoptionEvents(process, batch.stepSequence, adoption.next))],
+      [],
+      [runtime],
+    );
+    if (adoption !== undefined) this.#adopted(process, adoption.next, adoption.restored);
   }
 
   /** The direct child `childId` of `process`, or undefined when the parent does not own it. */
@@ -1540,8 +1575,38 @@ export class TreeRuntime {
       adjudication?.done.resolve();
       return;
     }
-    const next = snapshot.with({ prepared: prepared.withSettlement(effect.id, settlement, diagnostic), counters });
+    const settled = prepared.withSettlement(effect.id, settlement, diagnostic);
+    const next = snapshot.with({ prepared: settled, counters });
+    const adoption = this.#foldedAdoption(process, next, settled);
+    if (adoption !== undefined) {
+      await this.#commit([adoption.next], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false, adopts: settled }, () =>
+        this.#adoptionEvents(process, settled.stepSequence, adoption.next),
+      [effect.id]);
+      this.#adopted(process, adoption.next, adoption.restored);
+      return;
+    }
     await this.#commit([next], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false }, () => [], [effect.id]);
+  }
+
+  /**
+   * The adoption a settled boundary (or a child_start checkpoint) can carry itself, so one
+   * dispatched Effect costs the contract's four commits (start, pending, settled, terminal). Only
+   * when nothing would come between the settlement and the adoption: the settlement is definite
+   * and completes its batch (only `continue` declares Effects, so adopting never ends or pauses
+   * the Process), the candidate is at hand, no terminal intent or freeze holds adoption back, and
+   * the adopted snapshot fits. Otherwise the boundary commits alone and the frontier adopts later.
+   */
+  #foldedAdoption(
+    process: ProcessRuntime,
+    settled: ProcessSnapshot,
+    batch: PreparedStep,
+    others: readonly ProcessSnapshot[] = [],
+  ): { next: ProcessSnapshot; restored: Execution } | undefined {
+    const restored = process.candidateExecution;
+    if (restored === undefined || batch.frontier() !== undefined || batch.intent.kind !== 'continue') return undefined;
+    if (hasTerminalIntent(process.control) || this.#freezes > 0) return undefined;
+    const next = this.#adoption(process, batch.stepSequence, batch.intent, batch.candidateState, batch.adoptionRecords(), settled);
+    return this.#fits([next, ...others]) ? { next, restored } : undefined;
   }
 
   async #resolve(process: ProcessRuntime, effectId: EffectId, settlement: Settlement, counters = process.snapshot.counters): Promise<void> {

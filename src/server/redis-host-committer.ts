@@ -218,7 +218,7 @@ export class RedisHostCommitter extends CommitterBase {
     const records = gates.length === 0 && timers.length === 0 ? writes?.records : [...(writes?.records ?? []), ...gates, ...timers];
     await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }) });
     await this.#indexed(plan);
-    if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.snapshot.process(boundary.processId)?.prepared?.effect(boundary.effectId)?.unknown === true) {
+    if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.effect()?.unknown === true) {
       this.#onUnknown(boundary.rootId.toString());
     }
   }

@@ -27,7 +27,7 @@ class WatchedCommitter extends MemoryTreeCommitter {
   override async commitEffect(boundary: EffectBoundary, _context?: CommitContext): Promise<void> {
     await super.commitEffect(boundary);
     if (boundary.kind !== 'settled') return;
-    const settlement = boundary.snapshot.process(boundary.processId)?.effectSettlement(boundary.effectId);
+    const settlement = boundary.settlement(); // also when the boundary adopted its batch
     if (settlement !== undefined) this.#entry(boundary.effectId.toString()).resolve(settlement);
   }
 

@@ -38,10 +38,7 @@ export class DispatchPermits {
 
   #boundary(boundary: EffectBoundary): HostWriteSet | undefined {
     const effectId = boundary.effectId.toString();
-    const effect = boundary.snapshot
-      .processSnapshots()
-      .find((process) => process.processId.equals(boundary.processId))
-      ?.prepared?.effect(boundary.effectId);
+    const effect = boundary.effect();
     if (effect === undefined || effect.effect.target !== 'dispatcher') return undefined;
     const incarnation = boundary.snapshot.incarnationId.toString();
     if (boundary.kind === 'pending') {

@@ -143,7 +143,8 @@ test('a pause during a dispatch applies after the Effect settles and its batch i
   gate.resolve();
   await published(context.recorder, process.id, 'agent.process.paused');
   // The acknowledged pause is a progress checkpoint recording pending_control while the Effect is in flight.
-  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'progress', 'settled', 'progress', 'parked']);
+  // The settled boundary adopts the batch (the pause does not hold adoption back); the pause follows it.
+  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'progress', 'settled', 'parked']);
   assert.equal(context.committer.acknowledged[2]?.snapshot.root.pendingControl.pauseReason, 'hold');
   assert.equal(context.committer.acknowledged[3]?.snapshot.root.pendingControl.pauseReason, 'hold', 'the settled boundary keeps it');
   assert.ok(snapshotOf(context, process.id).pendingControl.isEmpty);

@@ -54,8 +54,13 @@ test('dispatcher Effects run in declaration order, each pending boundary committ
     { index: 1, phase: 'pending' },
     { index: 2, phase: 'pending' },
   ]);
-  // The fully settled batch is then adopted by its own checkpoint, before the completing Step.
-  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'settled', 'pending', 'settled', 'pending', 'settled', 'progress', 'terminal']);
+  // The last settlement completes the batch, so its settled boundary adopts it: no progress
+  // checkpoint between it and the completing Step (start, pending, settled…, terminal).
+  assert.deepEqual(context.committer.kinds(), ['start', 'pending', 'settled', 'pending', 'settled', 'pending', 'settled', 'terminal']);
+  const last = context.committer.acknowledged.at(-2);
+  assert.equal(last?.kind, 'settled');
+  assert.equal(last?.snapshot.root.prepared, undefined, 'the last settled boundary holds the adopted batch');
+  assert.equal(last?.snapshot.root.mailbox.pendingCount, 3, 'with its three settlements delivered');
   const boundaries = context.committer.acknowledged.filter((record) => record.type === 'effect');
   assert.deepEqual(
     boundaries.map((record) => record.effectId),
@@ -90,7 +95,8 @@ test('settlements are committed before the batch continues to the next Step', as
   );
   const process = await context.engine.start(wrapped, Payload.encode({}));
   await process.await();
-  assert.deepEqual(kindsAtStep2, ['start', 'pending', 'settled', 'progress']);
+  // The settled boundary adopted the batch: the Step that reads the settlement follows it directly.
+  assert.deepEqual(kindsAtStep2, ['start', 'pending', 'settled']);
 });
 
 test('a dispatcher that throws leaves the Effect Unknown (external engine.dispatch.failed), never Failed', async () => {

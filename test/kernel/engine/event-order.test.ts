@@ -75,8 +75,7 @@ test('an attempt\'s deltas are delivered before its settled boundary is committe
     'delta 3',
     'delta 4',
     'agent.effect.finished',
-    'commit settled',
-    'commit progress',
+    'commit settled', // it adopts the batch: its agent.step.committed follows it
     'agent.step.committed',
     'agent.step.started',
     'agent.step.finished',

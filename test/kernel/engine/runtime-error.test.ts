@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Dispatcher } from '../../../src/kernel/definition.js';
 import { ErrorCode } from '../../../src/kernel/errors.js';
-import { EffectId, type ProcessId } from '../../../src/kernel/identity.js';
+import { EffectId, SignalId, type ProcessId } from '../../../src/kernel/identity.js';
 import { Payload } from '../../../src/kernel/payload.js';
 import { RuntimeError } from '../../../src/kernel/runtime-error.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
@@ -108,12 +108,12 @@ test('a committer that never answers holds the Process until released, then the 
   const { deployment } = countedEcho();
   const context = setup();
   const release = deferred();
-  context.committer.intercept = once('progress', {
+  context.committer.intercept = once('terminal', {
     before: () => release.promise,
     fail: { when: 'before', error: new Error('storage deadline exceeded') },
   });
   const process = await context.engine.start(deployment, hello);
-  await context.committer.arrival((record) => record.kind === 'progress');
+  await context.committer.arrival((record) => record.kind === 'terminal');
   const before = (await context.committer.loadTree(process.id))!.digest;
   const awaited = process.await();
   assert.equal(await isSettled(awaited), false);
@@ -121,7 +121,7 @@ test('a committer that never answers holds the Process until released, then the 
   release.resolve();
   const error = await runtimeErrorOf(awaited);
   assert.ok(error.headDigest.equals(before));
-  assert.deepEqual(error.unresolvedEffectIds, [], 'the settlement was acknowledged before the lost adoption');
+  assert.deepEqual(error.unresolvedEffectIds, [], 'the settlement was acknowledged before the lost terminal commit');
   assertStoppedWithoutFinishing(context, process.id);
   const { result } = await recover(context, deployment, process.id);
   assert.equal(result.status, 'completed');
@@ -140,7 +140,9 @@ test('a lost response after applying: the error names the previous head, the sto
   const stored = await context.committer.loadTree(process.id);
   assert.ok(!stored!.digest.equals(error.headDigest), 'the store moved ahead of the writer');
   const effectId = EffectId.derive(process.id, 1n, 0);
-  assert.equal(stored!.root.effectPhase(effectId), 'settled');
+  // The settled boundary adopted its batch: the settlement is in the mailbox, not a prepared Step.
+  assert.equal(stored!.root.prepared, undefined);
+  assert.notEqual(stored!.root.mailbox.indexOf(SignalId.settlement(effectId)), undefined);
   assert.deepEqual(error.unresolvedEffectIds.map(String), [effectId.toString()]);
   assertStoppedWithoutFinishing(context, process.id);
   const { result } = await recover(context, deployment, process.id);
