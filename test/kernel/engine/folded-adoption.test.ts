@@ -9,6 +9,9 @@ import { Payload } from '../../../src/kernel/payload.js';
 import type { TreeCommitter } from '../../../src/kernel/tree-committer.js';
 import type { TreeActivation, TreeCheckpoint } from '../../../src/kernel/commit.js';
 import { MemoryTreeCommitter } from '../../../src/store/memory-committer.js';
+import { MapDeploymentResolver } from '../../../src/kernel/deployment.js';
+import type { ProcessSnapshot } from '../../../src/kernel/process-snapshot.js';
+import { childSpec, doneProgram, parentProgram } from './child-programs.js';
 import { ScriptedDispatcher } from '../../../src/testing/scripted-dispatcher.js';
 import { deferred, deploy } from './harness.js';
 import { dispatchProgram } from './programs.js';
@@ -149,5 +152,26 @@ test('a terminal intent that arrives during the dispatch keeps the settled batch
   const terminal = committer.commits.at(-1) as TreeCheckpoint;
   assert.equal(terminal.snapshot.root.prepared?.effect(settled.effectId)?.settlement?.status, 'succeeded', 'the settlement stays as evidence');
   assert.equal(terminal.snapshot.root.committedSteps, 0n, 'the candidate was not adopted');
+  await engine.close();
+});
+
+test('a child start that completes its parent\'s batch adopts it in the child_start checkpoint; an earlier start does not', async () => {
+  const done = deploy(doneProgram(), undefined, 'folded-done');
+  const committer = new KeepingCommitter();
+  const engine = new Engine({ committer, deploymentResolver: new MapDeploymentResolver([done]) });
+  const parent = deploy(parentProgram({ children: [childSpec('a', done), childSpec('b', done)] }));
+  const result = await engine.run(parent, Payload.encode({}));
+  assert.equal(result.status, 'completed');
+  const starts = committer.commits.filter((commit): commit is TreeCheckpoint => 'kind' in commit && commit.kind === 'child_start');
+  assert.equal(starts.length, 2);
+  const [first, second] = starts.map((commit) => commit.snapshot.process(result.processId)) as [ProcessSnapshot, ProcessSnapshot];
+  assert.notEqual(first.prepared, undefined, 'the first start leaves the batch open');
+  assert.equal(first.committedSteps, 0n);
+  assert.equal(second.prepared, undefined, 'the second start adopts it');
+  assert.equal(second.committedSteps, 1n);
+  assert.equal(second.mailbox.pendingCount, 2, 'with both start results delivered');
+  // The Step is adopted by that checkpoint, not by a later one of its own.
+  const adoptedBy = committer.commits.find((commit) => !(commit instanceof EffectBoundary) && 'kind' in commit && commit.snapshot.process(result.processId)?.committedSteps === 1n);
+  assert.equal(adoptedBy, starts[1]);
   await engine.close();
 });
