@@ -67,6 +67,17 @@ function smaller(quota: Quota, value: number): Quota {
  * default where the grant is larger (unlimited included).
  */
 export function defaultLimitsWithin(grant: TreeLimits, defaults: SpawnDefaults): TreeLimits {
+  // Every start asks with the server's (or its tenant's) grant: derive each pair once.
+  let byDefaults = derivedLimits.get(grant);
+  if (byDefaults === undefined) derivedLimits.set(grant, (byDefaults = new WeakMap()));
+  let limits = byDefaults.get(defaults);
+  if (limits === undefined) byDefaults.set(defaults, (limits = deriveDefaultLimits(grant, defaults)));
+  return limits;
+}
+
+const derivedLimits = new WeakMap<TreeLimits, WeakMap<SpawnDefaults, TreeLimits>>();
+
+function deriveDefaultLimits(grant: TreeLimits, defaults: SpawnDefaults): TreeLimits {
   const wire = JSON.parse(grant.json()) as Record<string, unknown>;
   wire.max_depth = Math.min(grant.maxDepth, defaults.maxDepth);
   wire.max_active_children = Math.min(grant.maxActiveChildren, defaults.maxActiveChildren);
