@@ -39,13 +39,30 @@ export function requestOf(data: EffectJobData): EffectRequest {
   return EffectRequest.create({
     processId,
     relation: ProcessRelation.parse(data.relation, processId),
-    deploymentRef: DeploymentRef.parse(data.deploymentRef),
+    deploymentRef: deploymentRefOf(data.deploymentRef),
     stepSequence: BigInt(data.stepSequence),
     batchIndex: data.batchIndex,
     effect: Effect.parse(data.effect),
     incarnationId: TreeIncarnationId.parse(data.incarnationId),
     attemptId: EffectAttemptId.parse(data.attemptId),
   });
+}
+
+/**
+ * A worker sees the same few refs in every job: each text is validated once (a DeploymentRef is
+ * immutable), which was a third of rebuilding a request. Bounded: past the limit it starts over.
+ */
+const parsedRefs = new Map<string, DeploymentRef>();
+const maxParsedRefs = 1_024;
+
+function deploymentRefOf(text: string): DeploymentRef {
+  let ref = parsedRefs.get(text);
+  if (ref === undefined) {
+    ref = DeploymentRef.parse(text);
+    if (parsedRefs.size >= maxParsedRefs) parsedRefs.clear();
+    parsedRefs.set(text, ref);
+  }
+  return ref;
 }
 
 /**

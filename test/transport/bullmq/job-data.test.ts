@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Deployment } from '../../../src/kernel/deployment.js';
+import { Digest } from '../../../src/kernel/digest.js';
+import { Effect, EffectRequest } from '../../../src/kernel/effect.js';
+import { ErrorCode, KernelError } from '../../../src/kernel/errors.js';
+import { EffectAttemptId, ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
+import { Payload } from '../../../src/kernel/payload.js';
+import { ProcessRelation } from '../../../src/kernel/relation.js';
+import { echoDefinition, echoDispatcher } from '../../../src/testing/example-definitions.js';
+import { jobDataOf, requestOf } from '../../../src/transport/bullmq/job-data.js';
+
+/** A job's data rebuilds the exact request; every member is validated, the deployment ref too (also once seen). */
+
+const deployment = Deployment.create({ definition: echoDefinition, dispatcher: echoDispatcher, implementationDigest: Digest.of('job-data'), configurationDigest: Digest.of('job-data') });
+
+let made = 0;
+function request(): EffectRequest {
+  made += 1;
+  const processId = ProcessId.parse(`process:job-data-${made}`);
+  return EffectRequest.create({
+    processId,
+    relation: ProcessRelation.root(processId),
+    deploymentRef: deployment.ref,
+    stepSequence: 3n,
+    batchIndex: 1,
+    effect: Effect.dispatcher(Payload.encode({ value: 'x' })),
+    incarnationId: TreeIncarnationId.random(),
+    attemptId: EffectAttemptId.random(),
+  });
+}
+
+test('job data: a request survives its job data exactly, and the same ref text rebuilds an equal ref', () => {
+  const first = request();
+  const second = request();
+  const rebuilt = [first, second].map((original) => requestOf(jobDataOf(original)));
+  assert.deepEqual(jobDataOf(rebuilt[0] as EffectRequest), jobDataOf(first));
+  assert.deepEqual(jobDataOf(rebuilt[1] as EffectRequest), jobDataOf(second));
+  assert.ok(rebuilt[0]?.effect.equals(first.effect));
+  assert.ok(rebuilt[1]?.deploymentRef.equals(deployment.ref));
+});
+
+test('job data: a malformed deployment ref is refused every time, not only the first', () => {
+  const data = jobDataOf(request());
+  const broken = { ...data, deploymentRef: data.deploymentRef.replace(/"name":"[^"]*"/, '"name":""') };
+  assert.notEqual(broken.deploymentRef, data.deploymentRef);
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    assert.throws(() => requestOf(broken), (error: unknown) => error instanceof KernelError && error.code === ErrorCode.invalidDeploymentRef);
+  }
+  assert.ok(requestOf(data).deploymentRef.equals(deployment.ref), 'the valid text still rebuilds');
+});
