@@ -1579,9 +1579,8 @@ export class TreeRuntime {
     const next = snapshot.with({ prepared: settled, counters });
     const adoption = this.#foldedAdoption(process, next, settled);
     if (adoption !== undefined) {
-      await this.#commit([adoption.next], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false, adopts: settled }, () =>
-        this.#adoptionEvents(process, settled.stepSequence, adoption.next),
-      [effect.id]);
+      const boundary = { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false, adopts: settled } as const;
+      await this.#commit([adoption.next], boundary, () => this.#adoptionEvents(process, settled.stepSequence, adoption.next), [effect.id]);
       this.#adopted(process, adoption.next, adoption.restored);
       return;
     }
