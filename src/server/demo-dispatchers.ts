@@ -1,4 +1,4 @@
-import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../kernel/index.js';
+import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement, linkedAbort } from '../kernel/index.js';
 import { durableTimer, type TimerKind } from './timers/timer-effects.js';
 import type { TimerService } from './timers/timer-service.js';
 
@@ -92,10 +92,14 @@ export function sleepDispatcher(shutdown?: AbortSignal, timers?: () => TimerServ
     async dispatch(request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
       const ms = sleepMsOf(request.effect);
       if (ms === undefined) return rejected('sleep needs {ms: non-negative integer}');
-      const until = shutdown === undefined ? signal : AbortSignal.any([signal, shutdown]);
-      const service = timers?.();
-      if (service === undefined) await sleep(ms, until);
-      else await service.until(service.dueOf(request, sleepTimer) ?? 0, until);
+      const link = linkedAbort([signal, shutdown]);
+      try {
+        const service = timers?.();
+        if (service === undefined) await sleep(ms, link.signal);
+        else await service.until(service.dueOf(request, sleepTimer) ?? 0, link.signal);
+      } finally {
+        link.release();
+      }
       return Settlement.of('succeeded', Payload.encode({ sleptMs: ms }));
     },
     replayPolicy(): ReplayPolicy {

@@ -1,6 +1,6 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import { type Clock, type Delta, type Deployment, type Descriptor, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
+import { type Clock, type Delta, type Deployment, type Descriptor, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, linkedAbort, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
@@ -771,14 +771,15 @@ export class EngineHost implements Host {
     if (current.done || waitMs === 0) return current;
     // A fault latched on the tree (now or while waiting) ends the poll with its refusal.
     const fault = this.#faults.wakeOnFault(located.root);
-    const signals = [AbortSignal.timeout(waitMs), this.#shutdown.signal, fault.signal];
-    if (signal !== undefined) signals.push(signal);
-    const stop = AbortSignal.any(signals);
+    // Linked to the Host's shutdown only while the poll lasts (see kernel/linked-abort.ts).
+    const link = linkedAbort([this.#shutdown.signal, fault.signal, signal], waitMs);
+    const stop = link.signal;
     try {
       return located.kind === 'stored' ? await this.#awaitStoredResult(processId, located.root, stop) : await this.#awaitLocalResult(processId, located, stop);
     } catch (error) {
       throw fault.signal.aborted ? fault.signal.reason : error;
     } finally {
+      link.release();
       fault.release();
     }
   }

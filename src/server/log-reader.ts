@@ -1,4 +1,4 @@
-import { eventNames } from '../kernel/index.js';
+import { eventNames, linkedAbort } from '../kernel/index.js';
 import { comparePositions, followsDirectly, isPosition, TailOverflowError, type EventLog, type StoredLogRecord } from '../store/event-log.js';
 import { invalidRequest } from '../errors.js';
 import { CursorAheadError, HistoryTrimmedError } from './errors.js';
@@ -187,7 +187,22 @@ export class LogReader {
     matches: Filter,
     signal: AbortSignal,
   ): AsyncGenerator<StreamBatch, StreamEnd, undefined> {
-    const stop = AbortSignal.any([signal, this.#shutdown]);
+    // Linked to the Host's shutdown only while the stream lives (see kernel/linked-abort.ts).
+    const link = linkedAbort([signal, this.#shutdown]);
+    try {
+      return yield* this.#batches(root, after, first, matches, link.signal);
+    } finally {
+      link.release();
+    }
+  }
+
+  async *#batches(
+    root: string,
+    after: string,
+    first: StoredLogRecord[],
+    matches: Filter,
+    stop: AbortSignal,
+  ): AsyncGenerator<StreamBatch, StreamEnd, undefined> {
     const why = (): StreamEnd => (this.#shutdown.aborted ? 'shutdown' : 'aborted');
     const continuity = new Continuity(root, after);
     const isRootFinish = (record: StoredLogRecord): boolean => record.type === eventNames.processFinished && record.processId === root;

@@ -1,5 +1,5 @@
 import { deadlineOperation, instantSchema } from '../../../strategies/coordination/deadline.js';
-import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
+import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement, linkedAbort } from '../../kernel/index.js';
 import { ownerDispatched } from '../../transport/placement.js';
 import { durableTimer, type TimerKind } from '../timers/timer-effects.js';
 import type { TimerService } from '../timers/timer-service.js';
@@ -99,10 +99,14 @@ export function deadlineDispatcher(options: DeadlineDispatcherOptions = {}): Dis
     async dispatch(request: EffectRequest, _emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
       const instant = deadlineInstant(request);
       if (instant === undefined) return rejected(`a deadline needs {operation: "${deadlineOperation}", at: RFC 3339 instant}`);
-      const stop = options.shutdown === undefined ? signal : AbortSignal.any([signal, options.shutdown]);
-      const service = timers?.();
-      if (service === undefined) await until(clock, instant.ms, stop);
-      else await service.until(instant.ms, stop);
+      const link = linkedAbort([signal, options.shutdown]);
+      try {
+        const service = timers?.();
+        if (service === undefined) await until(clock, instant.ms, link.signal);
+        else await service.until(instant.ms, link.signal);
+      } finally {
+        link.release();
+      }
       return Settlement.of('succeeded', Payload.encode({ at: instant.at, firedAt: new Date(clock.now()).toISOString() }));
     },
     replayPolicy(): ReplayPolicy {

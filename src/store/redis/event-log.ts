@@ -1,5 +1,5 @@
 import type { RedisClient } from './connection.js';
-import type { ProcessId } from '../../kernel/index.js';
+import { linkedAbort, type LinkedAbort, type ProcessId } from '../../kernel/index.js';
 import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { committerUnavailable, StorageDeadlines } from './errors.js';
 import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';
@@ -302,7 +302,9 @@ export class RedisEventLog implements EventLog {
     this.flush();
     const key = eventsKey(this.#prefix, rootId);
     const signals = [signal, this.#shutdown, this.#closing.signal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
-    const stop = AbortSignal.any(signals);
+    // Linked to the log's shutdown only while the tail lives (see kernel/linked-abort.ts).
+    const link = linkedAbort(signals);
+    const stop = link.signal;
     if (stop.aborted) return undefined;
     let lastId = afterId;
     if (lastId === '$') {
@@ -310,11 +312,12 @@ export class RedisEventLog implements EventLog {
       try {
         lastId = await this.lastPosition(String(rootId));
       } catch (error) {
+        link.release();
         if (stop.aborted) return undefined;
         throw error;
       }
     }
-    return this.#tail.batches(key, lastId, stop, String(rootId));
+    return releasing(this.#tail.batches(key, lastId, stop, String(rootId)), link);
   }
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
@@ -330,6 +333,31 @@ export class RedisEventLog implements EventLog {
  * The record batches of one tail: the shared tail's entry batches (opened on the first `next()`),
  * each turned into records, batches with no record of known shape skipped.
  */
+/** `iterable`, releasing `link` once an iteration of it ends (done, returned or thrown). */
+function releasing<T>(iterable: AsyncIterable<T>, link: LinkedAbort): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      const inner = iterable[Symbol.asyncIterator]();
+      return {
+        async next(): Promise<IteratorResult<T>> {
+          try {
+            const result = await inner.next();
+            if (result.done === true) link.release();
+            return result;
+          } catch (error) {
+            link.release();
+            throw error;
+          }
+        },
+        async return(value?: unknown): Promise<IteratorResult<T>> {
+          link.release();
+          return (await inner.return?.(value)) ?? { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}
+
 class RecordBatches implements AsyncIterator<readonly StoredLogRecord[], void> {
   readonly #links = new Links();
   readonly #open: () => Promise<AsyncIterable<readonly EventLogEntry[]> | undefined>;
