@@ -60,7 +60,6 @@ export { Result, timestampToDate } from './result.js';
 export { type Status, type TerminalStatus, statusValues, terminalStatusValues, isTerminalStatus, isStatus } from './status.js';
 export { Termination, type TerminationCause, terminationCauseValues } from './termination.js';
 export { type Clock, systemClock } from './clock.js';
-export { type LinkedAbort, linkedAbort } from './linked-abort.js';
 
 // Observation.
 export { Event, eventNames, eventNameValues, type EventName } from './event.js';

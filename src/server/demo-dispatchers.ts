@@ -1,4 +1,5 @@
-import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement, linkedAbort } from '../kernel/index.js';
+import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../kernel/index.js';
+import { linkedAbort } from '../kernel/deferred.js';
 import { durableTimer, type TimerKind } from './timers/timer-effects.js';
 import type { TimerService } from './timers/timer-service.js';
 

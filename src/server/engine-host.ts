@@ -1,10 +1,10 @@
 // Over 500 lines: the one class implementing every Host operation; the rules live in its parts (residency, starts, log reader, …).
 import type { Logger } from 'pino';
-import { type Clock, type Delta, type Deployment, type Descriptor, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, linkedAbort, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
+import { type Clock, type Delta, type Deployment, type Descriptor, EffectId, Engine, ErrorCode, type Event, eventNames, KernelError, Payload, type Process, ProcessId, type ProcessSnapshot, RuntimeError, Settlement, SignalRequest, type TreeSnapshot, validDiagnostic, WaitId } from '../kernel/index.js';
 import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
-import { abortable } from '../kernel/deferred.js';
+import { abortable, linkedAbort } from '../kernel/deferred.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
@@ -771,7 +771,7 @@ export class EngineHost implements Host {
     if (current.done || waitMs === 0) return current;
     // A fault latched on the tree (now or while waiting) ends the poll with its refusal.
     const fault = this.#faults.wakeOnFault(located.root);
-    // Linked to the Host's shutdown only while the poll lasts (see kernel/linked-abort.ts).
+    // Linked to the Host's shutdown only while the poll lasts (see linkedAbort, kernel/deferred.ts).
     const link = linkedAbort([this.#shutdown.signal, fault.signal, signal], waitMs);
     const stop = link.signal;
     try {

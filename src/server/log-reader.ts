@@ -1,4 +1,5 @@
-import { eventNames, linkedAbort } from '../kernel/index.js';
+import { eventNames } from '../kernel/index.js';
+import { linkedAbort } from '../kernel/deferred.js';
 import { comparePositions, followsDirectly, isPosition, TailOverflowError, type EventLog, type StoredLogRecord } from '../store/event-log.js';
 import { invalidRequest } from '../errors.js';
 import { CursorAheadError, HistoryTrimmedError } from './errors.js';
@@ -187,7 +188,7 @@ export class LogReader {
     matches: Filter,
     signal: AbortSignal,
   ): AsyncGenerator<StreamBatch, StreamEnd, undefined> {
-    // Linked to the Host's shutdown only while the stream lives (see kernel/linked-abort.ts).
+    // Linked to the Host's shutdown only while the stream lives (see linkedAbort, kernel/deferred.ts).
     const link = linkedAbort([signal, this.#shutdown]);
     try {
       return yield* this.#batches(root, after, first, matches, link.signal);

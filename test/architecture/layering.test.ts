@@ -89,7 +89,7 @@ test('no file outside src/store/redis/keys.ts forms a Redis key', () => {
 // Everything above the kernel uses its curated surface (src/kernel/index.ts), so the kernel can change its
 // internals freely. Three internal modules are shared on purpose, each for a reason:
 const sharedKernelInternals: Readonly<Record<string, string>> = {
-  'src/kernel/deferred.ts': 'promise plumbing (deferred, abortable) the supervisor and Host use as the kernel does',
+  'src/kernel/deferred.ts': 'promise and abort plumbing (deferred, abortable, linkedAbort) the supervisor and Host use as the kernel does',
   'src/kernel/canonical-json.ts': 'the JSON tokenizer: the process dispatcher speaks the kernel\'s JSON lines',
   'src/kernel/wire.ts': 'the canonical wire writer and the uint64 bound, for stores that encode kernel values',
 };

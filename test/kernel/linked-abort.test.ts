@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { test } from 'node:test';
-import { linkedAbort } from '../../src/kernel/linked-abort.js';
+import { linkedAbort } from '../../src/kernel/deferred.js';
 
 /** A link to a long-lived signal must leave nothing behind on it, aborted or not. */
 

@@ -1,5 +1,6 @@
 import { deadlineOperation, instantSchema } from '../../../strategies/coordination/deadline.js';
-import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement, linkedAbort } from '../../kernel/index.js';
+import { type DeltaEmitter, type Dispatcher, type Effect, type EffectRequest, Payload, type ReplayPolicy, Settlement } from '../../kernel/index.js';
+import { linkedAbort } from '../../kernel/deferred.js';
 import { ownerDispatched } from '../../transport/placement.js';
 import { durableTimer, type TimerKind } from '../timers/timer-effects.js';
 import type { TimerService } from '../timers/timer-service.js';

@@ -1,5 +1,6 @@
 import type { RedisClient } from './connection.js';
-import { linkedAbort, type LinkedAbort, type ProcessId } from '../../kernel/index.js';
+import type { ProcessId } from '../../kernel/index.js';
+import { linkedAbort, type LinkedAbort } from '../../kernel/deferred.js';
 import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { committerUnavailable, StorageDeadlines } from './errors.js';
 import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';
@@ -302,7 +303,7 @@ export class RedisEventLog implements EventLog {
     this.flush();
     const key = eventsKey(this.#prefix, rootId);
     const signals = [signal, this.#shutdown, this.#closing.signal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
-    // Linked to the log's shutdown only while the tail lives (see kernel/linked-abort.ts).
+    // Linked to the log's shutdown only while the tail lives (see linkedAbort, kernel/deferred.ts).
     const link = linkedAbort(signals);
     const stop = link.signal;
     if (stop.aborted) return undefined;
