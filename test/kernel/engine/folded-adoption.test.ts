@@ -95,6 +95,10 @@ test('a settlement that completes its batch commits start, pending, settled, ter
   assert.throws(() => EffectBoundary.create({ ...config, resolution: true, adopts: settled.adopts }), isInvalidCommit);
   // A tree that still holds the batch (the pending head) does not show an adoption.
   assert.throws(() => EffectBoundary.create({ ...config, snapshot: pending.snapshot, previous: settled.snapshot.digest, resolution: false, adopts: settled.adopts }), isInvalidCommit);
+  // A tree without the batch but without its settlement delivered (the start head) shows no adoption either.
+  const startHead = (committer.commits[0] as TreeCheckpoint).snapshot;
+  assert.equal(startHead.root.prepared, undefined);
+  assert.throws(() => EffectBoundary.create({ ...config, snapshot: startHead, previous: settled.snapshot.digest, resolution: false, adopts: settled.adopts }), isInvalidCommit);
   // A batch with an unsettled Effect completes nothing.
   assert.throws(() => EffectBoundary.create({ ...config, resolution: false, adopts: pending.snapshot.root.prepared }), isInvalidCommit);
   await engine.close();
