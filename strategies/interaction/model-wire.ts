@@ -137,6 +137,21 @@ function toolSpec(value: unknown, at: string): ToolSpec | string {
   return { name: value.name, description: value.description, parameters: value.parameters };
 }
 
+/**
+ * Strictly checks already-decoded JSON as a context (`messages`): a state restore validates its
+ * messages in place rather than re-encoding them into a request payload to decode again.
+ */
+export function chatMessages(value: unknown): Decoded<ChatMessage[]> {
+  if (!Array.isArray(value) || value.length === 0) return { ok: false, problem: 'messages must be a non-empty array' };
+  const messages: ChatMessage[] = [];
+  for (const [index, item] of value.entries()) {
+    const message = chatMessage(item, `messages[${index}]`);
+    if (typeof message === 'string') return { ok: false, problem: message };
+    messages.push(message);
+  }
+  return { ok: true, value: messages };
+}
+
 /** Strictly decodes a model Effect payload (for model dispatchers). */
 export function decodeModelRequest(payload: Payload): Decoded<ModelRequest> {
   const value = payload.decode<unknown>();
@@ -144,21 +159,16 @@ export function decodeModelRequest(payload: Payload): Decoded<ModelRequest> {
   if (value.operation !== modelChatOperation) return { ok: false, problem: `not a model request (operation ${modelChatOperation})` };
   const extra = onlyMembers(value, ['operation', 'messages', 'tools']);
   if (extra !== undefined) return { ok: false, problem: `a model request has an unknown member ${extra}` };
-  if (!Array.isArray(value.messages) || value.messages.length === 0) return { ok: false, problem: 'messages must be a non-empty array' };
+  const messages = chatMessages(value.messages);
+  if (!messages.ok) return messages;
   if (!Array.isArray(value.tools)) return { ok: false, problem: 'tools must be an array' };
-  const messages: ChatMessage[] = [];
-  for (const [index, item] of value.messages.entries()) {
-    const message = chatMessage(item, `messages[${index}]`);
-    if (typeof message === 'string') return { ok: false, problem: message };
-    messages.push(message);
-  }
   const tools: ToolSpec[] = [];
   for (const [index, item] of value.tools.entries()) {
     const tool = toolSpec(item, `tools[${index}]`);
     if (typeof tool === 'string') return { ok: false, problem: tool };
     tools.push(tool);
   }
-  return { ok: true, value: { messages, tools } };
+  return { ok: true, value: { messages: messages.value, tools } };
 }
 
 function usage(value: unknown): ModelUsage | null | string {

@@ -1,8 +1,7 @@
 import { ProcessId, WaitId } from '../../src/kernel/identity.js';
-import { Payload } from '../../src/kernel/payload.js';
 import { invalidState, stateInteger, stateRecord } from '../internal/machine.js';
 import { contextBytes } from './context.js';
-import { decodeModelRequest, modelChatOperation, type ChatMessage, type ToolCall } from './model-wire.js';
+import { chatMessages, type ChatMessage, type ToolCall } from './model-wire.js';
 import { maxSteerBytes, maxPendingSteers } from './steer.js';
 
 /**
@@ -84,10 +83,9 @@ export function batchCalls(messages: readonly ChatMessage[]): readonly ToolCall[
 }
 
 function checkMessages(value: unknown): ChatMessage[] {
-  if (!Array.isArray(value) || value.length === 0) throw invalidState(kind, 'messages must be a non-empty array');
-  const decoded = decodeModelRequest(Payload.encode({ operation: modelChatOperation, messages: value, tools: [] }));
+  const decoded = chatMessages(value);
   if (!decoded.ok) throw invalidState(kind, decoded.problem);
-  const messages = [...decoded.value.messages];
+  const messages = decoded.value;
   if (messages[0]?.role !== 'user') throw invalidState(kind, 'the first message is the task (a user message)');
   for (let index = 0; index < messages.length; index += 1) {
     const message = messages[index] as ChatMessage;
