@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, hash as oneShotHash, type Hash } from 'node:crypto';
 import { ErrorCode, KernelError } from './errors.js';
 
 const digestPattern = /^sha256:[0-9a-f]{64}$/;
@@ -66,8 +66,9 @@ export function computeDigest(data: Uint8Array | string): Digest {
   return Digest.of(data);
 }
 
+/** One-shot `crypto.hash` (Node ≥ 20.12): about 2.5× cheaper than a Hash object for the short texts identities hash. */
 export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
+  return oneShotHash('sha256', data, 'hex');
 }
 
 /** A short, safe rendering of rejected input for error messages. */
