@@ -9,7 +9,7 @@ import type { Effect, EffectRequest } from '../../src/kernel/effect.js';
 import { Engine } from '../../src/kernel/engine.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Quota } from '../../src/kernel/quota.js';
-import type { Settlement } from '../../src/kernel/settlement.js';
+import { Settlement } from '../../src/kernel/settlement.js';
 import type { CommitContext, TreeCommitter } from '../../src/kernel/tree-committer.js';
 import { researchSearchDispatcher } from '../../src/server/dispatchers/research-search.js';
 import { researchTools } from '../../src/server/examples/interaction.js';
@@ -18,6 +18,7 @@ import { ScriptedModelServer } from '../../src/server/model/scripted-model-serve
 import { MemoryTreeCommitter } from '../../src/store/memory-committer.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import { define } from '../../strategies/interaction/definition.js';
+import { encodeModelReply } from '../../strategies/interaction/model-wire.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 
 /**
@@ -30,14 +31,19 @@ import { startRedisServer } from '../../test/helpers/redis-server.js';
  * commits, the tool child, the search), and commits (every activation, Effect boundary and checkpoint
  * the committer acknowledged, the tool children's included). `BENCH_AGENT_RUNS` (default 3) runs per
  * committer after a warm-up; the median run is shown; `BENCH_AGENT_COMMITTERS` (default
- * `embedded,redis`) picks the committers (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
+ * `embedded,instant,redis`) picks the committers (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
  * overhead < 5% of the 50 ms call.
+ *
+ * A third line, `instant`, runs the same agent embedded with a model dispatcher that answers from the
+ * script in-process at once (no HTTP, no delay): the whole run is Scope's work, so it shows the hot
+ * per-turn cost apart from what a 50 ms idle wait adds to the work that follows it (caches and branch
+ * predictors gone cold, the VM's CPU parked), which no change to Scope removes.
  */
 
 const turns = 20;
 const modelDelayMs = 50;
 const runs = Number(process.env.BENCH_AGENT_RUNS ?? 3);
-const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,redis').split(','));
+const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,instant,redis').split(','));
 const systemPrompt = 'bench.agent: search once per turn, then answer.';
 
 const script = {
@@ -76,6 +82,25 @@ class TimedModel implements Dispatcher {
   }
 }
 
+/** Answers each model call from the script at once, in-process: the `instant` side. */
+class InstantModel implements Dispatcher {
+  waitMs = 0;
+  calls = 0;
+  async dispatch(): Promise<Settlement> {
+    const reply = script.conversations[0]?.replies[this.calls] as (typeof script.conversations)[0]['replies'][number] | undefined;
+    this.calls += 1;
+    if (reply === undefined) return Settlement.of('failed', Payload.encode({ code: 'bench.script_exhausted' }));
+    const calls = 'toolCalls' in reply ? reply.toolCalls : [];
+    return Settlement.of(
+      'succeeded',
+      encodeModelReply({ message: { content: 'content' in reply ? reply.content : null, toolCalls: calls }, finishReason: reply.finishReason, usage: null, model: 'instant' }),
+    );
+  }
+  replayPolicy(): ReplayPolicy {
+    return 'same_identity';
+  }
+}
+
 class CountingCommitter implements TreeCommitter {
   commits = 0;
   constructor(private readonly inner: TreeCommitter) {}
@@ -101,8 +126,8 @@ interface Run {
 
 const digests = (name: string) => ({ implementationDigest: Digest.of(`bench:${name}`), configurationDigest: Digest.of(`bench:${name}`) });
 
-async function runOnce(baseUrl: string, committer: TreeCommitter): Promise<Run> {
-  const model = new TimedModel(new ModelDispatcher({ baseUrl, model: 'scripted', apiKeyEnv: null }));
+async function runOnce(baseUrl: string | undefined, committer: TreeCommitter): Promise<Run> {
+  const model = baseUrl === undefined ? new InstantModel() : new TimedModel(new ModelDispatcher({ baseUrl, model: 'scripted', apiKeyEnv: null }));
   const tools = Deployment.create({ definition: researchTools.definition, dispatcher: researchSearchDispatcher(), ...digests('tools') });
   const agent = Deployment.create({
     definition: define({
@@ -127,7 +152,7 @@ async function runOnce(baseUrl: string, committer: TreeCommitter): Promise<Run> 
   return { ms, modelMs: model.waitMs, commits: counting.commits };
 }
 
-async function measure(label: string, baseUrl: string, make: (run: number) => TreeCommitter): Promise<void> {
+async function measure(label: string, baseUrl: string | undefined, make: (run: number) => TreeCommitter): Promise<void> {
   await runOnce(baseUrl, make(-1)); // warm-up
   const samples: Run[] = [];
   for (let run = 0; run < runs; run += 1) samples.push(await runOnce(baseUrl, make(run)));
@@ -151,6 +176,7 @@ export async function benchAgent(): Promise<void> {
   const committers: RedisTreeCommitter[] = [];
   try {
     if (committerNames.has('embedded')) await measure('embedded', server.baseUrl, () => new MemoryTreeCommitter());
+    if (committerNames.has('instant')) await measure('instant', undefined, () => new MemoryTreeCommitter());
     if (committerNames.has('redis')) await measure('redis', server.baseUrl, (run) => {
       const committer = new RedisTreeCommitter({ redis, keyPrefix: `benchagent${process.pid}r${run + 1}`, timeoutMs: 30_000 });
       committers.push(committer);
