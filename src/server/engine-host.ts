@@ -722,7 +722,7 @@ export class EngineHost implements Host {
     const root = started.process.id.toString();
     if (request.tenant !== undefined) this.#tenants.set(root, request.tenant);
     this.#residency.adopt(root);
-    this.#ownership?.adopted(root);
+    // No directory write here: the start commit's host committer wrote it first (redis-host-committer.ts #owning).
     return { created: true, process: this.#view(await this.#residency.locateOrThrow(root)) };
   }
 

@@ -85,6 +85,9 @@ test('the node directory names a tree before the start commit that makes it this
     assert.ok(directory >= 0 && commit >= 0, 'both writes were seen');
     // A node killed right after its start commit must leave the tree findable for a takeover.
     assert.ok(directory < commit, `the directory entry (#${directory}) precedes the start commit (#${commit})`);
+    // Written once: a second, best-effort write after the start would only repeat it.
+    const directoryWrites = seen.filter((args) => args[0]?.toLowerCase() === 'sadd' && args[1] === `${prefix}:{node:ordered}:trees` && args[2] === view.processId);
+    assert.equal(directoryWrites.length, 1, 'one directory write per start');
 
     await host.awaitResult(view.processId, 10_000);
     await host.releaseTree(view.processId, true);
