@@ -12,12 +12,11 @@ import type { ChatMessage } from './model-wire.js';
  */
 export const droppedToolResult = '[tool result dropped to fit the context]';
 
-const encoder = new TextEncoder();
-
 /** The bytes of the messages a model call sends (the system prompt first, when there is one). */
 export function contextBytes(system: string, messages: readonly ChatMessage[]): number {
   const sent = system === '' ? messages : [{ role: 'system', content: system }, ...messages];
-  return encoder.encode(JSON.stringify(sent)).length;
+  // JSON.stringify escapes lone surrogates, so its text is well-formed and byteLength is exact.
+  return Buffer.byteLength(JSON.stringify(sent), 'utf8');
 }
 
 export type Reduced = { readonly ok: true; readonly messages: readonly ChatMessage[]; readonly dropped: number } | { readonly ok: false; readonly bytes: number };

@@ -20,7 +20,7 @@ import { machineDefinition, objectOf } from '../../../strategies/internal/machin
 import { Payload } from '../../../src/kernel/payload.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
-import { droppedToolResult } from '../../../strategies/interaction/context.js';
+import { contextBytes, droppedToolResult } from '../../../strategies/interaction/context.js';
 import { pendingToolInputs } from '../../../strategies/interaction/pending-inputs.js';
 import { steerRequest } from '../../../strategies/interaction/steer.js';
 import { call, deployment, latch, modelRequests, setup, stopReply, ToolDispatcher, toolsReply } from './harness.js';
@@ -174,4 +174,15 @@ test('a parent delivers a steer with signal_child; it reaches the child agent at
   assert.equal(requests.length, 2);
   assert.ok(!(requests[0] ?? []).some((message) => message.content === 'Mind the budget.'), 'not in the call that was already in flight');
   assert.deepEqual((requests[1] ?? []).at(-1), { role: 'user', content: 'Mind the budget.' });
+});
+
+test('the context size is the UTF-8 length of the JSON sent, system prompt first (non-ASCII and lone surrogates included)', () => {
+  const messages = [
+    { role: 'user' as const, content: 'naïve ☃ café 😀' },
+    { role: 'assistant' as const, content: 'lone \ud800 surrogate' },
+  ];
+  const sent = JSON.stringify([{ role: 'system', content: 'sys ✓' }, ...messages]);
+  assert.equal(contextBytes('sys ✓', messages), new TextEncoder().encode(sent).length);
+  assert.equal(contextBytes('', messages), new TextEncoder().encode(JSON.stringify(messages)).length);
+  assert.ok(contextBytes('', messages) > JSON.stringify(messages).length, 'bytes, not UTF-16 code units');
 });
