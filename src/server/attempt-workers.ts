@@ -16,8 +16,12 @@ const retentionMs = 86_400_000;
 
 export interface AttemptWorkersOptions {
   readonly nodeId: () => string;
-  /** Redis mode: where the node of an in-process attempt is written. */
-  readonly redis?: { readonly client: RedisClient; readonly keyPrefix: string };
+  /**
+   * Redis mode: where the node of an in-process attempt is written, and `send`, which issues that
+   * write (default at once; the Host rides it on the next log flush, which leaves in one write with the
+   * attempt's own events).
+   */
+  readonly redis?: { readonly client: RedisClient; readonly keyPrefix: string; readonly send?: (write: () => void) => void };
   /** With the BullMQ transport: the claim records. */
   readonly claims?: RedisEffectAttempts;
 }
@@ -29,11 +33,17 @@ export class AttemptWorkers {
     this.#options = options;
   }
 
-  /** This node started an attempt it runs itself (Redis mode: recorded, best-effort, never awaited). */
+  /** This node started an attempt it runs itself (Redis mode: recorded, best-effort, never awaited, at most one event-loop turn later). */
   ranHere(rootId: string, attemptId: string): void {
     const redis = this.#options.redis;
     if (redis === undefined) return;
-    void redis.client.set(recordKey(redis.keyPrefix, rootId, ranSuffix(attemptId)), this.#options.nodeId(), 'PX', retentionMs).catch(() => undefined);
+    const key = recordKey(redis.keyPrefix, rootId, ranSuffix(attemptId));
+    const nodeId = this.#options.nodeId();
+    const write = (): void => {
+      void redis.client.set(key, nodeId, 'PX', retentionMs).catch(() => undefined);
+    };
+    if (redis.send === undefined) write();
+    else redis.send(write);
   }
 
   /** The worker of each attempt (null where not known), in order. */

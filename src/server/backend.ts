@@ -65,6 +65,11 @@ export interface Backend {
   readonly rootOf?: (processId: string) => Promise<string | undefined>;
   /** Redis mode: the client the stores use (the BullMQ transport shares it). */
   readonly redis?: RedisClient;
+  /**
+   * Redis mode: runs a best-effort write on `redis` with the next flush of best-effort log appends, so
+   * it shares their write to Redis (RedisEventLog.alongside).
+   */
+  readonly withLogFlush?: (send: () => void) => void;
   /** Where drifted trees moved on to successors are recorded (src/server/succession.ts). */
   readonly succession: SuccessionStore;
   /** Host-owned gates (src/store/host-gates.ts). */
@@ -212,6 +217,7 @@ function redisBackend(options: BackendOptions): Backend {
     agency,
     controls,
     redis,
+    withLogFlush: (send) => store.events.alongside(send),
     committer,
     log: store.events,
     idempotency,

@@ -364,7 +364,7 @@ export class EngineHost implements Host {
     this.#list = new ProcessList(backend.roots, residency, (root) => this.#treeTenant(root), backend.headDigests);
     this.#attemptWorkers = new AttemptWorkers({
       nodeId: () => this.nodeId,
-      ...(backend.redis === undefined ? {} : { redis: { client: backend.redis, keyPrefix: config.keyPrefix } }),
+      ...(backend.redis === undefined ? {} : { redis: { client: backend.redis, keyPrefix: config.keyPrefix, ...(backend.withLogFlush === undefined ? {} : { send: backend.withLogFlush }) } }),
       ...(transport === undefined ? {} : { claims: transport.attempts }),
     });
     this.#starts = new Starts({

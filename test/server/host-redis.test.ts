@@ -296,3 +296,22 @@ test('redis: scope_processes counts the roots that exist, whichever server start
     b.redis.disconnect();
   }
 });
+
+test('redis host: an attempt run in this node names the node as its worker (the record rides the next log flush)', async () => {
+  const prefix = freshPrefix();
+  const host = ownedHost(prefix, { SCOPE_NODE_ID: 'ran-here-node' });
+  const redis = new Redis(server.url);
+  try {
+    const view = await start(host, 'demo.echo', { value: 'who ran it' });
+    await result(host, view.processId);
+    const [effect] = await effectsOf(host, view.processId);
+    assert.equal(effect?.attemptList.length, 1);
+    const attemptId = effect!.attemptList[0]!.attemptId;
+    assert.equal(effect!.attemptList[0]!.worker, 'ran-here-node');
+    assert.equal(await redis.get(recordKey(prefix, ProcessId.parse(view.processId), `ran:${attemptId}`)), 'ran-here-node');
+    assert.ok((await redis.pttl(recordKey(prefix, ProcessId.parse(view.processId), `ran:${attemptId}`))) > 0, 'kept for a retention, not for good');
+  } finally {
+    redis.disconnect();
+    await host.close(1_000);
+  }
+});

@@ -1,4 +1,4 @@
-import type { RedisClient } from './connection.js';
+import { corked, type RedisClient } from './connection.js';
 import type { ProcessId } from '../../kernel/index.js';
 import { linkedAbort, type LinkedAbort } from '../../kernel/deferred.js';
 import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
@@ -141,6 +141,8 @@ export class RedisEventLog implements EventLog {
   readonly #coalesce: boolean;
   /** Coalesced appends not issued yet, per tree in arrival order (see `coalesceAppends`). */
   #unsent = new Map<string, LogRecord[]>();
+  /** Other best-effort writes riding with the next flush ({@link RedisEventLog.alongside}). */
+  #riders: (() => void)[] = [];
   #flushScheduled = false;
   #failed = 0;
   #closed = false;
@@ -184,6 +186,26 @@ export class RedisEventLog implements EventLog {
     const unsent = this.#unsent.get(rootId);
     if (unsent === undefined) this.#unsent.set(rootId, [...records]);
     else unsent.push(...records);
+    this.#scheduleFlush();
+  }
+
+  /**
+   * Runs `send` — another best-effort write on the same client (a record of who ran an attempt) —
+   * with the next flush, so its command leaves in the same write to Redis as the appends (and, before
+   * a commit, as the commit) instead of alone. Without coalescing it runs at once. `send` must not
+   * throw; it runs at most one event-loop turn later.
+   */
+  alongside(send: () => void): void {
+    if (this.#closed) return;
+    if (!this.#coalesce) {
+      send();
+      return;
+    }
+    this.#riders.push(send);
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       setImmediate(() => this.flush());
@@ -197,12 +219,17 @@ export class RedisEventLog implements EventLog {
    */
   flush(): void {
     this.#flushScheduled = false;
-    if (this.#unsent.size === 0) return;
+    if (this.#unsent.size === 0 && this.#riders.length === 0) return;
     const unsent = this.#unsent;
+    const riders = this.#riders;
     this.#unsent = new Map();
-    for (const [rootId, records] of unsent) {
-      for (let start = 0; start < records.length; start += maxEntriesPerAppend) this.#send(rootId, records.slice(start, start + maxEntriesPerAppend));
-    }
+    this.#riders = [];
+    corked(this.#redis, () => {
+      for (const [rootId, records] of unsent) {
+        for (let start = 0; start < records.length; start += maxEntriesPerAppend) this.#send(rootId, records.slice(start, start + maxEntriesPerAppend));
+      }
+      for (const send of riders) send();
+    });
   }
 
   #send(rootId: string, records: readonly LogRecord[]): void {

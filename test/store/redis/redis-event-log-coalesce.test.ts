@@ -93,3 +93,32 @@ test('a plain event log (no coalescing asked) issues each append at once', async
   assert.equal(await redis.xlen(`${keyPrefix}:{${root}}:events`), 1);
   await log.close();
 });
+
+test('a write riding alongside leaves with the next flush: after the turn, or before a commit sent first, never before', async () => {
+  const store = new RedisTreeCommitter({ redis, keyPrefix: prefix() });
+  const key = `${prefix()}:rider`;
+  store.events.alongside(() => void redis.set(key, 'one'));
+  // Issued now on the same connection, so it is served before the rider, which waits for the turn.
+  assert.equal(await redis.get(key), null, 'not issued at once');
+  await nextTurn();
+  assert.equal(await redis.get(key), 'one', 'issued with the turn-end flush');
+
+  // Before a commit sent in the same turn: the rider reaches Redis ahead of the commit.
+  const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+  const seen: string[] = [];
+  store.events.alongside(() => void redis.set(key, 'two').then(() => seen.push('rider')));
+  await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) })).then(() => seen.push('commit'));
+  assert.deepEqual(seen, ['rider', 'commit']);
+  assert.equal(await redis.get(key), 'two');
+  await store.close();
+});
+
+test('a plain event log runs a rider at once; a closed one drops it', async () => {
+  const log = new RedisEventLog({ redis, keyPrefix: prefix() });
+  let ran = 0;
+  log.alongside(() => (ran += 1));
+  assert.equal(ran, 1);
+  await log.close();
+  log.alongside(() => (ran += 1));
+  assert.equal(ran, 1);
+});
