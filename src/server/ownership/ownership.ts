@@ -9,6 +9,9 @@ import { type CommitOwnership, decodeOwner, encodeOwner, type NodeStamp } from '
 import { OwnedElsewhereError } from './owned-elsewhere.js';
 import { rendezvousWinner } from './rendezvous.js';
 
+/** How long finished trees' directory removals wait to leave together (see `Ownership.dropped`). */
+const dropBatchMs = 100;
+
 /** Where a command for a tree runs. */
 export type Route =
   /** Here: the record names this node's registration, no live node, or nobody. `expected` is the record verbatim ('' = none). */
@@ -55,6 +58,9 @@ export class Ownership implements CommitOwnership {
   #sweptOwnPast = false;
   /** Roots already reported as held by no capable live node (logged once each). */
   readonly #stranded = new Set<string>();
+  /** Trees left since the last directory removal: removed together, one command per {@link dropBatchMs}. */
+  readonly #dropping = new Set<string>();
+  #dropTimer: NodeJS.Timeout | undefined;
 
   constructor(options: OwnershipOptions) {
     this.#options = options;
@@ -107,6 +113,7 @@ export class Ownership implements CommitOwnership {
     clearTimeout(this.#rejoinTimer);
     clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
+    await this.#removeDropped();
     if (this.joined) await this.lease.leave();
   }
 
@@ -115,6 +122,7 @@ export class Ownership implements CommitOwnership {
     clearTimeout(this.#rejoinTimer);
     clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
+    void this.#removeDropped();
     this.lease.stop();
   }
 
@@ -131,6 +139,8 @@ export class Ownership implements CommitOwnership {
   }
 
   async owning(root: string): Promise<void> {
+    // A removal still waiting for its batch would undo this entry.
+    this.#dropping.delete(root);
     if (this.joined) await this.#registry.addTree(this.nodeId, root);
   }
 
@@ -177,16 +187,38 @@ export class Ownership implements CommitOwnership {
 
   /** Notes a tree this node now owns in its directory (best effort: the owner record is the truth). */
   adopted(root: string): void {
+    this.#dropping.delete(root);
     if (this.joined) void this.#registry.addTree(this.nodeId, root).catch((error: unknown) => this.#logger?.warn({ err: error, rootId: root }, 'node directory write failed'));
   }
 
-  /** Removes a tree from this node's directory (finished, released, purged). */
+  /**
+   * Removes a tree from this node's directory (finished, released, purged), best-effort and batched:
+   * the entries of every tree left within {@link dropBatchMs} go in one command, not one per tree. The
+   * directory is a hint (the owner record is the truth), so an entry that stays a moment longer costs a
+   * sweep one owner-record read at most.
+   */
   dropped(root: string): void {
-    if (this.joined) void this.#registry.removeTree(this.nodeId, root).catch(() => undefined);
+    if (!this.joined) return;
+    this.#dropping.add(root);
+    if (this.#dropTimer === undefined) {
+      this.#dropTimer = setTimeout(() => void this.#removeDropped(), dropBatchMs);
+      this.#dropTimer.unref();
+    }
+  }
+
+  async #removeDropped(): Promise<void> {
+    clearTimeout(this.#dropTimer);
+    this.#dropTimer = undefined;
+    if (this.#dropping.size === 0) return;
+    const roots = [...this.#dropping];
+    this.#dropping.clear();
+    await this.#registry.removeTrees(this.nodeId, roots).catch(() => undefined);
   }
 
   /** Every registered node with its lease state. */
   async nodes(): Promise<NodeView[]> {
+    // The counts include no tree this node has already let go of.
+    await this.#removeDropped();
     const ids = (await this.#registry.nodeIds()).sort();
     const [leases, counts] = await Promise.all([this.#registry.leases(ids), Promise.all(ids.map(async (id) => (await this.#registry.trees(id)).length))]);
     return ids.map((nodeId, index) => {

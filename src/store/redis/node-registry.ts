@@ -91,6 +91,11 @@ export class RedisNodeRegistry {
     await this.#redis.srem(nodeTreesKey(this.#prefix, nodeId), root);
   }
 
+  /** Removes several trees from a node's directory in one command. */
+  async removeTrees(nodeId: string, roots: readonly string[]): Promise<void> {
+    if (roots.length > 0) await this.#redis.srem(nodeTreesKey(this.#prefix, nodeId), ...roots);
+  }
+
   /** The roots in a node's directory (hints: check each owner record). */
   async trees(nodeId: string): Promise<string[]> {
     return this.#redis.smembers(nodeTreesKey(this.#prefix, nodeId));
