@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import { Redis, type RedisOptions } from 'ioredis';
 import { TreeActivation, TreeCheckpoint } from '../../../src/kernel/commit.js';
@@ -127,6 +128,11 @@ test('redis faults: the host shutdown signal releases a blocked call and refuses
   await redis.ping();
 });
 
+/** Resolves once `redis` is connected and ready again (a barrier on its own event, never a sleep). */
+async function reconnected(redis: Redis): Promise<void> {
+  if (redis.status !== 'ready') await once(redis, 'ready');
+}
+
 test('redis faults: SIGKILL between a commit\'s send and its reply: rejected, restart with AOF, reconcile, retry, finish', async () => {
   // No automatic resend after reconnect: the lost command stays lost, so the outcome is exact.
   const redis = client({ autoResendUnfulfilledCommands: false, retryStrategy: () => 20, maxRetriesPerRequest: null });
@@ -146,6 +152,9 @@ test('redis faults: SIGKILL between a commit\'s send and its reply: rejected, re
   await assert.rejects(outcome, unavailable, 'a lost reply is a non-protocol failure, never an ack');
 
   await server.restart();
+  // Reads below have the store's 400 ms deadline: wait for the client's reconnection first (on a
+  // loaded machine it can take longer than that), so that a deadline means what the test says.
+  await reconnected(redis);
   // The authoritative head is the last acknowledged one (fsync always), and the lost commit is
   // neither installed nor acknowledged by reconciliation; none of its host writes exist.
   const head = await store.loadHead(trees.rootId);
@@ -169,6 +178,7 @@ test('redis faults: SIGKILL between a commit\'s send and its reply: rejected, re
   // An acknowledged commit survives a SIGKILL (AOF, fsync always).
   await server.kill('SIGKILL');
   await server.restart();
+  await reconnected(redis);
   assert.equal((await store.loadTree(trees.rootId))?.digest.equals(trees.completed().digest), true);
   assert.equal(await store.purgeTree(trees.rootId), 'purged');
 });
