@@ -16,7 +16,8 @@ import { SharedTail, type SharedTailOptions } from './shared-tail.js';
  *   the head: such an entry exists exactly when the commit that carried it was installed.
  * - Best-effort entries (attempt events, deltas: no committed fact) are appended with
  *   {@link RedisEventLog.append} (lua/appendLog-1.lua), issued on the commits' own client so an
- *   attempt event published before a commit is also ordered before that commit's entries.
+ *   attempt event published before a commit is also ordered before that commit's entries — or carried
+ *   by the tree's next commit script itself, ahead of its own entries ({@link RedisEventLog.takeUnsent}).
  * - Entries hold string fields: a kernel Event is `{name, event: <canonical JSON>}`, a Delta
  *   `{name: "agent.delta", delta: <canonical JSON>}`, other host entries are opaque. Ids are Redis
  *   stream ids (`<ms>-<seq>`), the positions clients resume from (SSE `Last-Event-ID`).
@@ -56,6 +57,11 @@ export const eventEntryFields = { name: 'name', event: 'event' } as const;
 
 /** The data field of a Delta's entry (its name field is `agent.delta`). */
 export const deltaField = 'delta';
+
+/** The fields of a best-effort record's entry: `name <type>` then `delta|event <data>` (appendLog-1.lua writes the same). */
+export function logEntryFields(record: LogRecord): EventLogFields {
+  return { name: record.type, [record.type === deltaType ? deltaField : eventEntryFields.event]: record.data };
+}
 
 /** Entries of one coalesced append script: bounds one script's run (Redis serves nothing else meanwhile). */
 const maxEntriesPerAppend = 100;
@@ -205,6 +211,32 @@ export class RedisEventLog implements EventLog {
     this.#scheduleFlush();
   }
 
+  /**
+   * Takes the tree's coalesced appends out of the queue for a commit script to carry ahead of its own
+   * entries (same order, same link to the entry before; one script instead of two): all of them when
+   * there are at most `max`, none otherwise. The caller returns what its commit did not write with
+   * {@link RedisEventLog.resend} or {@link RedisEventLog.lost}.
+   */
+  takeUnsent(rootId: string, max: number): readonly LogRecord[] {
+    const unsent = this.#unsent.get(rootId);
+    if (unsent === undefined || unsent.length > max) return [];
+    this.#unsent.delete(rootId);
+    return unsent;
+  }
+
+  /** Appends at once entries a commit was to carry but did not write (it was refused). */
+  resend(rootId: string, records: readonly LogRecord[]): void {
+    if (this.#closed || records.length === 0) return;
+    for (let start = 0; start < records.length; start += maxEntriesPerAppend) this.#send(rootId, records.slice(start, start + maxEntriesPerAppend));
+  }
+
+  /** Counts entries a commit carried whose fate is unknown (the commit's reply was lost) as lost. */
+  lost(error: unknown, count: number): void {
+    if (count === 0) return;
+    this.#failed += count;
+    this.#onAppendError?.(error, count);
+  }
+
   #scheduleFlush(): void {
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
@@ -233,6 +265,7 @@ export class RedisEventLog implements EventLog {
   }
 
   #send(rootId: string, records: readonly LogRecord[]): void {
+    // The entry layout is logEntryFields's, as a commit script carrying them writes it.
     const args: string[] = [this.#maxLen];
     for (const record of records) {
       args.push(record.type, record.type === deltaType ? deltaField : eventEntryFields.event, record.data);

@@ -47,7 +47,9 @@ export interface HostWriteSet {
  * Engine publishes once the commit is acknowledged) widened with the host's {@link HostWriteSet}.
  * The commit's script applies all of it **only when its compare-and-swap installs a new head**
  * (reply status 1), in the same atomic step:
- * 1. each kernel Event, in order, then each host entry (direct ones, then those in `hostValues`):
+ * 1. the best-effort entries the committer carries for the tree (published before the commit; see
+ *    `RedisTreeCommitter`), then each kernel Event, in order, then each host entry (direct ones, then
+ *    those in `hostValues`):
  *    `XADD <events> MAXLEN ~ <eventLogMaxLen> * field value … scope.prev <previous id>` — a kernel Event
  *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
  *    entry to the one before it;
@@ -116,9 +118,16 @@ const noHostWrites: EncodedHostWrites = Object.freeze({ keys: Object.freeze([]),
 
 /**
  * Validates a commit context and encodes it for the commit scripts (nothing at all when it writes
- * nothing); throws `invalid_commit`.
+ * nothing); throws `invalid_commit`. `leading`: best-effort entries published before the commit
+ * (RedisEventLog.takeUnsent), appended ahead of the commit's own.
  */
-export function encodeHostWrites(prefix: string, rootId: ProcessId, context: RedisCommitContext | undefined, maxLen: number): EncodedHostWrites {
+export function encodeHostWrites(
+  prefix: string,
+  rootId: ProcessId,
+  context: RedisCommitContext | undefined,
+  maxLen: number,
+  leading: readonly EventLogFields[] = [],
+): EncodedHostWrites {
   const events = context?.events ?? [];
   const extra = context?.entries ?? [];
   const direct = context?.records ?? [];
@@ -128,7 +137,7 @@ export function encodeHostWrites(prefix: string, rootId: ProcessId, context: Red
   if (!Array.isArray(extra)) throw invalid('entries must be an array');
   if (!Array.isArray(direct)) throw invalid('records must be an array');
   if (!Array.isArray(clears)) throw invalid('inboxClears must be an array');
-  if (events.length === 0 && extra.length === 0 && direct.length === 0 && clears.length === 0 && carried === undefined) {
+  if (leading.length === 0 && events.length === 0 && extra.length === 0 && direct.length === 0 && clears.length === 0 && carried === undefined) {
     return noHostWrites; // the scripts' fast path: ARGV ends at the snapshot
   }
   const carriedEntries = carried?.entries ?? [];
@@ -136,6 +145,7 @@ export function encodeHostWrites(prefix: string, rootId: ProcessId, context: Red
   if (!Array.isArray(carriedEntries)) throw invalid(`hostValues['${hostWritesValueKey}'].entries must be an array`);
   if (!Array.isArray(carriedRecords)) throw invalid(`hostValues['${hostWritesValueKey}'].records must be an array`);
   const entries: [string, EventLogFields][] = [
+    ...leading.map((fields, index): [string, EventLogFields] => [`best-effort entries[${index}]`, fields]),
     ...events.map((event, index): [string, EventLogFields] => [`events[${index}]`, eventFields(event, index)]),
     ...extra.map((fields, index): [string, EventLogFields] => [`entries[${index}]`, fields]),
     ...carriedEntries.map((fields, index): [string, EventLogFields] => [`hostValues entries[${index}]`, fields]),

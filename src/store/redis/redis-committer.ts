@@ -1,7 +1,8 @@
 import { closeRedis, corked, duplicateRedis, type RedisClient } from './connection.js';
 import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
-import { RedisEventLog } from './event-log.js';
+import { type EventLogFields, logEntryFields, RedisEventLog } from './event-log.js';
+import type { LogRecord } from '../event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey } from './keys.js';
 import { runScript, runScriptThenWait } from './scripts.js';
@@ -268,42 +269,86 @@ export class RedisTreeCommitter implements TreeStore {
     return this.#waitClient;
   }
 
-  async #checkpoint(checkpoint: TreeCheckpoint, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
+  #checkpoint(checkpoint: TreeCheckpoint, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
     const root = checkpoint.rootId;
-    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
     const { snapshot } = checkpoint;
     const prefix = this.#prefix;
-    const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), ...host.keys];
-    const args = [
-      checkpoint.kind === 'start' ? 'start' : 'advance',
-      checkpoint.identity(),
-      checkpoint.contentDigest().toString(),
-      checkpoint.sequence.toString(),
-      checkpoint.previous?.toString() ?? '',
-      snapshot.digest.toString(),
-      snapshot.incarnationId.toString(),
-      snapshot.json(),
-      ...host.args,
-    ];
-    return receipt(await this.#script(`commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', keys, args));
+    return this.#carrying(root, `commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', (leading) => {
+      const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading);
+      const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), ...host.keys];
+      const args = [
+        checkpoint.kind === 'start' ? 'start' : 'advance',
+        checkpoint.identity(),
+        checkpoint.contentDigest().toString(),
+        checkpoint.sequence.toString(),
+        checkpoint.previous?.toString() ?? '',
+        snapshot.digest.toString(),
+        snapshot.incarnationId.toString(),
+        snapshot.json(),
+        ...host.args,
+      ];
+      return { keys, args };
+    });
   }
 
-  async #effect(boundary: EffectBoundary, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
+  #effect(boundary: EffectBoundary, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
     const root = boundary.rootId;
-    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
     const { snapshot } = boundary;
-    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ...host.keys];
-    const args = [
-      boundary.identity(),
-      boundary.contentDigest().toString(),
-      boundary.sequence.toString(),
-      boundary.previous.toString(),
-      snapshot.digest.toString(),
-      snapshot.incarnationId.toString(),
-      snapshot.json(),
-      ...host.args,
-    ];
-    return receipt(await this.#script(`commitEffect(${boundary.kind})`, 'commitEffect', keys, args));
+    const prefix = this.#prefix;
+    return this.#carrying(root, `commitEffect(${boundary.kind})`, 'commitEffect', (leading) => {
+      const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading);
+      const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ...host.keys];
+      const args = [
+        boundary.identity(),
+        boundary.contentDigest().toString(),
+        boundary.sequence.toString(),
+        boundary.previous.toString(),
+        snapshot.digest.toString(),
+        snapshot.incarnationId.toString(),
+        snapshot.json(),
+        ...host.args,
+      ];
+      return { keys, args };
+    });
+  }
+
+  /**
+   * A checkpoint or effect boundary whose script also carries the tree's best-effort entries still
+   * queued (RedisEventLog.takeUnsent): published before this commit, they are appended ahead of its own
+   * entries when it installs — one script, where an appendLog script used to go first. A refused commit
+   * (conflict, duplicate, bad arguments) wrote none of them: they are appended on their own. A commit
+   * whose reply was lost may or may not have written them: they are counted lost, never written twice.
+   * The receipt's ids are the commit's own entries, as without carrying.
+   */
+  async #carrying(
+    rootId: ProcessId,
+    what: string,
+    name: string,
+    build: (leading: readonly EventLogFields[]) => { readonly keys: readonly string[]; readonly args: readonly string[] },
+  ): Promise<CommitReceipt> {
+    const root = rootId.toString();
+    let carried: readonly LogRecord[] = [];
+    let result: ScriptResult;
+    try {
+      result = await corked(this.#redis, () => {
+        carried = this.#closed ? [] : this.events.takeUnsent(root, maxCarriedEntries);
+        let encoded: { readonly keys: readonly string[]; readonly args: readonly string[] };
+        try {
+          encoded = build(carried.map(logEntryFields));
+        } catch (error) {
+          this.events.resend(root, carried);
+          carried = [];
+          throw error;
+        }
+        return this.#script(what, name, encoded.keys, encoded.args);
+      });
+    } catch (error) {
+      if (error instanceof KernelError && refusedCodes.has(error.code)) this.events.resend(root, carried);
+      else this.events.lost(error, carried.length);
+      throw error;
+    }
+    if (result.outcome === 'duplicate') this.events.resend(root, carried);
+    return receipt(result.outcome === 'installed' ? { ...result, entryIds: result.entryIds.slice(carried.length) } : result);
   }
 
   async #activation(activation: TreeActivation, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
@@ -346,6 +391,12 @@ export class RedisTreeCommitter implements TreeStore {
     });
   }
 }
+
+/** Best-effort entries a commit carries at most (more leave as their own appendLog scripts, first). */
+const maxCarriedEntries = 256;
+
+/** A commit refused with one of these wrote nothing, its carried entries included. */
+const refusedCodes: ReadonlySet<string> = new Set([ErrorCode.commitConflict, ErrorCode.treeIncarnationConflict, ErrorCode.invalidCommit]);
 
 /** ARGV[1..7] of activateTree and takeOverTree (see their headers). */
 function activationArgs(activation: TreeActivation): string[] {

@@ -122,3 +122,47 @@ test('a plain event log runs a rider at once; a closed one drops it', async () =
   log.alongside(() => (ran += 1));
   assert.equal(ran, 1);
 });
+
+test('a commit carries the entries queued for its tree: one script, ahead of its own entries; its receipt names only its own', async () => {
+  const store = new RedisTreeCommitter({ redis, keyPrefix: prefix() });
+  const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+  const root = trees.rootId.toString();
+  const other = ProcessId.newRoot().toString();
+  const before = await scriptCalls();
+  // Queued and committed in one turn (an await in between would let the turn-end flush send them).
+  store.events.append(root, deltas(root, 3));
+  store.events.append(other, deltas(other, 1));
+  const receipt = await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), {
+    entries: [{ name: 'host.marker', event: JSON.stringify({ process_id: root }) }],
+  });
+  // The commit and the other tree's appendLog: no appendLog for this tree.
+  assert.equal((await scriptCalls()) - before, 2);
+  const raw = await store.events.entriesAfter(root, '0', 100);
+  assert.deepEqual(raw.map((entry) => entry.fields.name), [deltaType, deltaType, deltaType, 'host.marker']);
+  assert.deepEqual(receipt.eventIds, [raw[3]!.id], "the receipt's ids are the commit's own entries");
+  // Linked like any appended entries: each names the one before it.
+  assert.deepEqual(raw.map((entry) => entry.previous), ['0', raw[0]!.id, raw[1]!.id, raw[2]!.id]);
+  assert.equal(await store.events.length(other), 1);
+  await store.close();
+});
+
+test('entries carried by a commit that is refused (a duplicate, a conflict) are appended on their own, once', async () => {
+  const store = new RedisTreeCommitter({ redis, keyPrefix: prefix() });
+  const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+  const root = trees.rootId.toString();
+  const start = TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) });
+  await store.commit(start);
+  // An identical retry is acknowledged as a duplicate and writes nothing: its carried entries still land.
+  store.events.append(root, deltas(root, 2));
+  assert.equal((await store.commit(start)).outcome, 'duplicate');
+  // A stale proposal is refused: its carried entry still lands.
+  store.events.append(root, deltas(root, 1));
+  const stale = TreeCheckpoint.create({ kind: 'progress', sequence: 5n, previous: trees.running(0).digest, snapshot: trees.running(1) });
+  await assert.rejects(store.commit(stale), /incarnation|conflict/);
+  assert.deepEqual(
+    (await store.events.readAfter(root, '0', 100)).filter((entry) => entry.type === deltaType).map((entry) => (JSON.parse(entry.data) as { index: number }).index),
+    [0, 1, 0],
+  );
+  assert.equal(store.events.failedAppends, 0);
+  await store.close();
+});
