@@ -315,7 +315,8 @@ export class RedisTreeCommitter implements TreeStore {
   /**
    * A checkpoint or effect boundary whose script also carries the tree's best-effort entries still
    * queued (RedisEventLog.takeUnsent): published before this commit, they are appended ahead of its own
-   * entries when it installs — one script, where an appendLog script used to go first. A refused commit
+   * entries when it installs — one script, where an appendLog script used to go first (entries that would
+   * not fit beside the commit's own within one script's bound go first on their own). A refused commit
    * (conflict, duplicate, bad arguments) wrote none of them: they are appended on their own. A commit
    * whose reply was lost may or may not have written them: they are counted lost, never written twice.
    * The receipt's ids are the commit's own entries, as without carrying.
@@ -336,9 +337,12 @@ export class RedisTreeCommitter implements TreeStore {
         try {
           encoded = build(carried.map(logEntryFields));
         } catch (error) {
+          if (carried.length === 0) throw error;
+          // Too many for one script beside the commit's own (or refused): they go first, on their own
+          // (issued now, so still ahead of the commit), and the commit is built as it would have been.
           this.events.resend(root, carried);
           carried = [];
-          throw error;
+          encoded = build([]);
         }
         return this.#script(what, name, encoded.keys, encoded.args);
       });

@@ -166,3 +166,21 @@ test('entries carried by a commit that is refused (a duplicate, a conflict) are 
   assert.equal(store.events.failedAppends, 0);
   await store.close();
 });
+
+test("queued entries that would push a commit past its entry bound go first on their own; the commit installs as it would have", async () => {
+  const store = new RedisTreeCommitter({ redis, keyPrefix: prefix() });
+  const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+  const root = trees.rootId.toString();
+  // 1,000 host entries of its own, and 100 queued: together past the 1,024 one script may carry.
+  const own = Array.from({ length: 1_000 }, (_, index) => ({ name: 'host.marker', event: JSON.stringify({ index }) }));
+  store.events.append(root, deltas(root, 100));
+  const receipt = await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), { entries: own });
+  assert.equal(receipt.outcome, 'installed');
+  assert.equal(receipt.eventIds.length, 1_000);
+  const raw = await store.events.entriesAfter(root, '0', 2_000);
+  assert.deepEqual(
+    raw.map((entry) => entry.fields.name),
+    [...Array.from({ length: 100 }, () => deltaType), ...Array.from({ length: 1_000 }, () => 'host.marker')],
+  );
+  await store.close();
+});
