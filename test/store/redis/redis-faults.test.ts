@@ -8,6 +8,7 @@ import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import type { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
 import { RedisTreeCommitter, type RedisTreeCommitterOptions } from '../../../src/store/redis/redis-committer.js';
 import { luaScript } from '../../../src/store/redis/scripts.js';
+import { deltaType } from '../../../src/store/event-log.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
@@ -108,6 +109,29 @@ test('redis faults: a deadline rejects with committer_unavailable and the commit
   const retry = await store.commit(next, { entries: [{ type: 'late' }] });
   assert.deepEqual(retry, { outcome: 'duplicate', eventIds: [] });
   assert.equal(await store.events.length(trees.rootId), 1, 'the acknowledged retry wrote nothing again');
+});
+
+test('redis faults: best-effort entries a timed-out commit carried are counted lost, and written once (with the commit that landed)', async () => {
+  const lost: number[] = [];
+  const redis = client();
+  const store = committer(redis, { timeoutMs: 150, onLogAppendError: (_error, count) => lost.push(count) });
+  const trees = fresh();
+  const root = trees.rootId.toString();
+  await store.commitCheckpoint(start(trees.running(0)));
+  const next = progress(2n, trees.running(0), trees.running(1));
+  server.pause();
+  try {
+    // Queued in the same turn as the commit, so the commit's script carries it.
+    store.events.append(root, [{ type: deltaType, processId: root, data: JSON.stringify({ process_id: root, index: 0 }) }]);
+    await assert.rejects(store.commit(next), unavailable);
+  } finally {
+    server.resume();
+  }
+  await redis.ping();
+  assert.deepEqual(lost, [1], 'its fate was unknown: counted lost, not appended again');
+  assert.equal(store.events.failedAppends, 1);
+  assert.equal(await store.reconcile(next), true, 'the timed-out commit landed');
+  assert.deepEqual((await store.events.entriesAfter(root, '0', 10)).map((entry) => entry.fields.name), [deltaType], 'with its carried entry, once');
 });
 
 test('redis faults: the host shutdown signal releases a blocked call and refuses later ones', async () => {
