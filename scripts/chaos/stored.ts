@@ -4,7 +4,7 @@
  * execution counts (counted by the claim script before anything ran) and `never` claims.
  */
 import type { Redis } from 'ioredis';
-import { eventEntryFields, previousEntryField } from '../../src/store/redis/event-log.js';
+import { eventEntryFields, previousEntryField } from '../../src/store/redis/log-entry.js';
 import { eventsKey, executionsKey, headKey, neverClaimsKey } from '../../src/store/redis/keys.js';
 
 export interface StoredEntry {

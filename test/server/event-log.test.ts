@@ -5,7 +5,8 @@ import { classifyCheckpointCut, TreeCheckpoint } from '../../src/kernel/commit.j
 import { ProcessId, TreeIncarnationId } from '../../src/kernel/identity.js';
 import { comparePositions, followsDirectly, isPosition, type EventLog, type LogRecord, type StoredLogRecord } from '../../src/store/event-log.js';
 import { MemoryEventLog } from '../../src/store/memory-event-log.js';
-import { previousEntryField, type RedisEventLog } from '../../src/store/redis/event-log.js';
+import type { RedisEventLog } from '../../src/store/redis/event-log.js';
+import { previousEntryField } from '../../src/store/redis/log-entry.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import { conformanceTrees } from '../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';

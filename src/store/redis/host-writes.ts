@@ -1,5 +1,5 @@
 import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
-import { eventEntryFields, previousEntryField, type EventLogFields } from './event-log.js';
+import { eventEntryFields, previousEntryField, type EventLogFields } from './log-entry.js';
 import { checkRecordSuffix, effectInboxKey, recordKey } from './keys.js';
 
 /**

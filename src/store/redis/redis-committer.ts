@@ -1,7 +1,8 @@
 import { closeRedis, corked, duplicateRedis, type RedisClient } from './connection.js';
 import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
-import { type EventLogFields, logEntryFields, RedisEventLog } from './event-log.js';
+import { RedisEventLog } from './event-log.js';
+import { type EventLogFields, logEntryFields } from './log-entry.js';
 import type { LogRecord } from '../event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey } from './keys.js';

@@ -5,7 +5,7 @@ import { TreeCheckpoint } from '../../../src/kernel/commit.js';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import type { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
-import type { EventLogEntry, EventLogFields } from '../../../src/store/redis/event-log.js';
+import type { EventLogEntry, EventLogFields } from '../../../src/store/redis/log-entry.js';
 import { RedisTreeCommitter, type RedisTreeCommitterOptions } from '../../../src/store/redis/redis-committer.js';
 import { conformanceTrees, type ConformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
