@@ -15,6 +15,7 @@ import { loadClusterSecret, NodeTokens } from './auth/node-tokens.js';
 import { startWorker, type RunningWorker } from './worker.js';
 import type { Deployment } from '../kernel/index.js';
 import { startServerModel } from '../server/model/server-model.js';
+import { sharedAbortController } from '../store/shared-abort.js';
 
 /**
  * `scope serve [--no-demos]`: reads the configuration from the environment (config.ts), builds the
@@ -65,7 +66,7 @@ export async function serve(options: { config: ServerConfig; logger: Logger }): 
   // The example agents' model endpoint: the configured one, or the scripted server in-process.
   const model = await startServerModel(config.model);
   const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
-  const shutdown = new AbortController();
+  const shutdown = sharedAbortController();
   const stopProcesses = async (deadlineMs: number): Promise<void> => {
     shutdown.abort();
     await processes.close(deadlineMs);

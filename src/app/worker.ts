@@ -9,6 +9,7 @@ import { loadDeploymentsModule } from './deployments-module.js';
 import { deploymentOf } from '../server/catalog.js';
 import { ProcessDispatchers } from './process-dispatchers.js';
 import { type ServerModel, startServerModel } from '../server/model/server-model.js';
+import { sharedAbortController } from '../store/shared-abort.js';
 
 /**
  * `scope worker`: executes the Effects of the deployments it holds — the demos (unless SCOPE_DEMOS=off)
@@ -37,7 +38,7 @@ export async function startWorker(options: { config: ServerConfig; logger: Logge
     await closeAll();
     throw error;
   }
-  const shutdown = new AbortController();
+  const shutdown = sharedAbortController();
   const processes = new ProcessDispatchers({ supervisor: config.processSupervisor });
   // The same model endpoint `scope serve` gives its agents (a scripted one runs here too: it is stateless).
   let model: ServerModel | undefined;

@@ -5,6 +5,7 @@ import { codedError, HostErrorCode, invalidRequest } from '../errors.js';
 import type { RedisClient } from '../store/redis/connection.js';
 import { deltaType } from '../store/event-log.js';
 import { abortable, linkedAbort } from '../kernel/deferred.js';
+import { sharedAbortController } from '../store/shared-abort.js';
 import { createBackend, type Backend } from './backend.js';
 import { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import { BullmqTransport } from '../transport/bullmq/bullmq-transport.js';
@@ -223,11 +224,11 @@ export class EngineHost implements Host {
   readonly #list: ProcessList;
   readonly #attemptWorkers: AttemptWorkers;
   readonly #reader: LogReader;
-  readonly #shutdown = new AbortController();
+  readonly #shutdown = sharedAbortController();
   /** Open SSE streams (shutdown's end_streams waits for their last event). */
   readonly #streams = new OpenStreams();
   /** Aborted when shutdown stops waiting for dispatches (long demo sleeps end early). */
-  readonly #dispatchStop = new AbortController();
+  readonly #dispatchStop = sharedAbortController();
   /** Each tree's tenant, once read (it never changes). */
   readonly #tenants = new Map<string, string>();
   #closing = false;

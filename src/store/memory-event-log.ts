@@ -1,4 +1,5 @@
 import { isPosition, type EventLog, type LogRecord, type StoredLogRecord } from './event-log.js';
+import { sharedAbortController } from './shared-abort.js';
 
 /**
  * The event log of embedded mode: one bounded ring per tree, in process memory.
@@ -16,7 +17,7 @@ export class MemoryEventLog implements EventLog {
   readonly #maxLen: number;
   readonly #trees = new Map<string, Ring>();
   #closed = false;
-  readonly #closing = new AbortController();
+  readonly #closing = sharedAbortController();
 
   constructor(options: { maxLen?: number } = {}) {
     const maxLen = options.maxLen ?? 10_000;

@@ -459,3 +459,32 @@ test('list: nextCursor is null exactly when nothing follows; a deployment filter
     await host.close(0);
   }
 });
+
+test('a dozen concurrent result polls and streams raise no listener-leak warning (each links to the shared shutdown)', async () => {
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error): void => {
+    if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning);
+  };
+  process.on('warning', onWarning);
+  const host = embeddedHost();
+  try {
+    const approval = await start(host, 'demo.approval', { subject: 'many' });
+    const pid = approval.processId;
+    await untilSettled(host, pid, stepCommittedWith('waiting'));
+    const polls = Array.from({ length: 12 }, () => host.awaitResult(pid, 60_000));
+    const streams = Array.from({ length: 12 }, () => drainStream(host, pid));
+    // Barrier: every poll and stream has linked itself to the shutdown signal (in-memory, no timer).
+    await untilEntry(host, pid, stepCommittedWith('waiting'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const waiting = await host.inspectProcess(pid);
+    await host.deliverSignals(pid, [{ id: 'ok', waitId: waiting.waitId as string, payload: { approved: true } }]);
+    for (const poll of await Promise.all(polls)) assert.equal(poll.done, true);
+    for (const entries of await Promise.all(streams)) assert.equal(entries.at(-1)?.type, 'agent.process.finished');
+    // Warnings are emitted on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings.map((warning) => warning.message), []);
+  } finally {
+    process.off('warning', onWarning);
+    await host.close(0);
+  }
+});

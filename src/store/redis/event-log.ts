@@ -1,6 +1,7 @@
 import { corked, type RedisClient } from './connection.js';
 import type { ProcessId } from '../../kernel/index.js';
 import { linkedAbort, type LinkedAbort } from '../../kernel/deferred.js';
+import { sharedAbortController } from '../shared-abort.js';
 import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { committerUnavailable, StorageDeadlines } from './errors.js';
 import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';
@@ -69,7 +70,7 @@ export class RedisEventLog implements EventLog {
   readonly #maxLen: string;
   readonly #onAppendError: ((error: unknown, lost: number) => void) | undefined;
   readonly #tail: SharedTail<EventLogEntry>;
-  readonly #closing = new AbortController();
+  readonly #closing = sharedAbortController();
   readonly #coalesce: boolean;
   /** Coalesced appends not issued yet, per tree in arrival order (see `coalesceAppends`). */
   #unsent = new Map<string, LogRecord[]>();
