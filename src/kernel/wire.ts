@@ -178,13 +178,18 @@ export function wirePieces(value: WireValue): string[] {
   return pieces;
 }
 
+/** Printable ASCII that canonical quoting leaves as it is (it escapes `"`, `\\`, `<`, `>` and `&`). */
+const plainAscii = /^[\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\x5b\x5d-\x7e]*$/;
+
 /**
  * The UTF-8 length of `encodeWire(value)`, computed from the structure without building the text:
  * spliced records count their (cached) length, so a record holding a large cached member is
  * measured without rescanning it.
  */
 export function encodedWireLength(value: WireValue): number {
-  if (typeof value === 'string') return utf8Length(quoteString(value));
+  // Most strings (ids, digests, names, timestamps) are printable ASCII with nothing to escape: two quotes
+  // and one byte a character, without building the quoted text.
+  if (typeof value === 'string') return plainAscii.test(value) ? value.length + 2 : utf8Length(quoteString(value));
   if (typeof value === 'bigint') return value.toString().length;
   if (typeof value === 'number') return encodeWire(value).length;
   if (typeof value === 'boolean') return value ? 4 : 5;
@@ -198,8 +203,7 @@ export function encodedWireLength(value: WireValue): number {
   const record = value as { readonly [name: string]: WireValue | undefined };
   let members = 0;
   let length = 2;
-  for (const name in record) {
-    if (!Object.hasOwn(record, name)) continue;
+  for (const name of Object.keys(record)) {
     const member = record[name];
     if (member === undefined) continue;
     length += memberPrefix(name).byteLength + encodedWireLength(member);

@@ -8,6 +8,9 @@ test('encodedWireLength equals the UTF-8 length of encodeWire, spliced records i
     'plain',
     'quote " backslash \\ newline \n control \u0001',
     'é ☃ 𝄞 (two, three and four UTF-8 bytes)',
+    'escaped for HTML safety: <a href="x">&amp;</a>',
+    'sha256:0123456789abcdef ~!#$%()*+,-./:;=?@[]^_`{|}',
+    'DEL \u007f and the line separators \u2028 \u2029',
     0,
     -12,
     18446744073709551615n,
@@ -23,6 +26,11 @@ test('encodedWireLength equals the UTF-8 length of encodeWire, spliced records i
   for (const value of values) {
     assert.equal(encodedWireLength(value), Buffer.byteLength(encodeWire(value)), encodeWire(value));
   }
+});
+
+test('encodedWireLength refuses a lone surrogate as encodeWire does', () => {
+  assert.throws(() => encodeWire('a\ud800b'), /lone surrogate/);
+  assert.throws(() => encodedWireLength('a\ud800b'), /lone surrogate/);
 });
 
 test('a RawJson measures its text once and reports its UTF-8 length', () => {
