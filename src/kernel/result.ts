@@ -18,9 +18,9 @@ const timestampPattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(
 /** True for a canonical UTC RFC 3339 timestamp with up to nanosecond precision and a valid calendar date. */
 export function isUtcTimestamp(text: unknown): text is string {
   if (typeof text !== 'string') return false;
-  // The text this module formatted last is canonical by construction (records built from one
-  // clock reading check it again and again).
-  if (text === lastFormatted.text) return true;
+  // Texts this module formatted or accepted lately are canonical: a record is re-checked each time
+  // a snapshot holding it is rebuilt (a process's start time, at every commit of every live tree).
+  if (text === lastFormatted.text || recentCanonical.has(text)) return true;
   const match = timestampPattern.exec(text);
   if (match === null) return false;
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
@@ -31,15 +31,25 @@ export function isUtcTimestamp(text: unknown): text is string {
     number,
     number,
   ];
-  return (
+  const valid =
     month >= 1 &&
     month <= 12 &&
     day >= 1 &&
     day <= daysInMonth(year, month) &&
     hour <= 23 &&
     minute <= 59 &&
-    second <= 59
-  );
+    second <= 59;
+  if (valid) rememberCanonical(text);
+  return valid;
+}
+
+/** Canonical timestamps met lately (bounded: emptied when full, so data cannot grow it). */
+const recentCanonical = new Set<string>();
+const maxRecentCanonical = 4_096;
+
+function rememberCanonical(text: string): void {
+  if (recentCanonical.size >= maxRecentCanonical) recentCanonical.clear();
+  recentCanonical.add(text);
 }
 
 /** The canonical timestamp of a Date (millisecond precision, trailing fraction zeros dropped). */
@@ -56,6 +66,7 @@ export function formatUtcTimestamp(date: Date): string {
   }
   const text = iso.replace(/\.?0+Z$/, 'Z');
   lastFormatted = { millis, text };
+  rememberCanonical(text);
   return text;
 }
 

@@ -56,6 +56,16 @@ test('a formatted instant is reused only for the same millisecond', () => {
   assert.equal(isUtcTimestamp(''), false);
   assert.equal(isUtcTimestamp('2025-02-30T00:00:00Z'), false);
   assert.throws(() => formatUtcTimestamp(new Date(Number.NaN)));
+  // The texts remembered as canonical never let a wrong one through, however many were met.
+  for (let second = 0; second < 5_000; second++) assert.equal(isUtcTimestamp(formatUtcTimestamp(new Date(Date.UTC(2025, 0, 1, 0, 0, 0) + second * 1_001))), true);
+  for (const text of ['2025-01-02T03:04:05.601Z', '2024-02-29T00:00:00Z']) {
+    assert.equal(isUtcTimestamp(text), true);
+    assert.equal(isUtcTimestamp(text), true);
+  }
+  for (const wrong of ['2025-02-29T00:00:00Z', '2025-01-02T03:04:05.600Z', '2025-01-02 03:04:05Z', '2025-01-02T24:00:00Z']) {
+    assert.equal(isUtcTimestamp(wrong), false, wrong);
+    assert.equal(isUtcTimestamp(wrong), false, wrong);
+  }
 });
 
 test('random identities stay distinct and well formed across refills of the pool', () => {
