@@ -1,8 +1,11 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Digest } from './digest.js';
 
-/** Hashed text (in UTF-16 code units, a close enough measure) between two kept hash states. */
-const checkpointSpacing = 32 * 1024;
+/**
+ * Hashed text (in UTF-16 code units, a close enough measure) between two kept hash states. A text
+ * shorter than this keeps none, so a trail of it has nothing to resume from.
+ */
+export const checkpointSpacing = 32 * 1024;
 
 interface Checkpoint {
   /** The state after hashing `pieces[0 .. index)`. */

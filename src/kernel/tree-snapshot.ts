@@ -10,7 +10,7 @@ import { maxSnapshotInputBytes, ProcessSnapshot, readParentLink, type ParentLink
 import { ProcessRelation } from './relation.js';
 import { TreeLimits } from './tree-limits.js';
 import { encodeWire, WireRecord, wireError } from './wire.js';
-import { HashTrail } from './hash-trail.js';
+import { checkpointSpacing, HashTrail } from './hash-trail.js';
 import { SharedMap } from './shared-map.js';
 
 /**
@@ -229,11 +229,17 @@ export class TreeSnapshot {
   /** sha256 of the canonical bytes (computed once); stores must use it as the head digest. */
   get digest(): Digest {
     if (this.#digest === undefined) {
-      // Resumed from the tree this one was derived from: only the pieces after the first change
-      // (back to the last kept hash state) are hashed again.
-      this.#trail = HashTrail.of(this.#hashPieces(), this.#resumeFrom);
+      if (this.#size < checkpointSpacing) {
+        // Too short for a trail to keep any hash state: one hash call over the assembled text (which
+        // a store sends anyway) costs less than one update per piece.
+        this.#digest = Digest.of(this.json());
+      } else {
+        // Resumed from the tree this one was derived from: only the pieces after the first change
+        // (back to the last kept hash state) are hashed again.
+        this.#trail = HashTrail.of(this.#hashPieces(), this.#resumeFrom);
+        this.#digest = this.#trail.digest;
+      }
       this.#resumeFrom = undefined;
-      this.#digest = this.#trail.digest;
     }
     return this.#digest;
   }
