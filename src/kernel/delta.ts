@@ -23,6 +23,11 @@ export interface DeltaConfig {
   readonly payload: Payload;
 }
 
+/** Refuses a delta being created (`invalid_delta`); one function, not a closure a call. */
+function failDelta(message: string): never {
+  throw new KernelError(ErrorCode.invalidDelta, `invalid delta: ${message}`);
+}
+
 /**
  * A bounded, best-effort stream increment from one Effect attempt. `effectSequence` is the
  * attempt-scoped admission order: delivered sequences increase and dropped payloads leave gaps. A
@@ -54,9 +59,7 @@ export class Delta {
 
   /** Validates every member; rejections are `invalid_delta`. */
   static create(config: DeltaConfig): Delta {
-    const fail = (message: string): never => {
-      throw new KernelError(ErrorCode.invalidDelta, `invalid delta: ${message}`);
-    };
+    const fail: (message: string) => never = failDelta;
     if (typeof config !== 'object' || config === null) fail(`expected the delta members, got ${describe(config)}`);
     if (!(config.attemptId instanceof EffectAttemptId)) fail('attemptId must be an EffectAttemptId');
     if (!(config.processId instanceof ProcessId)) fail('processId must be a ProcessId');

@@ -944,6 +944,11 @@ export interface EventConfig {
   readonly payload?: Payload | EventFact;
 }
 
+/** Refuses an event being created (`invalid_event`); one function, not a closure a call. */
+function failEvent(message: string): never {
+  throw new KernelError(ErrorCode.invalidEvent, `invalid event: ${message}`);
+}
+
 /**
  * An immutable, ordered Framework fact. `Event.create` and `Event.fromWire` enforce the same rules:
  * the phase is the name's phase; the scope rule of the name (process events carry no step or effect
@@ -986,9 +991,7 @@ export class Event {
 
   /** Validates every member and rule; rejections are `invalid_event`. */
   static create(config: EventConfig): Event {
-    const fail = (message: string): never => {
-      throw new KernelError(ErrorCode.invalidEvent, `invalid event: ${message}`);
-    };
+    const fail: (message: string) => never = failEvent;
     if (typeof config !== 'object' || config === null) fail(`expected the event members, got ${describe(config)}`);
     if (!isUint64(config.processSequence) || config.processSequence === 0n) {
       fail(`processSequence must be a uint64 >= 1, got ${describe(config.processSequence)}`);

@@ -350,20 +350,18 @@ export class EventPublisher {
   publish(event: Event): void {
     if (!(event instanceof Event)) throw new KernelError(ErrorCode.invalidEvent, `publish needs an Event, got ${describe(event)}`);
     for (const listener of this.#listeners) {
-      const onPanic = (thrown: unknown): void => {
-        this.#recordPanic(thrown, listener, event);
-      };
       this.#active.push(event);
       let result: unknown;
       try {
         result = listener.call(event);
       } catch (thrown) {
-        onPanic(thrown);
+        this.#recordPanic(thrown, listener, event);
         continue;
       } finally {
         this.#active.pop();
       }
-      watchRejection(result, onPanic);
+      // The panic handler is built only for an asynchronous listener (most return nothing).
+      if (isThenable(result)) watchRejection(result, (thrown) => this.#recordPanic(thrown, listener, event));
     }
   }
 

@@ -202,6 +202,11 @@ export class PendingControl {
   }
 }
 
+/** Refuses a snapshot being created (`invalid_snapshot`); one function, not a closure a call. */
+function failSnapshot(message: string): never {
+  throw new KernelError(ErrorCode.invalidSnapshot, `invalid process snapshot: ${message}`);
+}
+
 function checkReason(reason: unknown, what: string, fail: (message: string) => never): void {
   if (reason !== undefined && !validDiagnostic(reason)) {
     fail(`${what} must be non-empty, trimmed, well-formed text of at most ${maxDiagnosticBytes} UTF-8 bytes`);
@@ -324,10 +329,7 @@ export class ProcessSnapshot {
    * Rejections are `invalid_snapshot`.
    */
   static create(options: ProcessSnapshotCreateOptions): ProcessSnapshot {
-    const code = ErrorCode.invalidSnapshot;
-    const fail: (message: string) => never = (message) => {
-      throw new KernelError(code, `invalid process snapshot: ${message}`);
-    };
+    const fail: (message: string) => never = failSnapshot;
     if (typeof options !== 'object' || options === null) fail(`expected snapshot members, got ${describe(options)}`);
     const limits = options.treeLimits;
     if (limits !== undefined && !(limits instanceof TreeLimits)) fail('treeLimits must be TreeLimits');

@@ -44,6 +44,11 @@ export interface TreeSnapshotConfig {
 }
 
 const code = ErrorCode.invalidTreeSnapshot;
+
+/** Refuses a tree being built (`invalid_tree_snapshot`); one function, not a closure a call. */
+function failTree(message: string): never {
+  throw new KernelError(code, `invalid tree snapshot: ${message}`);
+}
 const utf8Encoder = new TextEncoder();
 
 export class TreeSnapshot {
@@ -79,9 +84,7 @@ export class TreeSnapshot {
 
   /** Validates a tree of already validated Process snapshots (any order). */
   static create(config: TreeSnapshotConfig): TreeSnapshot {
-    const fail: (message: string) => never = (message) => {
-      throw new KernelError(code, `invalid tree snapshot: ${message}`);
-    };
+    const fail: (message: string) => never = failTree;
     if (typeof config !== 'object' || config === null) fail(`expected tree members, got ${describe(config)}`);
     const { incarnationId, treeLimits } = config;
     if (!(incarnationId instanceof TreeIncarnationId)) fail('incarnationId must be a TreeIncarnationId');
@@ -134,9 +137,7 @@ export class TreeSnapshot {
    * the full check.
    */
   withProcesses(changes: Iterable<ProcessSnapshot>): TreeSnapshot {
-    const fail: (message: string) => never = (message) => {
-      throw new KernelError(code, `invalid tree snapshot: ${message}`);
-    };
+    const fail: (message: string) => never = failTree;
     if (changes === null || typeof changes?.[Symbol.iterator] !== 'function') fail('changes must be an iterable of ProcessSnapshot');
     const list = [...changes];
     list.forEach((process, index) => {

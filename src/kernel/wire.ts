@@ -123,59 +123,77 @@ const ownPieceLength = 256;
  * lets {@link HashTrail} hash only what changed.
  */
 export function wirePieces(value: WireValue): string[] {
-  const pieces: string[] = [];
-  let literal = '';
-  const text = (piece: string): void => {
-    if (piece.length < ownPieceLength) {
-      literal += piece;
-      return;
-    }
-    if (literal !== '') pieces.push(literal);
-    literal = '';
-    pieces.push(piece);
-  };
-  // A spliced value's parts (a mailbox's records) are pieces of their own whatever their length.
-  const own = (part: RawJson): void => {
-    if (part.parts !== undefined) return walk(part);
-    if (literal !== '') pieces.push(literal);
-    literal = '';
-    pieces.push(part.text);
-  };
-  const walk = (node: WireValue): void => {
+  const writer = new PieceWriter();
+  writer.walk(value);
+  return writer.finish();
+}
+
+/** The state of one {@link wirePieces} walk (methods, not closures made anew for every call). */
+class PieceWriter {
+  readonly #pieces: string[] = [];
+  #literal = '';
+
+  finish(): string[] {
+    if (this.#literal !== '') this.#pieces.push(this.#literal);
+    return this.#pieces;
+  }
+
+  walk(node: WireValue): void {
     if (node instanceof RawJson) {
       const parts = node.parts;
-      if (parts === undefined) text(node.text);
-      else for (const part of parts) typeof part === 'string' ? text(part) : own(part);
+      if (parts === undefined) this.#text(node.text);
+      else for (const part of parts) typeof part === 'string' ? this.#text(part) : this.#own(part);
       return;
     }
     if (Array.isArray(node)) {
-      literal += '[';
+      this.#literal += '[';
       for (let index = 0; index < node.length; index++) {
-        if (index > 0) literal += ',';
-        walk(node[index] as WireValue);
+        if (index > 0) this.#literal += ',';
+        this.walk(node[index] as WireValue);
       }
-      literal += ']';
+      this.#literal += ']';
       return;
     }
     if (node === null || typeof node !== 'object') {
-      literal += encodeWire(node);
+      this.#literal += encodeWire(node);
       return;
     }
     const record = node as { readonly [name: string]: WireValue | undefined };
-    literal += '{';
+    this.#literal += '{';
     let first = true;
     for (const name of Object.keys(record).sort()) {
       const member = record[name];
       if (member === undefined) continue;
-      literal += (first ? '' : ',') + memberPrefix(name).text;
+      this.#literal += (first ? '' : ',') + memberPrefix(name).text;
       first = false;
-      walk(member);
+      this.walk(member);
     }
-    literal += '}';
-  };
-  walk(value);
-  if (literal !== '') pieces.push(literal);
-  return pieces;
+    this.#literal += '}';
+  }
+
+  #text(piece: string): void {
+    if (piece.length < ownPieceLength) {
+      this.#literal += piece;
+      return;
+    }
+    this.#flush();
+    this.#pieces.push(piece);
+  }
+
+  /** A spliced value's parts (a mailbox's records) are pieces of their own whatever their length. */
+  #own(part: RawJson): void {
+    if (part.parts !== undefined) {
+      this.walk(part);
+      return;
+    }
+    this.#flush();
+    this.#pieces.push(part.text);
+  }
+
+  #flush(): void {
+    if (this.#literal !== '') this.#pieces.push(this.#literal);
+    this.#literal = '';
+  }
 }
 
 /** Printable ASCII that canonical quoting leaves as it is (it escapes `"`, `\\`, `<`, `>` and `&`). */
