@@ -11,7 +11,8 @@ import { compareVariants, type VariantRow } from './compare-variants.js';
  * AOF off and `appendfsync always`, interleaved with the floor servers) at 1 client, then
  * `peers/compare_echo.sh` with DURABLE=1 (Scope on both Redis modes vs Restate, 1 and 20 clients). The ratios
  * the acceptance names are printed last. `--quick` (or BENCH_COMPARE_QUICK=1) shrinks every phase so that
- * the whole run stays under two minutes; BENCH_COMPARE_RESTATE=0 skips Restate; BENCH_SCOPE_CHECKOUT measures
+ * the whole run stays under two minutes; BENCH_COMPARE_RESTATE=0 skips Restate; BENCH_COMPARE_TOTAL sets the
+ * processes per floor round (default 600, after a third as many to warm up); BENCH_SCOPE_CHECKOUT measures
  * another checkout (with its own node_modules) through the same harness, for before/after figures.
  * Then this checkout's variants (compare-variants.ts): the Effects on a `scope worker` (BullMQ) and bearer
  * auth on, each beside plain Redis mode. Compare ratios within one run only: the machine is shared.
@@ -88,7 +89,10 @@ export async function benchCompare(argv: readonly string[] = process.argv.slice(
   const started = Date.now();
 
   // Phase 1: 1 client, interleaved rounds, server CPU from /proc.
-  const [total, rounds] = quick ? ['150', '1'] : ['600', '2'];
+  // BENCH_COMPARE_TOTAL: processes per round (a third as many again warm each server up first). The
+  // default 600 keeps figures comparable across sessions; with 3000 the figure is a long-running
+  // server's steady state rather than partly JIT warm-up, which weighs more on Scope's larger code.
+  const [total, rounds] = quick ? ['150', '1'] : [process.env.BENCH_COMPARE_TOTAL ?? '600', '2'];
   console.error(`== floor.sh ${scope} 1 ${total} ${rounds}`);
   const floorRun = await runScript('bash', [join(shared, 'floor/floor.sh'), scope, '1', total, rounds], {});
   const floor = parseFloor(floorRun.stdout);
