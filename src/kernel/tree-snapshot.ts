@@ -49,6 +49,7 @@ const code = ErrorCode.invalidTreeSnapshot;
 function failTree(message: string): never {
   throw new KernelError(code, `invalid tree snapshot: ${message}`);
 }
+
 const utf8Encoder = new TextEncoder();
 
 export class TreeSnapshot {

@@ -134,7 +134,7 @@ class PieceWriter {
   #literal = '';
 
   finish(): string[] {
-    if (this.#literal !== '') this.#pieces.push(this.#literal);
+    this.#flush();
     return this.#pieces;
   }
 
