@@ -162,6 +162,15 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
+    if (checkpoint.kind !== 'start') return this.#checkpoint(checkpoint, context);
+    try {
+      await this.#checkpoint(checkpoint, context);
+    } finally {
+      this.#ownership?.arrived(checkpoint.rootId.toString());
+    }
+  }
+
+  async #checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
     const records = [];
     const intent = checkpoint.kind === 'start' ? intentOf(context?.hostValues) : undefined;
     const root = checkpoint.rootId.toString();
@@ -232,6 +241,14 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
+    try {
+      await this.#activation(activation, context);
+    } finally {
+      this.#ownership?.arrived(activation.rootId.toString());
+    }
+  }
+
+  async #activation(activation: TreeActivation, context: CommitContext | undefined): Promise<void> {
     // A new incarnation here: what this node knew of the tree's agency records is read again.
     this.#agency?.forget(activation.rootId.toString());
     this.#controls?.forget(activation.rootId.toString());

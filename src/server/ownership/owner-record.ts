@@ -46,4 +46,6 @@ export interface CommitOwnership {
    * owner: a node that dies right after that commit must leave its tree findable for a takeover.
    */
   owning(root: string): Promise<void>;
+  /** The commit that followed {@link owning} is over, acknowledged or not (called once per `owning`). */
+  arrived(root: string): void;
 }

@@ -61,6 +61,12 @@ export class Ownership implements CommitOwnership {
   /** Trees left since the last directory removal: removed together, one command per {@link dropBatchMs}. */
   readonly #dropping = new Set<string>();
   #dropTimer: NodeJS.Timeout | undefined;
+  /**
+   * Roots whose start or activation commit is in flight here (a count per root): their directory
+   * entry is written before the owner record that makes them this node's, so the sweep must not
+   * read the missing or older record as "moved on" and drop the entry.
+   */
+  readonly #arriving = new Map<string, number>();
 
   constructor(options: OwnershipOptions) {
     this.#options = options;
@@ -138,10 +144,21 @@ export class Ownership implements CommitOwnership {
     if (this.gating) this.lease.assertValid();
   }
 
+  /** The directory entry of a tree whose start or activation commit follows; {@link arrived} ends the window. */
   async owning(root: string): Promise<void> {
     // A removal still waiting for its batch would undo this entry.
     this.#dropping.delete(root);
-    if (this.joined) await this.#registry.addTree(this.nodeId, root);
+    if (!this.joined) return;
+    this.#arriving.set(root, (this.#arriving.get(root) ?? 0) + 1);
+    await this.#registry.addTree(this.nodeId, root);
+  }
+
+  /** The commit that followed {@link owning} is over (acknowledged or not): the owner record now tells. */
+  arrived(root: string): void {
+    const count = this.#arriving.get(root);
+    if (count === undefined) return;
+    if (count <= 1) this.#arriving.delete(root);
+    else this.#arriving.set(root, count - 1);
   }
 
   /** Where a command for `root` runs now (reads the owner record and, when it names another node, that node's lease). */
@@ -313,6 +330,8 @@ export class Ownership implements CommitOwnership {
     let waiting = 0;
     for (const root of roots) {
       if (!this.lease.valid()) return;
+      // Checked before the record is read: once the commit is over, the record read after it is final.
+      if (this.#arriving.has(root)) continue;
       const raw = await this.#registry.owner(root);
       const record = decodeOwner(raw);
       if (record === undefined || record.node !== nodeId || !orphaned(record.epoch)) {
