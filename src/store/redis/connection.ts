@@ -118,21 +118,34 @@ export async function masterConnections(redis: RedisClient): Promise<Redis[]> {
 }
 
 /**
- * Runs `send` with the connection's socket corked, so the commands it issues synchronously leave in
- * one write, in the order issued: one system call instead of one per command (on a virtual machine
- * each write that wakes the Redis side is a costly exit). Replies are unchanged. A cluster client
- * (a socket per node) or a connection that is not open sends as it would without this.
+ * Runs `send` with the connection's socket corked until the current tick ends (`process.nextTick`;
+ * called from a promise continuation, that runs once the microtask queue is drained), so the commands
+ * it issues leave in one write, in the order issued, together with whatever else is issued on the
+ * connection before the tick ends.
+ *
+ * That is the group commit across trees: one socket read of Redis replies resolves several trees'
+ * commits, their continuations issue the next commits within the same tick, and those leave in one
+ * write — one system call instead of one per command (on a virtual machine each write that wakes the
+ * Redis side is a costly exit) and, under `appendfsync always`, one fsync on the Redis side for the
+ * group. Replies are unchanged; nothing waits longer than the current tick. A cluster client (a
+ * socket per node) or a connection that is not open sends as it would without this.
  */
 export function corked<T>(redis: RedisClient, send: () => T): T {
   const socket = isCluster(redis) || redis.status !== 'ready' ? undefined : (redis.stream as { cork?: () => void; uncork?: () => void } | undefined);
   if (typeof socket?.cork !== 'function' || typeof socket.uncork !== 'function') return send();
-  socket.cork();
-  try {
-    return send();
-  } finally {
-    socket.uncork();
+  if (!corkedThisTick.has(socket)) {
+    corkedThisTick.add(socket);
+    socket.cork();
+    process.nextTick(() => {
+      corkedThisTick.delete(socket);
+      socket.uncork?.();
+    });
   }
+  return send();
 }
+
+/** Sockets corked until the end of the current tick. */
+const corkedThisTick = new WeakSet<object>();
 
 /** Quits politely within `graceMs`, then drops the socket whatever happened. */
 export async function closeRedis(redis: RedisClient, graceMs: number): Promise<void> {

@@ -390,3 +390,35 @@ test('redis committer: after close() every call rejects with committer_unavailab
   await assert.rejects(store.commitCheckpoint(start(trees.running(0))), isCode('committer_unavailable'));
   await assert.rejects(store.loadTree(trees.rootId), isCode('committer_unavailable'));
 });
+
+test('redis committer: commits of several trees issued within one tick leave in one socket write (group commit), each with its own reply', async () => {
+  const store = committer();
+  const forest = [fresh(), fresh(), fresh(), fresh()];
+  await redis.ping();
+  const socket = redis.stream as unknown as { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown };
+  const { _write: write, _writev: writev } = socket;
+  let writes = 0;
+  socket._write = function (this: unknown, ...args: unknown[]) {
+    writes += 1;
+    return write.apply(this, args);
+  };
+  socket._writev = function (this: unknown, ...args: unknown[]) {
+    writes += 1;
+    return writev.apply(this, args);
+  };
+  try {
+    // As when one read of replies resumes several trees: each continuation commits on its own.
+    const receipts = await Promise.all(
+      forest.map(async (trees) => {
+        await Promise.resolve();
+        return store.commit(start(trees.running(0)));
+      }),
+    );
+    assert.equal(writes, 1);
+    assert.deepEqual(receipts.map((receipt) => receipt.outcome), ['installed', 'installed', 'installed', 'installed']);
+  } finally {
+    socket._write = write;
+    socket._writev = writev;
+  }
+  for (const trees of forest) assert.equal((await store.loadTree(trees.rootId))?.digest.equals(trees.running(0).digest), true);
+});

@@ -59,11 +59,34 @@ test('commands sent inside corked leave in one write and keep their order and re
   }
 });
 
-test('corked returns what the sender returns and uncorks even when it throws', async () => {
+test('corked returns what the sender returns and uncorks when the tick ends, even when it throws', async () => {
   assert.equal(corked(redis, () => 42), 42);
   assert.throws(() => corked(redis, () => {
     throw new Error('boom');
   }), /boom/);
+  assert.equal((redis.stream as Socket).writableCorked, 1);
+  await new Promise((resolve) => process.nextTick(resolve));
   assert.equal((redis.stream as Socket).writableCorked, 0);
   assert.equal(await redis.ping(), 'PONG');
+});
+
+test('commands corked in separate continuations of one tick leave in one write (group commit across trees)', async () => {
+  const key = `grouped:${process.pid}`;
+  const counter = countWrites(redis.stream as Socket);
+  try {
+    // Like commits of several trees that the replies of one socket read resolve: each continuation
+    // issues its own, none waits for the others.
+    const replies = await Promise.all(
+      ['a', 'b', 'c', 'd'].map(async (value) => {
+        await Promise.resolve();
+        return corked(redis, () => redis.rpush(key, value));
+      }),
+    );
+    assert.equal(counter.writes(), 1);
+    assert.deepEqual(replies, [1, 2, 3, 4]);
+    assert.deepEqual(await redis.lrange(key, 0, -1), ['a', 'b', 'c', 'd']);
+  } finally {
+    counter.restore();
+    await redis.del(key);
+  }
 });
