@@ -111,6 +111,16 @@ export async function eventually<T>(check: () => Promise<T | undefined>, what: s
   }
 }
 
+/** Runs `check`; when it fails, the error carries the tail of each node's log (a cluster failure is rarely explained by one node). */
+export async function explained<T>(nodes: readonly Node[], check: () => Promise<T>): Promise<T> {
+  try {
+    return await check();
+  } catch (error) {
+    const logs = nodes.map((node) => `--- node ${node.id} (last 6000 characters of its log)\n${node.output().slice(-6_000)}`).join('\n');
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${logs}`, { cause: error });
+  }
+}
+
 export async function waitingWaitId(node: Node, id: string): Promise<string> {
   return eventually(async () => {
     const view = await json(await fetch(processUrl(node, id)));

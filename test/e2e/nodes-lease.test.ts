@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Cluster, eventually, exited, json, leaseMs, ownerOf, post, processUrl, startProcess, waitingWaitId, type Node } from './nodes-cluster.js';
+import { Cluster, eventually, exited, explained, json, leaseMs, ownerOf, post, processUrl, startProcess, waitingWaitId, type Node } from './nodes-cluster.js';
 
 /**
  * A node without its lease changes nothing (503 `node_lease_lost`, no start, not ready) while the
@@ -70,13 +70,16 @@ test('SIGTERM drains: the lease goes at once and another node continues the tree
   const running = await startProcess(leaving, 'demo.sleep', { ms: 60_000 });
   const parked = await startProcess(leaving, 'demo.approval', { subject: 'drain' });
   const waitId = await waitingWaitId(leaving, parked);
+  // The node directory is what the others' sweeps read after the drain: both trees must be in it
+  // (the join sweep once dropped a tree whose start commit was still in flight).
+  assert.deepEqual((await cluster.redis.smembers(`${cluster.prefix}:{node:leaving}:trees`)).sort(), [running, parked].sort());
   const started = performance.now();
   leaving.child.kill('SIGTERM');
   await exited(leaving.child);
   assert.equal(leaving.child.exitCode, 0);
   assert.match(leaving.output(), /handed over/);
   // A 60 s lease would keep them stuck for a minute; the drain deleted it.
-  await eventually(async () => ((await ownerOf(cluster, running))?.node === 'a' ? true : undefined), 'a continuing the running tree', 20_000);
+  await explained([a, leaving], () => eventually(async () => ((await ownerOf(cluster, running))?.node === 'a' ? true : undefined), 'a continuing the running tree', 20_000));
   assert.ok(performance.now() - started < 30_000, 'well before the 60 s lease');
   const answered = await post(processUrl(a, parked, '/signals'), { signals: [{ id: 'answer', waitId, payload: { approved: true } }] });
   assert.equal(answered.status, 200, await answered.clone().text());
