@@ -53,7 +53,9 @@ export async function loadDeploymentsModule(path: string, context: DeploymentsCo
   try {
     module = (await import(url)) as { default?: unknown };
   } catch (error) {
-    throw new Error(`SCOPE_DEPLOYMENTS=${path}: the module could not be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    // Plain Node (the compiled server, `npm run start:dist`) has no TypeScript loader.
+    const hint = (error as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION' ? ' (the compiled server loads JavaScript only: compile the module, or run `npm start`, which loads TypeScript)' : '';
+    throw new Error(`SCOPE_DEPLOYMENTS=${path}: the module could not be loaded: ${error instanceof Error ? error.message : String(error)}${hint}`, { cause: error });
   }
   const exported = module.default;
   const value = typeof exported === 'function' ? await (exported as (context: DeploymentsContext) => unknown)(context) : exported;

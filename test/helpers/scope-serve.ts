@@ -6,10 +6,11 @@ const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
  * Spawns the real CLI, `bin/scope.js serve`, on any free port with exactly `env` (plus PATH), and
  * resolves once it logs "scope listening on" (the URL read from that JSON line), or rejects with its
  * output if it exits first. `track` sees the child at once (so a test's cleanup kills one that never
- * gets to listen); the caller kills the child.
+ * gets to listen); the caller kills the child. `entry` replaces the launcher (the compiled
+ * `dist/src/app/cli.js`, say).
  */
-export async function spawnServe(env: Readonly<Record<string, string>>, track?: (child: ChildProcess) => void): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [launcher, 'serve'], {
+export async function spawnServe(env: Readonly<Record<string, string>>, track?: (child: ChildProcess) => void, entry = launcher): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [entry, 'serve'], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', SCOPE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -19,8 +19,9 @@ export interface WorkerChild {
   stop(): Promise<void>;
 }
 
-export async function spawnScopeWorker(env: Record<string, string>): Promise<WorkerChild> {
-  const child = spawn(process.execPath, ['bin/scope.js', 'worker'], { env: { ...process.env, SCOPE_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** `entry` replaces the launcher (the compiled `dist/src/app/cli.js`, say). */
+export async function spawnScopeWorker(env: Record<string, string>, entry = 'bin/scope.js'): Promise<WorkerChild> {
+  const child = spawn(process.execPath, [entry, 'worker'], { env: { ...process.env, SCOPE_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let text = '';
   const exited = once(child, 'exit');
   const ready = new Promise<string>((resolve, reject) => {
