@@ -50,13 +50,19 @@ const timing = {
 async function spawnWorker(prefix: string, env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/scope.js', 'worker'], {
     env: { ...process.env, SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: prefix, SCOPE_LOG_LEVEL: 'info', SCOPE_WORKER_CONCURRENCY: '2', ...timing, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
   const output = { text: '', changed: () => {} };
   outputs.set(child, output);
   child.stdout?.on('data', (chunk: Buffer) => {
+    output.text += chunk.toString();
+    output.changed();
+  });
+  // Kept too (Node's process warnings go there), and still shown.
+  child.stderr?.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
     output.text += chunk.toString();
     output.changed();
   });
@@ -465,6 +471,26 @@ test('bullmq: a cancel reaches the attempt running in another process, and its s
     await host.close(2_000);
     worker.kill('SIGTERM');
     if (worker.exitCode === null) await once(worker, 'exit');
+  }
+});
+
+test('bullmq: twelve sleeps at once on one worker raise no listener-leak warning on its shutdown signal', async () => {
+  const prefix = freshPrefix();
+  const worker = await spawnWorker(prefix, { SCOPE_WORKER_CONCURRENCY: '12', SCOPE_SHUTDOWN_MS: '300' });
+  const host = apiHost(prefix);
+  try {
+    // Each running sleep links its abort to the worker's shutdown signal; Node warns past 10 listeners.
+    const roots = await Promise.all(Array.from({ length: 12 }, async () => (await start(host, 'demo.sleep', { ms: 600_000 })).processId));
+    await Promise.all(roots.map((root) => untilClaimed(prefix, root)));
+    worker.kill('SIGTERM');
+    const [code] = (await once(worker, 'exit')) as [number | null];
+    assert.equal(code, 0, 'a graceful stop');
+    // Every sleep was running when the worker stopped: each ends Unknown, cut short.
+    for (const root of roots) await untilSettled(host, root, ofType('agent.effect.finished', root));
+    for (const root of roots) assert.equal((await effectsOf(host, root))[0]?.status, 'unknown');
+    assert.doesNotMatch(outputs.get(worker)?.text ?? '', /MaxListenersExceededWarning/);
+  } finally {
+    await host.close(2_000);
   }
 });
 
