@@ -79,6 +79,34 @@ test('scope serve: listens, serves the demos, and shuts down gracefully on SIGTE
   }
 });
 
+test('scope serve: twelve sleeps at once raise no listener-leak warning on the shutdown signal a deployments module is given', async () => {
+  // The fixture's sleeps link to the `shutdown` signal `scope serve` hands a SCOPE_DEPLOYMENTS module.
+  const server = launch(['serve', '--no-demos'], { PORT: '0', SCOPE_LOG_LEVEL: 'info', SCOPE_SHUTDOWN_MS: '2000', SCOPE_DEPLOYMENTS: 'test/fixtures/never-sleep-deployments.ts' });
+  try {
+    const url = (JSON.parse(await server.line(/scope listening on/)) as { url: string }).url;
+    const ids = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const started = await fetch(`${url}/v1/processes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ deployment: 'demo.sleep', input: { ms: 600_000 } }) });
+        assert.equal(started.status, 201);
+        return ((await started.json()) as { processId: string }).processId;
+      }),
+    );
+    // Each sleep links its abort to that signal once its effect is dispatched.
+    for (const id of ids) {
+      for (;;) {
+        const effects = (await (await fetch(`${url}/v1/processes/${encodeURIComponent(id)}/effects`)).json()) as { items: unknown[] };
+        if (effects.items.length > 0) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exit(), 0);
+    assert.doesNotMatch(server.output(), /MaxListenersExceededWarning/);
+  } finally {
+    server.child.kill('SIGKILL');
+  }
+});
+
 test('scope serve --no-demos registers no deployments', async () => {
   const server = launch(['serve', '--no-demos'], { PORT: '0', SCOPE_LOG_LEVEL: 'info' });
   try {
