@@ -59,6 +59,7 @@ import { apiKeyPrefix, ApiKeyStore } from './auth/key-store.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { nodeTokenPrefix, type NodeTokens } from './auth/node-tokens.js';
 import { operationScopes, scopeDescriptions, securityOf } from './auth/scopes.js';
+import { sharedResponseSerializers } from './response-serializers.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -276,6 +277,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // (400 invalid_request) instead of missing the route.
     routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, keywords: ['example'] } },
+    // Each distinct response schema is compiled once (fast-json-stringify, as by default).
+    schemaController: { compilersFactory: { buildSerializer: sharedResponseSerializers() } },
     // What Node's parser refuses never reaches a route: answered as a problem, not Fastify's JSON.
     clientErrorHandler: clientErrorHandler({ answered: (status) => httpMetrics?.unparsed(status) }),
     // Neither are paths the router cannot decode, nor parameters over maxParamLength.
