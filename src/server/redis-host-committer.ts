@@ -4,7 +4,9 @@ import { encodeRecord, idempotencyRecordSuffix, type IdempotencyIntent } from '.
 import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
 import type { RedisIdempotencyStore } from '../store/redis/idempotency-store.js';
 import type { RedisTreeCommitter } from '../store/redis/redis-committer.js';
-import type { RootIndex, RootIndexEntry } from '../store/root-index.js';
+import type { RootIndexEntry } from '../store/root-index.js';
+import type { RedisRootIndex } from '../store/redis/root-index.js';
+import type { DirectoryMember } from '../store/redis/host-writes.js';
 import { CommitterBase, type HostRecord, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
@@ -24,7 +26,7 @@ import type { TimerPlan, TimerWriter } from './timers/timer-writer.js';
 export interface RedisHostCommitterOptions {
   readonly store: RedisTreeCommitter;
   readonly idempotency: RedisIdempotencyStore;
-  readonly roots: RootIndex;
+  readonly roots: RedisRootIndex;
   readonly metrics?: HostMetrics;
   /** The BullMQ transport's dispatch permits, carried by effect boundaries and activations. */
   readonly permits?: DispatchPermits;
@@ -61,7 +63,7 @@ interface IndexPlans {
 export class RedisHostCommitter extends CommitterBase {
   readonly #store: RedisTreeCommitter;
   readonly #idempotency: RedisIdempotencyStore;
-  readonly #roots: RootIndex;
+  readonly #roots: RedisRootIndex;
   readonly #permits: DispatchPermits | undefined;
   readonly #waits: WaitIndexWriter | undefined;
   readonly #processes: RedisProcessDirectory | undefined;
@@ -172,15 +174,25 @@ export class RedisHostCommitter extends CommitterBase {
 
   async #checkpoint(checkpoint: TreeCheckpoint, context: CommitContext | undefined): Promise<void> {
     const records = [];
+    const members: DirectoryMember[] = [];
     const intent = checkpoint.kind === 'start' ? intentOf(context?.hostValues) : undefined;
     const root = checkpoint.rootId.toString();
     if (checkpoint.kind === 'start') {
       const owner = this.#ownerRecord(checkpoint.snapshot);
-      // Both directory writes precede the commit and neither needs the other: they travel together
-      // (one write and one round trip, not three in a row).
-      await this.#store.together(() =>
-        Promise.all([this.#directory(root, rootEntryOf(checkpoint.snapshot), intent), owner === undefined ? undefined : this.#owning(root)]),
-      );
+      if (intent === undefined && !this.#store.spansSlots) {
+        // Standalone Redis: the root-index and node-directory entries land in the start commit's own
+        // script, atomically with the head and the owner record (no round trip before it). An
+        // Idempotency-Key start marks its pointer with its own script first, so it keeps the order below.
+        members.push(...this.#roots.members(rootEntryOf(checkpoint.snapshot)));
+        const listed = owner === undefined ? undefined : this.#ownership?.listedWith(root);
+        if (listed !== undefined) members.push(listed);
+      } else {
+        // Both directory writes precede the commit and neither needs the other: they travel together
+        // (one write and one round trip, not three in a row).
+        await this.#store.together(() =>
+          Promise.all([this.#directory(root, rootEntryOf(checkpoint.snapshot), intent), owner === undefined ? undefined : this.#owning(root)]),
+        );
+      }
       if (intent !== undefined) {
         records.push({
           suffix: idempotencyRecordSuffix,
@@ -204,7 +216,7 @@ export class RedisHostCommitter extends CommitterBase {
     await this.#mapMembers(checkpoint.snapshot, false);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     records.push(...(plan.timers?.records ?? []));
-    await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records });
+    await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records, ...(members.length === 0 ? {} : { members }) });
     agency?.committed();
     control?.committed();
     await this.#indexed(plan);

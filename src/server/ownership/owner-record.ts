@@ -1,3 +1,5 @@
+import type { DirectoryMember } from '../../store/redis/host-writes.js';
+
 /**
  * A tree's owner record `{node, epoch, incarnation}`: which node's registration (epoch) runs the
  * tree, under which incarnation. Written only with the start and activation commits (so it moves
@@ -48,4 +50,9 @@ export interface CommitOwnership {
   owning(root: string): Promise<void>;
   /** The commit that followed {@link owning} is over, acknowledged or not (called once per `owning`). */
   arrived(root: string): void;
+  /**
+   * Instead of {@link owning}: the directory entry for a start commit that writes it itself, with the
+   * owner record in one atomic script (standalone Redis); undefined before the node joined.
+   */
+  listedWith(root: string): DirectoryMember | undefined;
 }

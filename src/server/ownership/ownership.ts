@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { type DeploymentRef, isParkedTree, type TreeSnapshot } from '../../kernel/index.js';
 import { codedError, HostErrorCode } from '../../errors.js';
+import type { DirectoryMember } from '../../store/redis/host-writes.js';
 import type { RedisNodeRegistry, StoredNodeLease } from '../../store/redis/node-registry.js';
 import type { NodeConfig } from '../config.js';
 import type { NodeView } from '../host.js';
@@ -62,9 +63,10 @@ export class Ownership implements CommitOwnership {
   readonly #dropping = new Set<string>();
   #dropTimer: NodeJS.Timeout | undefined;
   /**
-   * Roots whose start or activation commit is in flight here (a count per root): their directory
-   * entry is written before the owner record that makes them this node's, so the sweep must not
-   * read the missing or older record as "moved on" and drop the entry.
+   * Roots whose activation (or, on a cluster, start) commit is in flight here (a count per root):
+   * their directory entry is written before the owner record that makes them this node's, so the
+   * sweep must not read the missing or older record as "moved on" and drop the entry. (On standalone
+   * Redis a start commit writes the entry itself: {@link listedWith}.)
    */
   readonly #arriving = new Map<string, number>();
 
@@ -151,6 +153,13 @@ export class Ownership implements CommitOwnership {
     if (!this.joined) return;
     this.#arriving.set(root, (this.#arriving.get(root) ?? 0) + 1);
     await this.#registry.addTree(this.nodeId, root);
+  }
+
+  /** The directory entry a start commit writes with the owner record, atomically (no window for the sweep). */
+  listedWith(root: string): DirectoryMember | undefined {
+    // A removal still waiting for its batch would undo this entry.
+    this.#dropping.delete(root);
+    return this.joined ? this.#registry.treeMember(this.nodeId, root) : undefined;
   }
 
   /** The commit that followed {@link owning} is over (acknowledged or not): the owner record now tells. */

@@ -1,6 +1,6 @@
 import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
 import { eventEntryFields, previousEntryField, type EventLogFields } from './log-entry.js';
-import { checkRecordSuffix, effectInboxKey, recordKey } from './keys.js';
+import { checkRecordSuffix, effectInboxKey, isKeyUnder, recordKey } from './keys.js';
 
 /**
  * The host write set of a commit: what a host adds to one commit beside the kernel's committed
@@ -40,6 +40,20 @@ export interface HostWriteSet {
    * boundary now holds the outcome; see src/transport/bullmq/).
    */
   readonly inboxClears?: readonly string[];
+  /**
+   * Directory members outside the tree's hash slot, added with the head (a root-index entry, a node
+   * directory entry): atomically with the commit, so no reader ever sees one without the other. Only
+   * on standalone Redis — a cluster refuses a script whose keys span slots, so a host writes them
+   * before the commit there (see {@link RedisTreeCommitter.spansSlots}).
+   */
+  readonly members?: readonly DirectoryMember[];
+}
+
+/** A member a commit adds to a directory key (formed in keys.ts): a sorted set (score 0) or a set. */
+export interface DirectoryMember {
+  readonly key: string;
+  readonly kind: 'zset' | 'set';
+  readonly member: string;
 }
 
 /**
@@ -75,7 +89,7 @@ export interface RedisCommitContext extends HostWriteSet {
 export const hostWritesValueKey = 'scope.redis.hostWrites';
 
 /** Upper bounds that keep one commit's write set a reasonable single script call. */
-export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256, inboxClears: 64 } as const;
+export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256, inboxClears: 64, members: 16 } as const;
 
 /** The default approximate MAXLEN of each tree's event log. */
 export const defaultEventLogMaxLen = 10_000;
@@ -132,12 +146,14 @@ export function encodeHostWrites(
   const extra = context?.entries ?? [];
   const direct = context?.records ?? [];
   const clears = context?.inboxClears ?? [];
+  const members = context?.members ?? [];
   const carried = hostWritesOf(context?.hostValues);
   if (!Array.isArray(events)) throw invalid('events must be an array');
   if (!Array.isArray(extra)) throw invalid('entries must be an array');
   if (!Array.isArray(direct)) throw invalid('records must be an array');
   if (!Array.isArray(clears)) throw invalid('inboxClears must be an array');
-  if (leading.length === 0 && events.length === 0 && extra.length === 0 && direct.length === 0 && clears.length === 0 && carried === undefined) {
+  if (!Array.isArray(members)) throw invalid('members must be an array');
+  if (leading.length === 0 && events.length === 0 && extra.length === 0 && direct.length === 0 && clears.length === 0 && members.length === 0 && carried === undefined) {
     return noHostWrites; // the scripts' fast path: ARGV ends at the snapshot
   }
   const carriedEntries = carried?.entries ?? [];
@@ -205,6 +221,16 @@ export function encodeHostWrites(
     // The scripts read a `-` TTL as a deletion (see includes/hostWrites.lua).
     keys.push(key);
     args.push('', '-');
+  });
+  if (members.length > hostWriteLimits.members) throw invalid(`at most ${hostWriteLimits.members} directory members per commit`);
+  members.forEach((entry, index) => {
+    if (typeof entry !== 'object' || entry === null || typeof entry.key !== 'string' || typeof entry.member !== 'string' || (entry.kind !== 'zset' && entry.kind !== 'set')) {
+      throw invalid(`members[${index}] must be { key, kind: 'zset' | 'set', member } with string key and member`);
+    }
+    if (!isKeyUnder(prefix, entry.key)) throw invalid(`members[${index}].key must be under the key prefix ${prefix}`);
+    // The scripts read `+z` as ZADD <key> 0 <member> and `+s` as SADD <key> <member>.
+    keys.push(entry.key);
+    args.push(entry.member, entry.kind === 'zset' ? '+z' : '+s');
   });
   return { keys, args };
 }

@@ -63,6 +63,11 @@ function root(rootId: ProcessId | string): string {
   return typeof rootId === 'string' ? rootId : rootId.toString();
 }
 
+/** Whether `key` is one of this prefix's keys (a commit may add members only to its own directories). */
+export function isKeyUnder(prefix: string, key: string): boolean {
+  return key.startsWith(`${prefix}:`);
+}
+
 /** `<prefix>:{<root>}`: the part every key of one tree starts with. */
 export function treeKeyBase(prefix: string, rootId: ProcessId | string): string {
   return `${prefix}:{${root(rootId)}}`;

@@ -1,4 +1,5 @@
 import type { RedisClient } from './connection.js';
+import type { DirectoryMember } from './host-writes.js';
 import { nodeEpochKey, nodeLeaseKey, nodeRegistryKey, nodeTreesKey, ownerKey } from './keys.js';
 import { runScript } from './scripts.js';
 
@@ -81,6 +82,11 @@ export class RedisNodeRegistry {
   /** Forgets a node whose trees have all been dealt with (its epoch counter stays: epochs never repeat). */
   async forget(nodeId: string): Promise<void> {
     await Promise.all([this.#redis.srem(nodeRegistryKey(this.#prefix), nodeId), this.#redis.del(nodeTreesKey(this.#prefix, nodeId))]);
+  }
+
+  /** The directory entry {@link addTree} writes, for a commit that adds it with the head (standalone Redis). */
+  treeMember(nodeId: string, root: string): DirectoryMember {
+    return { key: nodeTreesKey(this.#prefix, nodeId), kind: 'set', member: root };
   }
 
   async addTree(nodeId: string, root: string): Promise<void> {

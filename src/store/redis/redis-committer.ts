@@ -1,4 +1,4 @@
-import { closeRedis, corked, duplicateRedis, type RedisClient } from './connection.js';
+import { closeRedis, corked, duplicateRedis, isCluster, type RedisClient } from './connection.js';
 import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
@@ -372,6 +372,14 @@ export class RedisTreeCommitter implements TreeStore {
       if (this.#closed) return Promise.reject(committerUnavailable(what, 'the committer is closed'));
       return this.#deadlines.run(what, run);
     });
+  }
+
+  /**
+   * Whether a tree's commit script may not touch keys outside the tree's hash slot (Redis Cluster):
+   * directory members (`RedisCommitContext.members`) must then be written before the commit instead.
+   */
+  get spansSlots(): boolean {
+    return isCluster(this.#redis);
   }
 
   /**

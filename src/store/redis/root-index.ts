@@ -1,4 +1,5 @@
 import type { RedisClient } from './connection.js';
+import type { DirectoryMember } from './host-writes.js';
 import { rootIndexMember, type RootIndex, type RootIndexEntry } from '../root-index.js';
 import { deploymentRootIndexKey, rootIndexKey } from './keys.js';
 
@@ -16,6 +17,15 @@ export class RedisRootIndex implements RootIndex {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix;
     this.#key = rootIndexKey(options.keyPrefix);
+  }
+
+  /** The members {@link add} writes, for a start commit that adds them with the head (standalone Redis). */
+  members(entry: RootIndexEntry): DirectoryMember[] {
+    const member = rootIndexMember(entry.rootId, entry.startedAt);
+    return [
+      { key: this.#key, kind: 'zset', member },
+      { key: deploymentRootIndexKey(this.#prefix, entry.deployment), kind: 'zset', member },
+    ];
   }
 
   async add(entry: RootIndexEntry): Promise<void> {

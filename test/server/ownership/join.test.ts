@@ -61,7 +61,7 @@ test('a Host that never joins runs alone: no owner record, no lease, commands as
   }
 });
 
-test('the node directory names a tree before the start commit that makes it this node\'s, and a purge takes the owner record along', async () => {
+test('the start commit writes the node directory entry and the root index in its own script, with the owner record; a purge takes the owner record along', async () => {
   const prefix = freshPrefix();
   // MONITOR is entered before the Host exists: ioredis mistakes a monitor line that arrives with the
   // MONITOR reply for a command's reply ("Command queue state error"), and a Host polls its timers.
@@ -69,25 +69,30 @@ test('the node directory names a tree before the start commit that makes it this
   const { host, redis } = redisHost({ url: server.url, prefix, joinsCluster: true, env: { SCOPE_NODE_ID: 'ordered', SCOPE_NODE_LEASE_MS: '3000', SCOPE_NODE_RENEW_MS: '500' } });
   try {
     await host.startNode('http://127.0.0.1:9');
-    const seen: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+    const seen: { args: string[]; source: string }[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
     const view = await start(host, 'demo.echo', { value: 'ordered' });
     // A barrier: the monitor sees this PING after everything the start sent.
     const sawPing = new Promise<void>((resolve) => monitor.on('monitor', (_time: string, args: string[]) => args[0]?.toUpperCase() === 'PING' && resolve()));
     await redis.ping();
     await sawPing;
     const startSha = luaScripts().get('commitCheckpoint')?.sha;
-    const directory = seen.findIndex((args) => args[0]?.toLowerCase() === 'sadd' && args[1] === `${prefix}:{node:ordered}:trees` && args[2] === view.processId);
     // EVALSHA, or the EVAL that loads the script on its first use.
     const isStartCommit = (args: string[]) =>
       (args[0]?.toLowerCase() === 'evalsha' && args[1] === startSha) || (args[0]?.toLowerCase() === 'eval' && (args[1] ?? '').includes('commitCheckpoint:'));
-    const commit = seen.findIndex((args) => isStartCommit(args) && args.includes(`${prefix}:{${view.processId}}:head`));
-    assert.ok(directory >= 0 && commit >= 0, 'both writes were seen');
-    // A node killed right after its start commit must leave the tree findable for a takeover.
-    assert.ok(directory < commit, `the directory entry (#${directory}) precedes the start commit (#${commit})`);
-    // Written once: a second, best-effort write after the start would only repeat it.
-    const directoryWrites = seen.filter((args) => args[0]?.toLowerCase() === 'sadd' && args[1] === `${prefix}:{node:ordered}:trees` && args[2] === view.processId);
-    assert.equal(directoryWrites.length, 1, 'one directory write per start');
+    const commit = seen.findIndex(({ args }) => isStartCommit(args) && args.includes(`${prefix}:{${view.processId}}:head`));
+    const isDirectoryWrite = (args: string[]) => args[0]?.toLowerCase() === 'sadd' && args[1] === `${prefix}:{node:ordered}:trees` && args[2] === view.processId;
+    const directory = seen.findIndex(({ args }) => isDirectoryWrite(args));
+    const rootIndex = seen.findIndex(({ args }) => args[0]?.toLowerCase() === 'zadd' && args[1] === `${prefix}:roots` && (args[3] ?? '').endsWith(view.processId));
+    assert.ok(directory >= 0 && commit >= 0 && rootIndex >= 0, 'the writes were seen');
+    // A node killed right after its start commit must leave the tree findable for a takeover: the
+    // entry is written by the commit's script itself, so no reader sees the owner record without it.
+    for (const [what, at] of [['the directory entry', directory], ['the root index entry', rootIndex]] as const) {
+      assert.ok(at > commit, `${what} (#${at}) is written by the start commit (#${commit})`);
+      assert.ok(seen.slice(commit + 1, at + 1).every(({ source }) => source === 'lua'), `${what} is written inside the commit's script`);
+    }
+    // Written once: no separate write before or after the start.
+    assert.equal(seen.filter(({ args }) => isDirectoryWrite(args)).length, 1, 'one directory write per start');
 
     await host.awaitResult(view.processId, 10_000);
     await host.releaseTree(view.processId, true);

@@ -8,8 +8,8 @@ import { nodeTreesKey, ownerKey } from '../../../src/store/redis/keys.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
 /**
- * A start (or takeover) writes the node directory entry before the commit that writes the owner
- * record. The sweep a node runs over its own directory right after joining must not take that
+ * A takeover (and, on a Redis Cluster, a start) writes the node directory entry before the commit
+ * that writes the owner record. The sweep a node runs over its own directory right after joining must not take that
  * window for "the tree moved on" and drop the entry: a node that then died would leave a live tree
  * nobody finds to take over. This race failed `join.test.ts` in CI and, with the commit delayed a
  * little more, the SIGTERM drain e2e test.

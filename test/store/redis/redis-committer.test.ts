@@ -422,3 +422,44 @@ test('redis committer: commits of several trees issued within one tick leave in 
   }
   for (const trees of forest) assert.equal((await store.loadTree(trees.rootId))?.digest.equals(trees.running(0).digest), true);
 });
+
+test('redis committer: directory members land with the head in the same script, only on an install, and a wrong-typed key refuses the commit', async () => {
+  const store = committer();
+  const trees = fresh();
+  const prefix = store.keyPrefix;
+  const root = trees.rootId.toString();
+  const members = [
+    { key: `${prefix}:roots`, kind: 'zset' as const, member: `000000000000001:${root}` },
+    { key: `${prefix}:{node:n1}:trees`, kind: 'set' as const, member: root },
+  ];
+  // A directory key of the wrong type: refused before anything is written (the head stays absent).
+  await redis.set(`${prefix}:{node:n1}:trees`, 'not a set');
+  await assert.rejects(store.commit(start(trees.running(0)), { members }), isCode('invalid_commit'));
+  assert.equal(await store.loadTree(trees.rootId), undefined);
+  assert.equal(await redis.zcard(`${prefix}:roots`), 0, 'nothing was written');
+  await redis.del(`${prefix}:{node:n1}:trees`);
+
+  const receipt = await store.commit(start(trees.running(0)), { members });
+  assert.equal(receipt.outcome, 'installed');
+  assert.deepEqual(await redis.zrange(`${prefix}:roots`, '0', '-1', 'WITHSCORES'), [`000000000000001:${root}`, '0']);
+  assert.deepEqual(await redis.smembers(`${prefix}:{node:n1}:trees`), [root]);
+  // A refused commit (a second start) adds none of its members.
+  const other = { key: `${prefix}:roots`, kind: 'zset' as const, member: 'must-not-land' };
+  await assert.rejects(store.commit(start(conformanceTrees(trees.rootId, TreeIncarnationId.random()).running(0)), { members: [other] }), isCode('tree_incarnation_conflict'));
+  assert.equal(await redis.zscore(`${prefix}:roots`, 'must-not-land'), null);
+});
+
+test('redis committer: a malformed directory member is refused before anything is written', async () => {
+  const store = committer();
+  const trees = fresh();
+  const bad = [
+    { members: [{ key: 'elsewhere:roots', kind: 'zset', member: 'm' }] },
+    { members: [{ key: `${store.keyPrefix}:roots`, kind: 'list', member: 'm' }] },
+    { members: [{ key: `${store.keyPrefix}:roots`, kind: 'zset', member: 7 }] },
+    { members: Array.from({ length: 17 }, (_, index) => ({ key: `${store.keyPrefix}:roots`, kind: 'zset', member: String(index) })) },
+  ];
+  for (const writes of bad) {
+    await assert.rejects(store.commit(start(trees.running(0)), writes as never), isCode('invalid_commit'), JSON.stringify(writes).slice(0, 80));
+  }
+  assert.equal(await store.loadTree(trees.rootId), undefined);
+});

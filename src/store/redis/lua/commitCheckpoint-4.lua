@@ -19,7 +19,8 @@
     KEYS[2]     facts hash            <prefix>:{<root>}:facts
     KEYS[3]     purge tombstone       <prefix>:{<root>}:purged
     KEYS[4]     event-log stream      <prefix>:{<root>}:events
-    KEYS[5..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set)
+    KEYS[5..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set; on standalone Redis
+                also directory keys outside the slot: the root index, the node directory)
 
     ARGV[1]     op: 'start' | 'advance'
     ARGV[2]     commit identity

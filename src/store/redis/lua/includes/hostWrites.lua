@@ -6,7 +6,8 @@
     ARGV[at+1]    number of event-log entries E
     then E times: P (number of field/value pairs, > 0), field1, value1, ..., fieldP, valueP
     then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL; '-' =
-    delete the key: a consumed settlement inbox, or a record the host marks `remove`)
+    delete the key: a consumed settlement inbox, or a record the host marks `remove`; '+z' = ZADD
+    <key> 0 <value> and '+s' = SADD <key> <value>: a directory member, standalone Redis only)
   Nothing may follow. Every argument is validated, and the event-log key's type checked, before the
   caller writes anything, so a malformed set can never leave a half-applied commit. The absent set
   is the common case and takes a fast path: false, no tables.
@@ -37,7 +38,15 @@ local function readHostWrites(at, eventsKey, firstRecordKey)
   local records = {}
   for index = firstRecordKey, #KEYS do
     local value, ttl = ARGV[at], ARGV[at + 1]
-    if value == nil or (ttl ~= '-' and not isUint64(ttl)) then return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL' end
+    if value == nil or (ttl ~= '-' and ttl ~= '+z' and ttl ~= '+s' and not isUint64(ttl)) then
+      return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL'
+    end
+    if ttl == '+z' or ttl == '+s' then
+      -- Checked here, before anything is written: a member add must not fail after the head is installed.
+      local kind = redis.call('TYPE', KEYS[index])['ok']
+      local wanted = ttl == '+z' and 'zset' or 'set'
+      if kind ~= wanted and kind ~= 'none' then return nil, 'directory key ' .. KEYS[index] .. ' holds a ' .. kind end
+    end
     records[#records + 1] = { KEYS[index], value, ttl }
     at = at + 2
   end
@@ -51,7 +60,8 @@ end
 
 -- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), each with a
 -- last field `scope.prev` naming the entry appended just before it ('0' for the first of the stream:
--- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given; DEL for '-').
+-- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given; DEL for '-';
+-- ZADD 0 / SADD for a directory member).
 -- Returns the new entries' ids in order.
 local function applyHostWrites(plan)
   local ids = {}
@@ -70,6 +80,10 @@ local function applyHostWrites(plan)
   for _, record in ipairs(plan.records) do
     if record[3] == '-' then
       redis.call('DEL', record[1])
+    elseif record[3] == '+z' then
+      redis.call('ZADD', record[1], 0, record[2])
+    elseif record[3] == '+s' then
+      redis.call('SADD', record[1], record[2])
     elseif record[3] == '0' then
       redis.call('SET', record[1], record[2])
     else
