@@ -60,6 +60,15 @@ interface IndexPlans {
  * head or record, so a failed start leaves nothing that reads as true. After the script, the pointer
  * names the root alone.
  */
+/** Process-directory entries a commit writes itself, and what to note once it is acknowledged. */
+interface MemberMapping {
+  readonly members: DirectoryMember[];
+  mark(): void;
+}
+
+/** More fresh children than this in one commit are written ahead of it (a commit's members are bounded). */
+const maxRidingMembers = 200;
+
 export class RedisHostCommitter extends CommitterBase {
   readonly #store: RedisTreeCommitter;
   readonly #idempotency: RedisIdempotencyStore;
@@ -213,10 +222,12 @@ export class RedisHostCommitter extends CommitterBase {
     // A tree-wide interrupt's barrier, durable with the control (interrupt-record.ts).
     const interrupt = interruptRecordWrite(context?.hostValues, Date.now());
     if (interrupt !== undefined) records.push(interrupt);
-    await this.#mapMembers(checkpoint.snapshot, false);
+    const mapping = await this.#mapMembers(checkpoint.snapshot, false);
+    if (mapping !== undefined) members.push(...mapping.members);
     const plan = await this.#indexWaits({ snapshot: checkpoint.snapshot, sequence: checkpoint.sequence, activation: false, events: context?.events ?? [] });
     records.push(...(plan.timers?.records ?? []));
     await this.#store.commitCheckpoint(checkpoint, { events: context?.events ?? [], records, ...(members.length === 0 ? {} : { members }) });
+    mapping?.mark();
     agency?.committed();
     control?.committed();
     await this.#indexed(plan);
@@ -228,7 +239,7 @@ export class RedisHostCommitter extends CommitterBase {
   }
 
   protected async effect(boundary: EffectBoundary, context: CommitContext | undefined): Promise<void> {
-    await this.#mapMembers(boundary.snapshot, false);
+    const mapping = await this.#mapMembers(boundary.snapshot, false);
     const pendingEffectId = boundary.kind === 'pending' ? boundary.effectId.toString() : undefined;
     const plan = await this.#indexWaits({ snapshot: boundary.snapshot, sequence: boundary.sequence, activation: false, events: context?.events ?? [] }, pendingEffectId);
     const writes = this.#permits?.writesFor(boundary);
@@ -237,7 +248,8 @@ export class RedisHostCommitter extends CommitterBase {
     // A timer made pending here: its due instant lands with the head (timers/timer-writer.ts).
     const timers = plan.timers?.records ?? [];
     const records = gates.length === 0 && timers.length === 0 ? writes?.records : [...(writes?.records ?? []), ...gates, ...timers];
-    await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }) });
+    await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }), ...(mapping === undefined ? {} : { members: mapping.members }) });
+    mapping?.mark();
     await this.#indexed(plan);
     if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.effect()?.unknown === true) {
       this.#onUnknown(boundary.rootId.toString());
@@ -318,32 +330,43 @@ export class RedisHostCommitter extends CommitterBase {
 
   /**
    * The directory entries of the members this commit adds (all of them on an activation: this node
-   * has not written any), before it is sent: a tree never holds a child another node cannot find.
-   * Failing that, nothing is committed. A finished tree adds none: its bookkeeping is dropped.
+   * has not written any), before it is sent, or returned to ride in its script (standalone Redis,
+   * not an activation): a tree never holds a child another node cannot find. Failing that, nothing
+   * is committed. A finished tree adds none: its bookkeeping is dropped.
    */
-  async #mapMembers(snapshot: TreeSnapshot, activation: boolean): Promise<void> {
-    if (this.#processes === undefined) return;
+  async #mapMembers(snapshot: TreeSnapshot, activation: boolean): Promise<MemberMapping | undefined> {
+    if (this.#processes === undefined) return undefined;
     const root = snapshot.rootId.toString();
     if (snapshot.root.isTerminal) {
       this.#mapped.delete(root);
-      return;
+      return undefined;
     }
-    if (snapshot.size === 1) return;
+    if (snapshot.size === 1) return undefined;
     let mapped = activation ? undefined : this.#mapped.get(root);
-    if (mapped !== undefined && mapped.size === snapshot.size - 1) return;
+    if (mapped !== undefined && mapped.size === snapshot.size - 1) return undefined;
     mapped ??= new Set();
+    const known = mapped;
     const fresh = snapshot
       .processSnapshots()
       .map((process) => process.processId.toString())
-      .filter((processId) => processId !== root && !mapped.has(processId));
-    if (fresh.length === 0) return;
+      .filter((processId) => processId !== root && !known.has(processId));
+    if (fresh.length === 0) return undefined;
+    const mark = (): void => {
+      for (const processId of fresh) known.add(processId);
+      this.#mapped.set(root, known);
+    };
+    const entries = fresh.map((processId) => ({ processId, rootId: root }));
+    if (!activation && !this.#store.spansSlots && fresh.length <= maxRidingMembers) {
+      // Standalone Redis: the entries ride in the commit's own script; known once it is acknowledged.
+      return { members: this.#processes.members(entries), mark };
+    }
     try {
-      await this.#processes.record(fresh.map((processId) => ({ processId, rootId: root })));
+      await this.#processes.record(entries);
     } catch (error) {
       throw unavailable('process directory write', error);
     }
-    for (const processId of fresh) mapped.add(processId);
-    this.#mapped.set(root, mapped);
+    mark();
+    return undefined;
   }
 
   /** The node directory entry of a tree this commit makes this node's (before it: a superset). */

@@ -49,12 +49,14 @@ export interface HostWriteSet {
   readonly members?: readonly DirectoryMember[];
 }
 
-/** A member a commit adds to a directory key (formed in keys.ts): a sorted set (score 0) or a set. */
+/** An entry a commit adds to a directory key (formed in keys.ts): a sorted set (score 0), a set, or a string key set to `member`. */
 export interface DirectoryMember {
   readonly key: string;
-  readonly kind: 'zset' | 'set';
+  readonly kind: 'zset' | 'set' | 'string';
   readonly member: string;
 }
+
+const memberOps = { zset: '+z', set: '+s', string: '+k' } as const;
 
 /**
  * The second argument of every commit: the kernel's `CommitContext` (the committed-phase Events the
@@ -89,7 +91,7 @@ export interface RedisCommitContext extends HostWriteSet {
 export const hostWritesValueKey = 'scope.redis.hostWrites';
 
 /** Upper bounds that keep one commit's write set a reasonable single script call. */
-export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256, inboxClears: 64, members: 16 } as const;
+export const hostWriteLimits = { entries: 1_024, fieldsPerEntry: 256, records: 256, inboxClears: 64, members: 256 } as const;
 
 /** The default approximate MAXLEN of each tree's event log. */
 export const defaultEventLogMaxLen = 10_000;
@@ -224,13 +226,13 @@ export function encodeHostWrites(
   });
   if (members.length > hostWriteLimits.members) throw invalid(`at most ${hostWriteLimits.members} directory members per commit`);
   members.forEach((entry, index) => {
-    if (typeof entry !== 'object' || entry === null || typeof entry.key !== 'string' || typeof entry.member !== 'string' || (entry.kind !== 'zset' && entry.kind !== 'set')) {
-      throw invalid(`members[${index}] must be { key, kind: 'zset' | 'set', member } with string key and member`);
+    if (typeof entry !== 'object' || entry === null || typeof entry.key !== 'string' || typeof entry.member !== 'string' || !Object.hasOwn(memberOps, entry.kind)) {
+      throw invalid(`members[${index}] must be { key, kind: 'zset' | 'set' | 'string', member } with string key and member`);
     }
     if (!isKeyUnder(prefix, entry.key)) throw invalid(`members[${index}].key must be under the key prefix ${prefix}`);
-    // The scripts read `+z` as ZADD <key> 0 <member> and `+s` as SADD <key> <member>.
+    // The scripts read `+z` as ZADD <key> 0 <member>, `+s` as SADD <key> <member>, `+k` as SET <key> <member>.
     keys.push(entry.key);
-    args.push(entry.member, entry.kind === 'zset' ? '+z' : '+s');
+    args.push(entry.member, memberOps[entry.kind as keyof typeof memberOps]);
   });
   return { keys, args };
 }

@@ -103,3 +103,32 @@ test('the start commit writes the node directory entry and the root index in its
     redis.disconnect();
   }
 });
+
+test('a commit that adds children writes their process-directory entries in its own script, once each', async () => {
+  const prefix = freshPrefix();
+  const monitor = await new Redis(server.url, { lazyConnect: true }).monitor();
+  const { host, redis } = redisHost({ url: server.url, prefix });
+  try {
+    const seen: { args: string[]; source: string }[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+    const parent = await start(host, 'demo.fanout', { values: ['a', 'b', 'c'] });
+    await host.awaitResult(parent.processId, 10_000);
+    const sawPing = new Promise<void>((resolve) => monitor.on('monitor', (_time: string, args: string[]) => args[0]?.toUpperCase() === 'PING' && resolve()));
+    await redis.ping();
+    await sawPing;
+    const entries = seen.map((line, at) => ({ ...line, at })).filter(({ args }) => args[0]?.toLowerCase() === 'set' && (args[1] ?? '').startsWith(`${prefix}:process-root:`));
+    assert.equal(entries.length, 3, 'one entry per child, written once');
+    for (const entry of entries) {
+      assert.equal(entry.args[2], parent.processId, 'each names the root');
+      assert.equal(entry.source, 'lua', 'written by a commit script, not ahead of it');
+      // The nearest command a client sent before it is the commit whose script wrote it.
+      const sent = seen.slice(0, entry.at).reverse().find(({ source }) => source !== 'lua');
+      assert.match(sent?.args[0]?.toLowerCase() ?? '', /^evalsha$|^eval$/);
+      assert.ok(sent?.args.includes(`${prefix}:{${parent.processId}}:head`), 'the tree’s commit');
+    }
+  } finally {
+    monitor.disconnect();
+    await host.close(1_000);
+    redis.disconnect();
+  }
+});

@@ -456,7 +456,7 @@ test('redis committer: a malformed directory member is refused before anything i
     { members: [{ key: 'elsewhere:roots', kind: 'zset', member: 'm' }] },
     { members: [{ key: `${store.keyPrefix}:roots`, kind: 'list', member: 'm' }] },
     { members: [{ key: `${store.keyPrefix}:roots`, kind: 'zset', member: 7 }] },
-    { members: Array.from({ length: 17 }, (_, index) => ({ key: `${store.keyPrefix}:roots`, kind: 'zset', member: String(index) })) },
+    { members: Array.from({ length: 257 }, (_, index) => ({ key: `${store.keyPrefix}:roots`, kind: 'zset', member: String(index) })) },
   ];
   for (const writes of bad) {
     await assert.rejects(store.commit(start(trees.running(0)), writes as never), isCode('invalid_commit'), JSON.stringify(writes).slice(0, 80));

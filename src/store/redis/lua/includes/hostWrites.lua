@@ -7,11 +7,15 @@
     then E times: P (number of field/value pairs, > 0), field1, value1, ..., fieldP, valueP
     then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL; '-' =
     delete the key: a consumed settlement inbox, or a record the host marks `remove`; '+z' = ZADD
-    <key> 0 <value> and '+s' = SADD <key> <value>: a directory member, standalone Redis only)
+    <key> 0 <value>, '+s' = SADD <key> <value>, '+k' = SET <key> <value>: a directory entry outside
+    the tree's slot, standalone Redis only)
   Nothing may follow. Every argument is validated, and the event-log key's type checked, before the
   caller writes anything, so a malformed set can never leave a half-applied commit. The absent set
   is the common case and takes a fast path: false, no tables.
 ]]
+
+-- The directory entry ops (in the TTL position) and the key type each writes.
+local directoryKinds = { ['+z'] = 'zset', ['+s'] = 'set', ['+k'] = 'string' }
 
 -- Parses and validates the host write set; returns the plan (false when absent), or nil and a reason.
 local function readHostWrites(at, eventsKey, firstRecordKey)
@@ -38,13 +42,13 @@ local function readHostWrites(at, eventsKey, firstRecordKey)
   local records = {}
   for index = firstRecordKey, #KEYS do
     local value, ttl = ARGV[at], ARGV[at + 1]
-    if value == nil or (ttl ~= '-' and ttl ~= '+z' and ttl ~= '+s' and not isUint64(ttl)) then
+    local wanted = directoryKinds[ttl]
+    if value == nil or (ttl ~= '-' and not wanted and not isUint64(ttl)) then
       return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL'
     end
-    if ttl == '+z' or ttl == '+s' then
+    if wanted then
       -- Checked here, before anything is written: a member add must not fail after the head is installed.
       local kind = redis.call('TYPE', KEYS[index])['ok']
-      local wanted = ttl == '+z' and 'zset' or 'set'
       if kind ~= wanted and kind ~= 'none' then return nil, 'directory key ' .. KEYS[index] .. ' holds a ' .. kind end
     end
     records[#records + 1] = { KEYS[index], value, ttl }
@@ -61,7 +65,7 @@ end
 -- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), each with a
 -- last field `scope.prev` naming the entry appended just before it ('0' for the first of the stream:
 -- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given; DEL for '-';
--- ZADD 0 / SADD for a directory member).
+-- ZADD 0 / SADD / SET for a directory entry).
 -- Returns the new entries' ids in order.
 local function applyHostWrites(plan)
   local ids = {}
@@ -84,6 +88,8 @@ local function applyHostWrites(plan)
       redis.call('ZADD', record[1], 0, record[2])
     elseif record[3] == '+s' then
       redis.call('SADD', record[1], record[2])
+    elseif record[3] == '+k' then
+      redis.call('SET', record[1], record[2])
     elseif record[3] == '0' then
       redis.call('SET', record[1], record[2])
     else
