@@ -52,14 +52,6 @@ interface IndexPlans {
   readonly timers: TimerPlan | undefined;
 }
 
-/**
- * Redis mode: every commit's events, and a start's idempotency record, travel in the commit's Lua
- * script ({@link RedisCommitContext}). Two directory writes precede a start's script: the root
- * index entry and the idempotency pointer (`committing`, from this start's reservation; see
- * `RedisIdempotencyStore`). Both only point at the root; readers ignore them while the root has no
- * head or record, so a failed start leaves nothing that reads as true. After the script, the pointer
- * names the root alone.
- */
 /** Process-directory entries a commit writes itself, and what to note once it is acknowledged. */
 interface MemberMapping {
   readonly members: DirectoryMember[];
@@ -69,6 +61,15 @@ interface MemberMapping {
 /** More fresh children than this in one commit are written ahead of it (a commit's members are bounded). */
 const maxRidingMembers = 200;
 
+/**
+ * Redis mode: every commit's events, and a start's idempotency record, travel in the commit's Lua
+ * script ({@link RedisCommitContext}). On standalone Redis a start's script also adds the root index
+ * entry and the node directory entry, and a commit that adds children their process-directory
+ * entries. Directory writes that cannot ride (on a cluster, or an Idempotency-Key start's pointer:
+ * `committing`, from this start's reservation; see `RedisIdempotencyStore`) precede the script. They
+ * only point at the root; readers ignore them while the root has no head or record, so a failed start
+ * leaves nothing that reads as true. After the script, the pointer names the root alone.
+ */
 export class RedisHostCommitter extends CommitterBase {
   readonly #store: RedisTreeCommitter;
   readonly #idempotency: RedisIdempotencyStore;
