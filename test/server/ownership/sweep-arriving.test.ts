@@ -48,19 +48,24 @@ class GatedRegistry extends RedisNodeRegistry {
   }
 }
 
-test('the join sweep keeps the directory entry of a start whose commit is still in flight, and drops stale ones', async () => {
-  const keyPrefix = `arriving${process.pid}`;
+/** A node on a real registry whose first sweep waits for `registry.release()`. */
+function gatedNode(keyPrefix: string, nodeId: string): { ownership: Ownership; registry: GatedRegistry; key: string } {
   const registry = new GatedRegistry({ redis, keyPrefix });
   const ownership = new Ownership({
     registry,
-    node: { id: 'arriving-node', advertiseUrl: undefined, leaseMs: 10_000, renewMs: 20 },
+    node: { id: nodeId, advertiseUrl: undefined, leaseMs: 10_000, renewMs: 20 },
     refs: () => [],
     holds: () => false,
     loadHead: async () => undefined,
     isLocal: () => false,
     takeOver: async () => undefined,
   });
-  const key = nodeTreesKey(keyPrefix, 'arriving-node');
+  return { ownership, registry, key: nodeTreesKey(keyPrefix, nodeId) };
+}
+
+test('the join sweep keeps the directory entry of a start whose commit is still in flight, and drops stale ones', async () => {
+  const keyPrefix = `arriving${process.pid}`;
+  const { ownership, registry, key } = gatedNode(keyPrefix, 'arriving-node');
   try {
     await ownership.join('http://127.0.0.1:9');
     // A stale entry: its start never committed (no owner record), and nothing is arriving for it.
@@ -78,27 +83,19 @@ test('the join sweep keeps the directory entry of a start whose commit is still 
   }
 });
 
-test('arrived counts: two overlapping windows for one root end only with the second arrival', async () => {
-  const keyPrefix = `arriving${process.pid}-count`;
-  const registry = new GatedRegistry({ redis, keyPrefix });
-  const ownership = new Ownership({
-    registry,
-    node: { id: 'counting-node', advertiseUrl: undefined, leaseMs: 10_000, renewMs: 20 },
-    refs: () => [],
-    holds: () => false,
-    loadHead: async () => undefined,
-    isLocal: () => false,
-    takeOver: async () => undefined,
-  });
-  const key = nodeTreesKey(keyPrefix, 'counting-node');
+test('arrived counts: a window closes with its arrival, and two overlapping windows for one root only with the second', async () => {
+  const { ownership, registry, key } = gatedNode(`arriving${process.pid}-count`, 'counting-node');
   try {
     await ownership.join('http://127.0.0.1:9');
+    // Neither commit left an owner record (both failed): once its window is closed, an entry is stale.
+    await ownership.owning('process:once');
+    ownership.arrived('process:once');
     await ownership.owning('process:twice');
     await ownership.owning('process:twice');
     ownership.arrived('process:twice');
     registry.release();
     await registry.firstSweepOver;
-    assert.deepEqual(await redis.smembers(key), ['process:twice'], 'one window is still open');
+    assert.deepEqual(await redis.smembers(key), ['process:twice'], 'the closed window\'s entry went; the one still open stayed');
   } finally {
     await ownership.leave();
   }
