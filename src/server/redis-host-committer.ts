@@ -6,7 +6,7 @@ import type { RedisIdempotencyStore } from '../store/redis/idempotency-store.js'
 import type { RedisTreeCommitter } from '../store/redis/redis-committer.js';
 import type { RootIndexEntry } from '../store/root-index.js';
 import type { RedisRootIndex } from '../store/redis/root-index.js';
-import type { DirectoryMember } from '../store/redis/host-writes.js';
+import { type DirectoryMember, hostWriteLimits } from '../store/redis/host-writes.js';
 import { CommitterBase, type HostRecord, rootEntryOf, unavailable } from './host-committer.js';
 import { intentOf } from './idempotency.js';
 import { tenantOfHostValues, tenantRecordSuffix } from './tenancy.js';
@@ -57,9 +57,6 @@ interface MemberMapping {
   readonly members: DirectoryMember[];
   mark(): void;
 }
-
-/** More fresh children than this in one commit are written ahead of it (a commit's members are bounded). */
-const maxRidingMembers = 200;
 
 /**
  * Redis mode: every commit's events, and a start's idempotency record, travel in the commit's Lua
@@ -357,7 +354,7 @@ export class RedisHostCommitter extends CommitterBase {
       this.#mapped.set(root, known);
     };
     const entries = fresh.map((processId) => ({ processId, rootId: root }));
-    if (!activation && !this.#store.spansSlots && fresh.length <= maxRidingMembers) {
+    if (!activation && !this.#store.spansSlots && fresh.length <= hostWriteLimits.members) {
       // Standalone Redis: the entries ride in the commit's own script; known once it is acknowledged.
       return { members: this.#processes.members(entries), mark };
     }
