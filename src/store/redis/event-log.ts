@@ -4,7 +4,8 @@ import { linkedAbort, type LinkedAbort } from '../../kernel/deferred.js';
 import { sharedAbortController } from '../shared-abort.js';
 import { deltaType, TailOverflowError, type EventLog, type LogRecord, type StoredLogRecord } from '../event-log.js';
 import { committerUnavailable, StorageDeadlines } from './errors.js';
-import { checkKeyPrefix, defaultKeyPrefix, eventsKey } from './keys.js';
+import { checkKeyPrefix, defaultKeyPrefix, eventsKey, headKey } from './keys.js';
+import { LogRefs } from './log-refs.js';
 import { runScript } from './scripts.js';
 import { SharedTail, type SharedTailOptions } from './shared-tail.js';
 import { checkStreamId, deltaField, entriesOf, type EventLogEntry, eventEntryFields, recordShapeOf } from './log-entry.js';
@@ -79,6 +80,8 @@ export class RedisEventLog implements EventLog {
   #flushScheduled = false;
   #failed = 0;
   #closed = false;
+  /** The deployment refs in the heads of the trees this log writes and reads (log-refs.ts). */
+  readonly refs = new LogRefs();
 
   constructor(options: EventLogOptions) {
     this.#redis = options.redis;
@@ -196,9 +199,18 @@ export class RedisEventLog implements EventLog {
 
   #send(rootId: string, records: readonly LogRecord[]): void {
     // The entry layout is log-entry.ts's logEntryFields, as a commit script carrying them writes it.
+    // An Event whose ref a commit acknowledged here has defined is stored cut (log-refs.ts): `ref <id>`
+    // rides between the name and the data, which appendLog writes as given.
+    const cut = this.refs.cut(headKey(this.#prefix, rootId), false);
     const args: string[] = [this.#maxLen];
     for (const record of records) {
-      args.push(record.type, record.type === deltaType ? deltaField : eventEntryFields.event, record.data);
+      if (record.type === deltaType) {
+        args.push('2', record.type, deltaField, record.data);
+        continue;
+      }
+      const fields = cut.fields({ [eventEntryFields.name]: record.type, [eventEntryFields.event]: record.data });
+      const pairs = Object.entries(fields).slice(1);
+      args.push(String(pairs.length + 1), record.type, ...pairs.flat());
     }
     runScript(this.#redis, 'appendLog', [eventsKey(this.#prefix, rootId)], args).then(
       (reply) => {
@@ -255,7 +267,13 @@ export class RedisEventLog implements EventLog {
     const key = eventsKey(this.#prefix, rootId);
     this.flush();
     const raw = await this.#deadlines.run('event log read', () => this.#redis.xrange(key, `(${afterId}`, '+', 'COUNT', count));
-    return entriesOf(raw);
+    return this.#restored(String(rootId), entriesOf(raw));
+  }
+
+  /** The entries with each Event's deployment ref put back (log-refs.ts); one whose ref is not found stays as stored. */
+  async #restored(rootId: string, entries: EventLogEntry[]): Promise<EventLogEntry[]> {
+    await this.refs.resolve(this.#redis, headKey(this.#prefix, rootId), entries, (run) => this.#deadlines.run('event log refs', run));
+    return entries.map((entry) => this.refs.restore(entry));
   }
 
   /** The number of entries the log holds now (after trimming). */
@@ -308,7 +326,7 @@ export class RedisEventLog implements EventLog {
         throw error;
       }
     }
-    return releasing(this.#tail.batches(key, lastId, stop, String(rootId)), link);
+    return restoring(releasing(this.#tail.batches(key, lastId, stop, String(rootId)), link), (entries) => this.#restored(String(rootId), [...entries]));
   }
 
   /** Ends every tail and refuses new ones. The shared client is the caller's to close. */
@@ -342,6 +360,30 @@ function releasing<T>(iterable: AsyncIterable<T>, link: LinkedAbort): AsyncItera
         },
         async return(value?: unknown): Promise<IteratorResult<T>> {
           link.release();
+          return (await inner.return?.(value)) ?? { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}
+
+/** `iterable` with each batch mapped by `restore` (which a failure of ends the iteration). */
+function restoring<T>(iterable: AsyncIterable<readonly T[]>, restore: (batch: readonly T[]) => Promise<readonly T[]>): AsyncIterable<readonly T[]> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<readonly T[]> {
+      const inner = iterable[Symbol.asyncIterator]();
+      return {
+        async next(): Promise<IteratorResult<readonly T[]>> {
+          const result = await inner.next();
+          if (result.done === true) return result;
+          try {
+            return { done: false, value: await restore(result.value) };
+          } catch (error) {
+            await inner.return?.();
+            throw error;
+          }
+        },
+        async return(value?: unknown): Promise<IteratorResult<readonly T[]>> {
           return (await inner.return?.(value)) ?? { done: true, value: undefined };
         },
       };

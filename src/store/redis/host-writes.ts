@@ -1,6 +1,7 @@
 import { ErrorCode, KernelError, type ProcessId } from '../../kernel/index.js';
 import { eventEntryFields, previousEntryField, type EventLogFields } from './log-entry.js';
-import { checkRecordSuffix, effectInboxKey, isKeyUnder, recordKey } from './keys.js';
+import { checkRecordSuffix, effectInboxKey, headKey, isKeyUnder, recordKey } from './keys.js';
+import type { RefCut } from './log-refs.js';
 
 /**
  * The host write set of a commit: what a host adds to one commit beside the kernel's committed
@@ -67,11 +68,13 @@ const memberOps = { zset: '+z', set: '+s', string: '+k' } as const;
  *    `RedisTreeCommitter`), then each kernel Event, in order, then each host entry (direct ones, then
  *    those in `hostValues`):
  *    `XADD <events> MAXLEN ~ <eventLogMaxLen> * field value … scope.prev <previous id>` — a kernel Event
- *    becomes `name <event name> event <canonical Event JSON>`; {@link previousEntryField} links each
- *    entry to the one before it;
+ *    becomes `name <event name> ref <ref id> event <its canonical JSON without the deployment_ref>`
+ *    (log-refs.ts), or `name <event name> event <canonical Event JSON>` when it opens otherwise;
+ *    {@link previousEntryField} links each entry to the one before it;
  * 2. each record, in order: `SET <record key> <value>` (`PX <ttlMs>` when given), overwriting any
  *    previous value, or `DEL <record key>` for one marked `remove`;
- * 3. each inbox clear: `DEL <prefix>:{<root>}:inbox:<effectId>`.
+ * 3. each inbox clear: `DEL <prefix>:{<root>}:inbox:<effectId>`;
+ * 4. each deployment ref the cut Events name that the head lacks: `HSET <head> ref:<id> <ref JSON>`.
  * A conflict applies none of it. An identical retry acknowledged as a duplicate (status 2) applies
  * none of it either: the original commit already applied its own writes, so a host must build the
  * same writes for the same commit (or accept that only the first ones count). All arguments are
@@ -143,6 +146,7 @@ export function encodeHostWrites(
   context: RedisCommitContext | undefined,
   maxLen: number,
   leading: readonly EventLogFields[] = [],
+  refs?: RefCut,
 ): EncodedHostWrites {
   const events = context?.events ?? [];
   const extra = context?.entries ?? [];
@@ -162,9 +166,12 @@ export function encodeHostWrites(
   const carriedRecords = carried?.records ?? [];
   if (!Array.isArray(carriedEntries)) throw invalid(`hostValues['${hostWritesValueKey}'].entries must be an array`);
   if (!Array.isArray(carriedRecords)) throw invalid(`hostValues['${hostWritesValueKey}'].records must be an array`);
+  // Events (and best-effort entries) whose deployment ref the head holds, or this commit defines, are
+  // stored cut (log-refs.ts); host entries are opaque and stored as given.
+  const stored = (fields: EventLogFields): EventLogFields => (refs === undefined ? fields : refs.fields(fields));
   const entries: [string, EventLogFields][] = [
-    ...leading.map((fields, index): [string, EventLogFields] => [`best-effort entries[${index}]`, fields]),
-    ...events.map((event, index): [string, EventLogFields] => [`events[${index}]`, eventFields(event, index)]),
+    ...leading.map((fields, index): [string, EventLogFields] => [`best-effort entries[${index}]`, stored(fields)]),
+    ...events.map((event, index): [string, EventLogFields] => [`events[${index}]`, stored(eventFields(event, index))]),
     ...extra.map((fields, index): [string, EventLogFields] => [`entries[${index}]`, fields]),
     ...carriedEntries.map((fields, index): [string, EventLogFields] => [`hostValues entries[${index}]`, fields]),
   ];
@@ -234,6 +241,11 @@ export function encodeHostWrites(
     keys.push(entry.key);
     args.push(entry.member, memberOps[entry.kind as keyof typeof memberOps]);
   });
+  // The refs the cut entries name that the head does not hold yet: `+h` is HSET <head> <field> <ref JSON>.
+  for (const definition of refs?.definitions ?? []) {
+    keys.push(headKey(prefix, rootId));
+    args.push(`${definition.field} ${definition.refJson}`, '+h');
+  }
   return { keys, args };
 }
 

@@ -1,4 +1,5 @@
 import { deltaType, type LogRecord, type StoredLogRecord } from '../event-log.js';
+import { refEntryField } from './log-refs.js';
 
 /*
  * The entries of a tree's event log (a Redis Stream) as Scope writes and reads them: their fields, the
@@ -37,7 +38,11 @@ export const eventEntryFields = { name: 'name', event: 'event' } as const;
 /** The data field of a Delta's entry (its name field is `agent.delta`). */
 export const deltaField = 'delta';
 
-/** The fields of a best-effort record's entry: `name <type>` then `delta|event <data>` (appendLog-1.lua writes the same). */
+/**
+ * The fields of a best-effort record's entry: `name <type>` then `delta|event <data>` (appendLog-1.lua
+ * writes the same). An Event's may be stored cut, `ref <id>` before its data (log-refs.ts); readers
+ * get these fields back.
+ */
 export function logEntryFields(record: LogRecord): EventLogFields {
   return { name: record.type, [record.type === deltaType ? deltaField : eventEntryFields.event]: record.data };
 }
@@ -99,6 +104,8 @@ export function recordShapeOf(entry: EventLogEntry): StoredLogRecord | undefined
 }
 
 function parseRecordShape(entry: EventLogEntry): StoredLogRecord | undefined {
+  // An Event whose deployment ref could not be put back (log-refs.ts) is not a record anyone can read.
+  if (entry.fields[refEntryField] !== undefined) return undefined;
   const type = entry.fields[eventEntryFields.name];
   const data = entry.fields[eventEntryFields.event] ?? entry.fields[deltaField];
   if (type === undefined || data === undefined) return undefined;

@@ -3,6 +3,7 @@ import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation,
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
 import { type EventLogFields, logEntryFields } from './log-entry.js';
+import type { RefCut } from './log-refs.js';
 import type { LogRecord } from '../event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
 import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey } from './keys.js';
@@ -143,10 +144,11 @@ export class RedisTreeCommitter implements TreeStore {
    */
   async takeOverTree(activation: TreeActivation, expectedOwner: string, context?: RedisCommitContext): Promise<CommitReceipt> {
     const root = activation.rootId;
-    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const cut = this.events.refs.cut(headKey(this.#prefix, root), true);
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen, [], cut);
     const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ownerKey(this.#prefix, root), ...host.keys];
     const args = [...activationArgs(activation), expectedOwner, ...host.args];
-    return receipt(await this.#script('takeOverTree', 'takeOverTree', keys, args));
+    return receipt(this.#defining(root, cut, await this.#script('takeOverTree', 'takeOverTree', keys, args)));
   }
 
   /**
@@ -274,8 +276,8 @@ export class RedisTreeCommitter implements TreeStore {
     const root = checkpoint.rootId;
     const { snapshot } = checkpoint;
     const prefix = this.#prefix;
-    return this.#carrying(root, `commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', (leading) => {
-      const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading);
+    return this.#carrying(root, `commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', (leading, cut) => {
+      const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading, cut);
       const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), ...host.keys];
       const args = [
         checkpoint.kind === 'start' ? 'start' : 'advance',
@@ -296,8 +298,8 @@ export class RedisTreeCommitter implements TreeStore {
     const root = boundary.rootId;
     const { snapshot } = boundary;
     const prefix = this.#prefix;
-    return this.#carrying(root, `commitEffect(${boundary.kind})`, 'commitEffect', (leading) => {
-      const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading);
+    return this.#carrying(root, `commitEffect(${boundary.kind})`, 'commitEffect', (leading, cut) => {
+      const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading, cut);
       const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ...host.keys];
       const args = [
         boundary.identity(),
@@ -326,24 +328,27 @@ export class RedisTreeCommitter implements TreeStore {
     rootId: ProcessId,
     what: string,
     name: string,
-    build: (leading: readonly EventLogFields[]) => { readonly keys: readonly string[]; readonly args: readonly string[] },
+    build: (leading: readonly EventLogFields[], cut: RefCut) => { readonly keys: readonly string[]; readonly args: readonly string[] },
   ): Promise<CommitReceipt> {
     const root = rootId.toString();
+    const head = headKey(this.#prefix, root);
     let carried: readonly LogRecord[] = [];
+    let cut = this.events.refs.cut(head, true);
     let result: ScriptResult;
     try {
       result = await corked(this.#redis, () => {
         carried = this.#closed ? [] : this.events.takeUnsent(root, maxCarriedEntries);
         let encoded: { readonly keys: readonly string[]; readonly args: readonly string[] };
         try {
-          encoded = build(carried.map(logEntryFields));
+          encoded = build(carried.map(logEntryFields), cut);
         } catch (error) {
           if (carried.length === 0) throw error;
           // Too many for one script beside the commit's own (or refused): they go first, on their own
           // (issued now, so still ahead of the commit), and the commit is built as it would have been.
           this.events.resend(root, carried);
           carried = [];
-          encoded = build([]);
+          cut = this.events.refs.cut(head, true);
+          encoded = build([], cut);
         }
         return this.#script(what, name, encoded.keys, encoded.args);
       });
@@ -353,15 +358,26 @@ export class RedisTreeCommitter implements TreeStore {
       throw error;
     }
     if (result.outcome === 'duplicate') this.events.resend(root, carried);
+    this.#defining(rootId, cut, result);
     return receipt(result.outcome === 'installed' ? { ...result, entryIds: result.entryIds.slice(carried.length) } : result);
   }
 
   async #activation(activation: TreeActivation, context: RedisCommitContext | undefined): Promise<CommitReceipt> {
     const root = activation.rootId;
-    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen);
+    const cut = this.events.refs.cut(headKey(this.#prefix, root), true);
+    const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen, [], cut);
     const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ...host.keys];
     const args = [...activationArgs(activation), ...host.args];
-    return receipt(await this.#script('activateTree', 'activateTree', keys, args));
+    return receipt(this.#defining(root, cut, await this.#script('activateTree', 'activateTree', keys, args)));
+  }
+
+  /**
+   * Once a script that defined refs is acknowledged — it installed its head, or was the identical retry
+   * of one that did — the head holds them: later best-effort appends may cut entries naming them.
+   */
+  #defining(rootId: ProcessId, cut: RefCut, result: ScriptResult): ScriptResult {
+    if (result.outcome === 'installed' || result.outcome === 'duplicate') this.events.refs.markDefined(headKey(this.#prefix, rootId), cut.defined);
+    return result;
   }
 
   #call<T>(what: string, run: () => Promise<T>): Promise<T> {

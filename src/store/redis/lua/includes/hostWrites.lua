@@ -8,14 +8,15 @@
     then, for each record key KEYS[firstRecordKey..#KEYS] in order: value, ttlMs ('0' = no TTL; '-' =
     delete the key: a consumed settlement inbox, or a record the host marks `remove`; '+z' = ZADD
     <key> 0 <value>, '+s' = SADD <key> <value>, '+k' = SET <key> <value>: a directory entry outside
-    the tree's slot, standalone Redis only)
+    the tree's slot, standalone Redis only; '+h' = HSET <key> <field> <rest> for a value `<field> <rest>`:
+    a deployment ref the entries name, stored in the head hash, see log-refs.ts)
   Nothing may follow. Every argument is validated, and the event-log key's type checked, before the
   caller writes anything, so a malformed set can never leave a half-applied commit. The absent set
   is the common case and takes a fast path: false, no tables.
 ]]
 
 -- The directory entry ops (in the TTL position) and the key type each writes.
-local directoryKinds = { ['+z'] = 'zset', ['+s'] = 'set', ['+k'] = 'string' }
+local directoryKinds = { ['+z'] = 'zset', ['+s'] = 'set', ['+k'] = 'string', ['+h'] = 'hash' }
 
 -- Parses and validates the host write set; returns the plan (false when absent), or nil and a reason.
 local function readHostWrites(at, eventsKey, firstRecordKey)
@@ -46,6 +47,9 @@ local function readHostWrites(at, eventsKey, firstRecordKey)
     if value == nil or (ttl ~= '-' and not wanted and not isUint64(ttl)) then
       return nil, 'idempotency record ' .. KEYS[index] .. ' needs a value and a TTL'
     end
+    if ttl == '+h' and not string.find(value, ' ', 2, true) then
+      return nil, 'hash entry for ' .. KEYS[index] .. ' needs a field and a value'
+    end
     if wanted then
       -- Checked here, before anything is written: a member add must not fail after the head is installed.
       local kind = redis.call('TYPE', KEYS[index])['ok']
@@ -65,7 +69,7 @@ end
 -- Applies a validated plan: XADD each entry in order (auto ids, approximate trimming), each with a
 -- last field `scope.prev` naming the entry appended just before it ('0' for the first of the stream:
 -- readers detect trimmed gaps with it), then SET each record (overwriting, PX ttl when given; DEL for '-';
--- ZADD 0 / SADD / SET for a directory entry).
+-- ZADD 0 / SADD / SET for a directory entry, HSET for a ref).
 -- Returns the new entries' ids in order.
 local function applyHostWrites(plan)
   local ids = {}
@@ -88,6 +92,9 @@ local function applyHostWrites(plan)
       redis.call('ZADD', record[1], 0, record[2])
     elseif record[3] == '+s' then
       redis.call('SADD', record[1], record[2])
+    elseif record[3] == '+h' then
+      local space = string.find(record[2], ' ', 2, true)
+      redis.call('HSET', record[1], string.sub(record[2], 1, space - 1), string.sub(record[2], space + 1))
     elseif record[3] == '+k' then
       redis.call('SET', record[1], record[2])
     elseif record[3] == '0' then
