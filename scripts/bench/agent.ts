@@ -34,6 +34,11 @@ import { startRedisServer } from '../../test/helpers/redis-server.js';
  * `embedded,instant,redis`) picks the committers (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
  * overhead < 5% of the 50 ms call.
  *
+ * A service runs thousands of turns, so its code is optimised by the JIT; a fresh process is not. The
+ * `embedded (cold)` line is measured first, after one warm-up run; then `BENCH_AGENT_WARMUP` (default 40)
+ * in-process runs (the `instant` agent: the same Engine, strategy and commit code, no HTTP wait, about
+ * 2 s) bring the process to that steady state, and every later line is measured in it.
+ *
  * A third line, `instant`, runs the same agent embedded with a model dispatcher that answers from the
  * script in-process at once (no HTTP, no delay): the whole run is Scope's work, so it shows the hot
  * per-turn cost apart from what a 50 ms idle wait adds to the work that follows it (caches and branch
@@ -43,6 +48,7 @@ import { startRedisServer } from '../../test/helpers/redis-server.js';
 const turns = 20;
 const modelDelayMs = 50;
 const runs = Number(process.env.BENCH_AGENT_RUNS ?? 3);
+const warmupRuns = Number(process.env.BENCH_AGENT_WARMUP ?? 40);
 const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,instant,redis').split(','));
 const systemPrompt = 'bench.agent: search once per turn, then answer.';
 
@@ -162,19 +168,23 @@ async function measure(label: string, baseUrl: string | undefined, make: (run: n
   const model = median.modelMs / turns;
   const overhead = perTurn - model;
   console.log(
-    `${label.padEnd(9)} ${perTurn.toFixed(1).padStart(6)} ms/turn = model wait ${model.toFixed(1).padStart(5)} ms + Scope ${overhead.toFixed(2).padStart(5)} ms ` +
+    `${label.padEnd(15)} ${perTurn.toFixed(1).padStart(6)} ms/turn = model wait ${model.toFixed(1).padStart(5)} ms + Scope ${overhead.toFixed(2).padStart(5)} ms ` +
       `(${((overhead / modelDelayMs) * 100).toFixed(1)}% of the ${modelDelayMs} ms call)  ${(median.commits / turns).toFixed(1)} commits/turn  ` +
       `(runs ${sorted.map((sample) => sample.ms.toFixed(0)).join(', ')} ms)`,
   );
 }
 
 export async function benchAgent(): Promise<void> {
-  console.log(`## interaction: a ${turns}-turn ReAct run (19 search tool children + the answer), scripted model server, ${modelDelayMs} ms per reply (median of ${runs})`);
+  console.log(
+    `## interaction: a ${turns}-turn ReAct run (19 search tool children + the answer), scripted model server, ${modelDelayMs} ms per reply (median of ${runs}; after \`embedded (cold)\`, ${warmupRuns} in-process warm-up runs)`,
+  );
   const server = await ScriptedModelServer.start({ script: script as never });
   const redisServer = await startRedisServer({ appendOnly: false });
   const redis = new Redis(redisServer.port, '127.0.0.1');
   const committers: RedisTreeCommitter[] = [];
   try {
+    if (committerNames.has('embedded')) await measure('embedded (cold)', server.baseUrl, () => new MemoryTreeCommitter());
+    for (let run = 0; run < warmupRuns; run += 1) await runOnce(undefined, new MemoryTreeCommitter());
     if (committerNames.has('embedded')) await measure('embedded', server.baseUrl, () => new MemoryTreeCommitter());
     if (committerNames.has('instant')) await measure('instant', undefined, () => new MemoryTreeCommitter());
     if (committerNames.has('redis')) await measure('redis', server.baseUrl, (run) => {
