@@ -3,8 +3,13 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { encodeCanonical } from '../../../src/kernel/canonical-json.js';
+import { TreeCheckpoint } from '../../../src/kernel/commit.js';
 import { Digest } from '../../../src/kernel/digest.js';
+import { eventNames } from '../../../src/kernel/event.js';
+import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import { RedisEventLog } from '../../../src/store/redis/event-log.js';
+import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { eventsKey, headKey } from '../../../src/store/redis/keys.js';
 import { entriesOf, type EventLogEntry } from '../../../src/store/redis/log-entry.js';
 import { cutRef, refEntryField, refHeadField, spliceRef } from '../../../src/store/redis/log-refs.js';
@@ -176,5 +181,32 @@ test('a best-effort Event is cut only once a commit acknowledged here defined it
     await fresh.close();
   } finally {
     await log.close();
+  }
+});
+
+test('a refused commit writes neither its cut Events nor their ref, and leaves the ref unknown to best-effort appends', async () => {
+  const prefix = freshPrefix();
+  const owner = new RedisTreeCommitter({ redis, keyPrefix: prefix });
+  const rival = new RedisTreeCommitter({ redis, keyPrefix: prefix });
+  const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+  const root = trees.rootId.toString();
+  const event = encodeCanonical({ deployment_ref: ref, name: eventNames.processStarted, process_id: root });
+  const logged = { name: eventNames.processStarted, json: () => event };
+  const id = Digest.of(encodeCanonical(ref)).toString();
+  try {
+    await owner.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), { events: [] });
+    // Another writer's start for the same root: refused, so it writes no entry and no ref.
+    const rivalStart = TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: conformanceTrees(trees.rootId, TreeIncarnationId.random()).running(0) });
+    await assert.rejects(rival.commit(rivalStart, { events: [logged] }), (error: unknown) => (error as { code?: string }).code === 'tree_incarnation_conflict');
+    assert.equal(await redis.xlen(eventsKey(prefix, root)), 0);
+    assert.equal(await redis.hget(headKey(prefix, root), refHeadField(id)), null, 'no ref was stored');
+    // The rival never learnt the ref is defined: its best-effort Event goes whole (a reader could not splice a cut one).
+    rival.events.append(root, [{ type: eventNames.processStarted, processId: root, data: event }]);
+    rival.events.flush();
+    const [stored] = entriesOf(await redis.xrange(eventsKey(prefix, root), '-', '+'));
+    assert.deepEqual(stored?.fields, { name: eventNames.processStarted, event });
+  } finally {
+    await owner.close();
+    await rival.close();
   }
 });
