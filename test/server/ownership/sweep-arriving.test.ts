@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
+import { TreeActivation, TreeCheckpoint } from '../../../src/kernel/commit.js';
+import { Digest } from '../../../src/kernel/digest.js';
+import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import { Ownership } from '../../../src/server/ownership/ownership.js';
+import { RedisHostCommitter } from '../../../src/server/redis-host-committer.js';
+import { RedisIdempotencyStore } from '../../../src/store/redis/idempotency-store.js';
+import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { RedisRootIndex } from '../../../src/store/redis/root-index.js';
+import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { encodeOwner } from '../../../src/server/ownership/owner-record.js';
 import { RedisNodeRegistry } from '../../../src/store/redis/node-registry.js';
 import { nodeTreesKey, ownerKey } from '../../../src/store/redis/keys.js';
@@ -98,5 +106,39 @@ test('arrived counts: a window closes with its arrival, and two overlapping wind
     assert.deepEqual(await redis.smembers(key), ['process:twice'], 'the closed window\'s entry went; the one still open stayed');
   } finally {
     await ownership.leave();
+  }
+});
+
+test('the host committer closes an activation\'s window when its commit is over, refused included', async () => {
+  const keyPrefix = `arriving${process.pid}-activation`;
+  const { ownership, registry, key } = gatedNode(keyPrefix, 'activating-node');
+  const store = new RedisTreeCommitter({ redis, keyPrefix });
+  const committer = new RedisHostCommitter({
+    store,
+    idempotency: new RedisIdempotencyStore({ redis, keyPrefix, committer: store }),
+    roots: new RedisRootIndex({ redis, keyPrefix }),
+  });
+  committer.setOwnership(ownership);
+  try {
+    await ownership.join('http://127.0.0.1:9');
+    // A tree another writer started; this node restores it from a head that has moved on since it read it.
+    const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+    const root = trees.rootId.toString();
+    await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }));
+    const stale = TreeActivation.create({
+      previousIncarnationId: trees.incarnationId,
+      previousDigest: Digest.of('a head this node read before it moved on'),
+      snapshot: conformanceTrees(trees.rootId, TreeIncarnationId.random()).running(0),
+    });
+    await assert.rejects(committer.activateTree(stale, { events: [] }), (error: unknown) => (error as { code?: string }).code === 'tree_incarnation_conflict');
+    // Its directory entry was written before the commit; the commit installed nothing, so the entry is
+    // stale — and with the window closed, the sweep sees that.
+    assert.deepEqual(await redis.smembers(key), [root]);
+    registry.release();
+    await registry.firstSweepOver;
+    assert.deepEqual(await redis.smembers(key), [], 'the sweep dropped the entry of the refused activation');
+  } finally {
+    await ownership.leave();
+    await store.close();
   }
 });
