@@ -9,6 +9,7 @@ import { eventNames } from '../../../src/kernel/event.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import { RedisEventLog } from '../../../src/store/redis/event-log.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { runScript } from '../../../src/store/redis/scripts.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { eventsKey, headKey } from '../../../src/store/redis/keys.js';
 import { entriesOf, type EventLogEntry } from '../../../src/store/redis/log-entry.js';
@@ -209,4 +210,22 @@ test('a refused commit writes neither its cut Events nor their ref, and leaves t
     await owner.close();
     await rival.close();
   }
+});
+
+test('the scripts check every entry and ref definition before writing: a malformed one writes nothing', async () => {
+  const prefix = freshPrefix();
+  const rootId = 'process:0123456789abcdef0123456789abcdef';
+  const events = eventsKey(prefix, rootId);
+  const head = headKey(prefix, rootId);
+  const entry = ['2', 'agent.step.started', 'event', '{}'];
+  // appendLog: a good entry followed by a bad one (a pair count other than 2 or 3, or too few arguments) writes neither.
+  for (const bad of [['4', 'n', 'event', '{}'], ['3', 'n', 'ref', 'sha256:0', 'event']]) {
+    const reply = await runScript(redis, 'appendLog', [events], ['10', ...entry, ...bad]);
+    assert.equal((reply as unknown[])[0], -4, JSON.stringify(bad));
+  }
+  assert.equal(await redis.exists(events), 0, 'no entry was written');
+  // A commit whose ref definition has no field/value separator is refused before its compare-and-swap.
+  const reply = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'no-separator', '+h']);
+  assert.deepEqual(reply, [-4, `hash entry for ${head} needs a field and a value`]);
+  assert.equal(await redis.exists(head), 0, 'nothing was written');
 });
