@@ -228,4 +228,55 @@ test('the scripts check every entry and ref definition before writing: a malform
   const reply = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'no-separator', '+h']);
   assert.deepEqual(reply, [-4, `hash entry for ${head} needs a field and a value`]);
   assert.equal(await redis.exists(head), 0, 'nothing was written');
+  // A ref whose head key holds another type is refused as a head key, and writes nothing either.
+  await redis.set(head, 'not a hash');
+  const wrongType = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'ref:x {}', '+h']);
+  assert.deepEqual(wrongType, [-4, `head key ${head} holds a string`]);
+  assert.equal(await redis.get(head), 'not a hash');
+  assert.equal(await redis.exists(`${head}:facts`), 0, 'no fact was written');
+});
+
+test('a reader that cannot read the ref from the head gets committer_unavailable, never an Event without its ref', async () => {
+  const prefix = freshPrefix();
+  const { host, redis: hostRedis } = redisHost({ url: server.url, prefix });
+  let rootId: string;
+  try {
+    rootId = (await start(host, 'demo.echo', { value: 'ab' })).processId;
+    assert.equal((await result(host, rootId)).status, 'completed');
+  } finally {
+    await host.close();
+    hostRedis.disconnect();
+  }
+  // A real refusal by Redis, of the ref read alone: this user may read the stream but not HMGET.
+  const user = `refless${process.pid}`;
+  await redis.acl('SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-hmget');
+  const client = new Redis({ port: server.port, host: '127.0.0.1', username: user, password: 'secret' });
+  const fresh = new RedisEventLog({ redis: client, keyPrefix: prefix });
+  const unavailable = (error: unknown): boolean => (error as { code?: unknown }).code === 'committer_unavailable';
+  try {
+    assert.ok((await client.xlen(eventsKey(prefix, rootId))) > 0, 'the stream itself is readable');
+    await assert.rejects(fresh.readAfter(rootId, '0', 1_000), unavailable);
+    const tailed: EventLogEntry[] = [];
+    await assert.rejects(async () => {
+      for await (const entry of fresh.tailEntries(rootId, '0')) tailed.push(entry);
+    }, unavailable);
+    assert.deepEqual(tailed, [], 'no entry reached the reader before the failure');
+    assert.equal(fresh.tailCount, 0, 'the failed tail left the shared tail');
+
+    // Readable again: the same log resolves the ref and hands out every Event whole.
+    await redis.acl('SETUSER', user, '+hmget');
+    const abort = new AbortController();
+    const length = await client.xlen(eventsKey(prefix, rootId));
+    for await (const entry of fresh.tailEntries(rootId, '0', { signal: abort.signal })) {
+      tailed.push(entry);
+      if (tailed.length === length) abort.abort();
+    }
+    const events = tailed.filter((entry) => entry.fields.event !== undefined);
+    assert.ok(events.length > 0);
+    for (const entry of events) assert.ok(entry.fields.event?.startsWith('{"deployment_ref":{'), `${entry.fields.name} has its ref back`);
+  } finally {
+    await fresh.close();
+    client.disconnect();
+    await redis.acl('DELUSER', user);
+  }
 });

@@ -53,7 +53,10 @@ local function readHostWrites(at, eventsKey, firstRecordKey)
     if wanted then
       -- Checked here, before anything is written: a member add must not fail after the head is installed.
       local kind = redis.call('TYPE', KEYS[index])['ok']
-      if kind ~= wanted and kind ~= 'none' then return nil, 'directory key ' .. KEYS[index] .. ' holds a ' .. kind end
+      if kind ~= wanted and kind ~= 'none' then
+        local what = ttl == '+h' and 'head key ' or 'directory key '
+        return nil, what .. KEYS[index] .. ' holds a ' .. kind
+      end
     end
     records[#records + 1] = { KEYS[index], value, ttl }
     at = at + 2
