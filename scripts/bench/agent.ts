@@ -1,3 +1,8 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Budget } from '../../src/kernel/budget.js';
@@ -24,7 +29,9 @@ import { startRedisServer } from '../../test/helpers/redis-server.js';
 /**
  * The interaction strategy's cost per turn (issue 15): a 20-turn ReAct run — 19 turns that each call
  * the `search` tool (a child Process of the research ToolSet) and a final answer — against the
- * scripted OpenAI-compatible model server over real HTTP, every model reply delayed by 50 ms, through
+ * scripted OpenAI-compatible model server (`scope model-server`, in a process of its own as a model API
+ * would be; `BENCH_AGENT_MODEL_INPROCESS=1` runs it in the bench's process) over real HTTP, every model
+ * reply delayed by 50 ms, through
  * the real model dispatcher (the official openai client, streaming). Embedded (memory committer) and
  * Redis (a private redis-server, appendonly no). Per turn: wall time, the model wait (time inside the
  * model dispatcher: the 50 ms delay plus HTTP and stream parsing), Scope's overhead (the rest: steps,
@@ -174,11 +181,41 @@ async function measure(label: string, baseUrl: string | undefined, make: (run: n
   );
 }
 
+/** The scripted model server in a process of its own, as a model API would be: its work is not Scope's. */
+async function modelServerProcess(): Promise<{ readonly baseUrl: string; close(): Promise<void> }> {
+  const directory = mkdtempSync(join(tmpdir(), 'bench-agent-'));
+  const file = join(directory, 'script.json');
+  writeFileSync(file, JSON.stringify(script));
+  const child = spawn(process.execPath, ['bin/scope.js', 'model-server', '--port', '0', '--script', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = once(child, 'exit');
+  // A bench that dies leaves no model server behind.
+  const orphan = (): void => void child.kill('SIGKILL');
+  process.once('exit', orphan);
+  let output = '';
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const found = /SCOPE_MODEL_BASE_URL=(\S+)/.exec(output)?.[1];
+      if (found !== undefined) resolve(found);
+    });
+    void exited.then(([code]) => reject(new Error(`scope model-server exited (${String(code)}): ${output}`)));
+  });
+  return {
+    baseUrl,
+    async close() {
+      process.off('exit', orphan);
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function benchAgent(): Promise<void> {
   console.log(
     `## interaction: a ${turns}-turn ReAct run (19 search tool children + the answer), scripted model server, ${modelDelayMs} ms per reply (median of ${runs}; after \`embedded (cold)\`, ${warmupRuns} in-process warm-up runs)`,
   );
-  const server = await ScriptedModelServer.start({ script: script as never });
+  const server = process.env.BENCH_AGENT_MODEL_INPROCESS === '1' ? await ScriptedModelServer.start({ script: script as never }) : await modelServerProcess();
   const redisServer = await startRedisServer({ appendOnly: false });
   const redis = new Redis(redisServer.port, '127.0.0.1');
   const committers: RedisTreeCommitter[] = [];
