@@ -71,13 +71,17 @@ function deploymentRefOf(text: string): DeploymentRef {
  */
 export type InboxEntry = { readonly outcome: 'settled'; readonly settlement: Settlement } | { readonly outcome: 'unknown'; readonly reason: string };
 
+const settledOpening = '{"outcome":"settled","settlement":';
+
 export function encodeInboxEntry(entry: InboxEntry): string {
-  return entry.outcome === 'settled'
-    ? `{"outcome":"settled","settlement":${entry.settlement.json()}}`
-    : JSON.stringify({ outcome: 'unknown', reason: entry.reason });
+  return entry.outcome === 'settled' ? `${settledOpening}${entry.settlement.json()}}` : JSON.stringify({ outcome: 'unknown', reason: entry.reason });
 }
 
 export function decodeInboxEntry(json: string): InboxEntry {
+  // What encodeInboxEntry wrote: the settlement's own canonical text, validated once as it is.
+  if (json.startsWith(settledOpening) && json.endsWith('}')) {
+    return { outcome: 'settled', settlement: Settlement.parse(json.slice(settledOpening.length, -1)) };
+  }
   const value = JSON.parse(json) as { outcome?: unknown; settlement?: unknown; reason?: unknown };
   if (value.outcome === 'settled') return { outcome: 'settled', settlement: Settlement.parse(JSON.stringify(value.settlement)) };
   if (value.outcome === 'unknown') return { outcome: 'unknown', reason: String(value.reason) };

@@ -8,7 +8,8 @@ import { EffectAttemptId, ProcessId, TreeIncarnationId } from '../../../src/kern
 import { Payload } from '../../../src/kernel/payload.js';
 import { ProcessRelation } from '../../../src/kernel/relation.js';
 import { echoDefinition, echoDispatcher } from '../../../src/testing/example-definitions.js';
-import { jobDataOf, requestOf } from '../../../src/transport/bullmq/job-data.js';
+import { decodeInboxEntry, encodeInboxEntry, jobDataOf, requestOf } from '../../../src/transport/bullmq/job-data.js';
+import { Settlement } from '../../../src/kernel/settlement.js';
 
 /** A job's data rebuilds the exact request; every member is validated, the deployment ref too (also once seen). */
 
@@ -48,4 +49,30 @@ test('job data: a malformed deployment ref is refused every time, not only the f
     assert.throws(() => requestOf(broken), (error: unknown) => error instanceof KernelError && error.code === ErrorCode.invalidDeploymentRef);
   }
   assert.ok(requestOf(data).deploymentRef.equals(deployment.ref), 'the valid text still rebuilds');
+});
+
+test('inbox entries: a settlement survives exactly, an unknown outcome stays unknown, and a malformed entry is refused', () => {
+  for (const settlement of [
+    Settlement.of('succeeded', Payload.encode({ value: 'a "quoted" </tag> & more' })),
+    Settlement.of('failed', Payload.encode({ code: 'x', nested: { list: [1, 2.5, null] } })),
+    Settlement.of('unknown', Payload.emptyObject),
+  ]) {
+    const entry = decodeInboxEntry(encodeInboxEntry({ outcome: 'settled', settlement }));
+    assert.equal(entry.outcome, 'settled');
+    assert.equal(entry.outcome === 'settled' && entry.settlement.json(), settlement.json());
+  }
+  assert.deepEqual(decodeInboxEntry(encodeInboxEntry({ outcome: 'unknown', reason: 'the dispatcher threw' })), { outcome: 'unknown', reason: 'the dispatcher threw' });
+  // Same members, other order or spacing: still read, and read as the same settlement.
+  const settlement = Settlement.of('succeeded', Payload.encode({ value: 1 }));
+  const reordered = `{ "settlement": ${settlement.json()}, "outcome": "settled" }`;
+  assert.equal((decodeInboxEntry(reordered) as { settlement: Settlement }).settlement.json(), settlement.json());
+  for (const bad of [
+    '{"outcome":"settled","settlement":{"status":"maybe"}}',
+    `{"outcome":"settled","settlement":${settlement.json()},"x":}`,
+    '{"outcome":"settled","settlement":}',
+    '{"outcome":"lost"}',
+    'null',
+  ]) {
+    assert.throws(() => decodeInboxEntry(bad), Error, bad);
+  }
 });
