@@ -14,7 +14,7 @@ import {
   TreeIncarnationId,
   WaitKey,
 } from './identity.js';
-import { Payload } from './payload.js';
+import { Payload, payloadOfWire } from './payload.js';
 import { ProcessRelation } from './relation.js';
 import { Schema } from './schema.js';
 import { SignalRequest } from './signal.js';
@@ -528,7 +528,7 @@ export class Effect {
   static #framework(operation: FrameworkOperation, code: string): Effect {
     let payload: Payload;
     try {
-      payload = Payload.parse(encodeWire(operationWire(operation)));
+      payload = payloadOfWire(encodeWire(operationWire(operation)));
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new KernelError(code, `invalid ${operation.operation} effect: ${reason}`, { cause: error });

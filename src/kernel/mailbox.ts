@@ -5,7 +5,7 @@ import { ChildWaitSpec, readAnswerSchema } from './effect.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { maxDescriptionBytes, validDescription } from './failure.js';
 import { EffectId, ProcessId, SignalId, WaitId, WaitKey } from './identity.js';
-import { Payload } from './payload.js';
+import { Payload, payloadOfWire } from './payload.js';
 import type { Result } from './result.js';
 import { Schema } from './schema.js';
 import { SharedMap } from './shared-map.js';
@@ -101,7 +101,7 @@ export function childWaitSatisfiedPayload(spec: ChildWaitSpec, outcomes: readonl
       })),
     };
   });
-  return Payload.parse(encodeWire({ operation: 'child_wait_satisfied', outcomes: wire }));
+  return payloadOfWire(encodeWire({ operation: 'child_wait_satisfied', outcomes: wire }));
 }
 
 function sortUnresolved(entries: readonly UnresolvedEffect[]): UnresolvedEffect[] {

@@ -7,7 +7,7 @@ import { ExecutionState } from './execution-state.js';
 import { Failure } from './failure.js';
 import { EffectId, ProcessId, WaitId } from './identity.js';
 import { childWaitOpenedPayload, MailboxRecord, waitOpenedPayload } from './mailbox.js';
-import { Payload } from './payload.js';
+import { Payload, payloadOfWire } from './payload.js';
 import { isSettlementStatus, Settlement, settlementStatusValues } from './settlement.js';
 import { Transition } from './transition.js';
 import { encodeWire, maxUint64, RawJson, WireRecord, wireError, type WireValue } from './wire.js';
@@ -54,7 +54,7 @@ export function frameworkSettlementPayload(effectId: EffectId, operation: Framew
       }
       return operation.operation === 'wait' ? waitOpenedPayload : childWaitOpenedPayload;
     case 'start_child':
-      return Payload.parse(
+      return payloadOfWire(
         encodeWire({
           operation: 'start_child',
           process_id: failure === undefined ? ProcessId.child(effectId).toString() : undefined,
@@ -63,7 +63,7 @@ export function frameworkSettlementPayload(effectId: EffectId, operation: Framew
       );
     case 'signal_child':
     case 'cancel_child':
-      return Payload.parse(encodeWire({ operation: operation.operation, failure: failure?.toWire() }));
+      return payloadOfWire(encodeWire({ operation: operation.operation, failure: failure?.toWire() }));
   }
 }
 
