@@ -354,7 +354,10 @@ function acknowledgement(testCase: OperationCase, operation: Operation, resolved
     return { acknowledges: { kind: 'start', deployment: (json as { deployment: string }).deployment } };
   }
   if (operation.operationId === 'deliverSignals' && resolved.id !== undefined && Array.isArray((json as { signals?: unknown })?.signals)) {
-    const signals = (json as { signals: Array<{ id: string; payload: unknown }> }).signals.map((signal) => ({ id: signal.id, payload: signal.payload }));
+    const batch = (json as { signals: unknown[] }).signals;
+    // A batch holding anything but signal objects with a string id is refused whole: nothing to read back.
+    if (!batch.every((signal) => typeof signal === 'object' && signal !== null && typeof (signal as { id?: unknown }).id === 'string')) return {};
+    const signals = (batch as Array<{ id: string; payload: unknown }>).map((signal) => ({ id: signal.id, payload: signal.payload }));
     return { acknowledges: { kind: 'signals', processId: resolved.id, signals } };
   }
   if (operation.operationId === 'releaseTree' && resolved.rootId !== undefined) {
