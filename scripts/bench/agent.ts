@@ -25,6 +25,7 @@ import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import { define } from '../../strategies/interaction/definition.js';
 import { encodeModelReply } from '../../strategies/interaction/model-wire.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
+import { killedOnExit } from './scope-serve.js';
 
 /**
  * The interaction strategy's cost per turn (issue 15): a 20-turn ReAct run — 19 turns that each call
@@ -188,9 +189,7 @@ async function modelServerProcess(): Promise<{ readonly baseUrl: string; close()
   writeFileSync(file, JSON.stringify(script));
   const child = spawn(process.execPath, ['bin/scope.js', 'model-server', '--port', '0', '--script', file], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
-  // A bench that dies leaves no model server behind.
-  const orphan = (): void => void child.kill('SIGKILL');
-  process.once('exit', orphan);
+  killedOnExit(child);
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
@@ -203,7 +202,6 @@ async function modelServerProcess(): Promise<{ readonly baseUrl: string; close()
   return {
     baseUrl,
     async close() {
-      process.off('exit', orphan);
       child.kill('SIGTERM');
       await exited;
       rmSync(directory, { recursive: true, force: true });

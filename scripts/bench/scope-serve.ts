@@ -26,6 +26,7 @@ export async function startBenchServer(env: Record<string, string>, nodeFlags: r
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SCOPE_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  killedOnExit(child);
   const base = `http://127.0.0.1:${port}`;
   const exited = once(child, 'exit');
   const deadline = performance.now() + 30_000;
@@ -52,9 +53,17 @@ export async function startBenchServer(env: Record<string, string>, nodeFlags: r
   };
 }
 
+/** A bench that dies, or exits without stopping what it started, leaves no child process behind. */
+export function killedOnExit(child: ChildProcess): void {
+  const orphan = (): void => void child.kill('SIGKILL');
+  process.once('exit', orphan);
+  child.once('exit', () => process.off('exit', orphan));
+}
+
 /** A node process (`args` after node itself, from the current directory) once its stdout has printed `ready`. */
 export function spawnReady(args: string[], env: Record<string, string>, ready: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  killedOnExit(child);
   let output = '';
   return new Promise((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => {
