@@ -69,7 +69,8 @@ export const signalId = fc.oneof(
 
 function pathValue(parameter: Parameter): fc.Arbitrary<PathValue> {
   const live = (kind: fc.Arbitrary<Ref['ref']>) => fc.record({ ref: kind, pick: fc.nat() }) as fc.Arbitrary<PathValue>;
-  const text = (arbitrary: fc.Arbitrary<unknown>, raw: boolean) => arbitrary.map((value) => ({ text: String(value), raw }));
+  // A mutant may be any value, a null-prototype object included (String() throws on one).
+  const text = (arbitrary: fc.Arbitrary<unknown>, raw: boolean) => arbitrary.map((value) => ({ text: scalarText(value), raw }));
   const kind = parameter.name === 'effectId' ? fc.constant<Ref['ref']>('effect') : parameter.name === 'name' ? undefined : refKinds;
   return fc.oneof(
     ...(kind === undefined ? [] : [{ arbitrary: live(kind), weight: 6 }]),
