@@ -53,16 +53,18 @@ export class HashTrail {
       }
     }
     hash ??= createHash('sha256');
-    let sinceCheckpoint = 0;
+    // The pieces between two kept states go to the hash as one string: a tree has a few hundred
+    // pieces, and one update per piece cost about a third more than hashing the joined text.
+    let run = '';
     for (let index = from; index < pieces.length; index += 1) {
-      const piece = pieces[index] as string;
-      hash.update(piece);
-      sinceCheckpoint += piece.length;
-      if (sinceCheckpoint >= checkpointSpacing && index + 1 < pieces.length) {
+      run += pieces[index] as string;
+      if (run.length >= checkpointSpacing && index + 1 < pieces.length) {
+        hash.update(run);
         kept.push({ index: index + 1, state: hash.copy() });
-        sinceCheckpoint = 0;
+        run = '';
       }
     }
+    hash.update(run);
     return new HashTrail(pieces, kept, Digest.finish(hash));
   }
 }
