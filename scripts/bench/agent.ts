@@ -51,13 +51,18 @@ import { killedOnExit } from './scope-serve.js';
  * script in-process at once (no HTTP, no delay): the whole run is Scope's work, so it shows the hot
  * per-turn cost apart from what a 50 ms idle wait adds to the work that follows it (caches and branch
  * predictors gone cold, the VM's CPU parked), which no change to Scope removes.
+ *
+ * A fourth, `paused`, is `instant` whose model call busy-waits 50 ms (counted as model wait) touching no
+ * memory: no sleep, no HTTP, no client. What it adds over `instant` is what 50 ms of wall time between turns
+ * costs the work after it on this machine (other tenants of the host reclaim the caches meanwhile); when
+ * `paused` is close to `embedded`, the model client and HTTP are not where the embedded overhead goes.
  */
 
 const turns = 20;
 const modelDelayMs = 50;
 const runs = Number(process.env.BENCH_AGENT_RUNS ?? 3);
 const warmupRuns = Number(process.env.BENCH_AGENT_WARMUP ?? 40);
-const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,instant,redis').split(','));
+const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,instant,paused,redis').split(','));
 const systemPrompt = 'bench.agent: search once per turn, then answer.';
 
 const script = {
@@ -96,11 +101,19 @@ class TimedModel implements Dispatcher {
   }
 }
 
-/** Answers each model call from the script at once, in-process: the `instant` side. */
+/** Answers each model call from the script in-process: at once (`instant`), or after a busy wait of `pauseMs` (`paused`). */
 class InstantModel implements Dispatcher {
   waitMs = 0;
   calls = 0;
+  constructor(private readonly pauseMs = 0) {}
   async dispatch(): Promise<Settlement> {
+    if (this.pauseMs > 0) {
+      const started = performance.now();
+      while (performance.now() - started < this.pauseMs) {
+        // Busy: the thread neither sleeps nor touches memory, so only wall time passes.
+      }
+      this.waitMs += performance.now() - started;
+    }
     const reply = script.conversations[0]?.replies[this.calls] as (typeof script.conversations)[0]['replies'][number] | undefined;
     this.calls += 1;
     if (reply === undefined) return Settlement.of('failed', Payload.encode({ code: 'bench.script_exhausted' }));
@@ -140,8 +153,13 @@ interface Run {
 
 const digests = (name: string) => ({ implementationDigest: Digest.of(`bench:${name}`), configurationDigest: Digest.of(`bench:${name}`) });
 
-async function runOnce(baseUrl: string | undefined, committer: TreeCommitter): Promise<Run> {
-  const model = baseUrl === undefined ? new InstantModel() : new TimedModel(new ModelDispatcher({ baseUrl, model: 'scripted', apiKeyEnv: null }));
+/** The model a run calls: the scripted server at `baseUrl`, or in-process after `pauseMs` of busy wait. */
+type ModelSource = { readonly baseUrl: string } | { readonly pauseMs: number };
+
+const atOnce: ModelSource = { pauseMs: 0 };
+
+async function runOnce(source: ModelSource, committer: TreeCommitter): Promise<Run> {
+  const model = 'baseUrl' in source ? new TimedModel(new ModelDispatcher({ baseUrl: source.baseUrl, model: 'scripted', apiKeyEnv: null })) : new InstantModel(source.pauseMs);
   const tools = Deployment.create({ definition: researchTools.definition, dispatcher: researchSearchDispatcher(), ...digests('tools') });
   const agent = Deployment.create({
     definition: define({
@@ -166,10 +184,10 @@ async function runOnce(baseUrl: string | undefined, committer: TreeCommitter): P
   return { ms, modelMs: model.waitMs, commits: counting.commits };
 }
 
-async function measure(label: string, baseUrl: string | undefined, make: (run: number) => TreeCommitter): Promise<void> {
-  await runOnce(baseUrl, make(-1)); // warm-up
+async function measure(label: string, source: ModelSource, make: (run: number) => TreeCommitter): Promise<void> {
+  await runOnce(source, make(-1)); // warm-up
   const samples: Run[] = [];
-  for (let run = 0; run < runs; run += 1) samples.push(await runOnce(baseUrl, make(run)));
+  for (let run = 0; run < runs; run += 1) samples.push(await runOnce(source, make(run)));
   const sorted = [...samples].sort((a, b) => a.ms - b.ms);
   const median = sorted[Math.floor(sorted.length / 2)] as Run;
   const perTurn = median.ms / turns;
@@ -218,11 +236,13 @@ export async function benchAgent(): Promise<void> {
   const redis = new Redis(redisServer.port, '127.0.0.1');
   const committers: RedisTreeCommitter[] = [];
   try {
-    if (committerNames.has('embedded')) await measure('embedded (cold)', server.baseUrl, () => new MemoryTreeCommitter());
-    for (let run = 0; run < warmupRuns; run += 1) await runOnce(undefined, new MemoryTreeCommitter());
-    if (committerNames.has('embedded')) await measure('embedded', server.baseUrl, () => new MemoryTreeCommitter());
-    if (committerNames.has('instant')) await measure('instant', undefined, () => new MemoryTreeCommitter());
-    if (committerNames.has('redis')) await measure('redis', server.baseUrl, (run) => {
+    const remote: ModelSource = { baseUrl: server.baseUrl };
+    if (committerNames.has('embedded')) await measure('embedded (cold)', remote, () => new MemoryTreeCommitter());
+    for (let run = 0; run < warmupRuns; run += 1) await runOnce(atOnce, new MemoryTreeCommitter());
+    if (committerNames.has('embedded')) await measure('embedded', remote, () => new MemoryTreeCommitter());
+    if (committerNames.has('instant')) await measure('instant', atOnce, () => new MemoryTreeCommitter());
+    if (committerNames.has('paused')) await measure('paused', { pauseMs: modelDelayMs }, () => new MemoryTreeCommitter());
+    if (committerNames.has('redis')) await measure('redis', remote, (run) => {
       const committer = new RedisTreeCommitter({ redis, keyPrefix: `benchagent${process.pid}r${run + 1}`, timeoutMs: 30_000 });
       committers.push(committer);
       return committer;
