@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Budget } from '../../src/kernel/budget.js';
-import type { EffectBoundary, TreeActivation, TreeCheckpoint } from '../../src/kernel/commit.js';
 import type { DeltaEmitter, Dispatcher, ReplayPolicy } from '../../src/kernel/definition.js';
 import { Deployment } from '../../src/kernel/deployment.js';
 import { Digest } from '../../src/kernel/digest.js';
@@ -15,7 +14,7 @@ import { Engine } from '../../src/kernel/engine.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Quota } from '../../src/kernel/quota.js';
 import { Settlement } from '../../src/kernel/settlement.js';
-import type { CommitContext, TreeCommitter } from '../../src/kernel/tree-committer.js';
+import type { TreeCommitter } from '../../src/kernel/tree-committer.js';
 import { researchSearchDispatcher } from '../../src/server/dispatchers/research-search.js';
 import { researchTools } from '../../src/server/examples/interaction.js';
 import { ModelDispatcher } from '../../src/server/model/model-dispatcher.js';
@@ -26,6 +25,7 @@ import { define } from '../../strategies/interaction/definition.js';
 import { encodeModelReply } from '../../strategies/interaction/model-wire.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { killedOnExit } from './scope-serve.js';
+import { CountingCommitter } from './counting-committer.js';
 
 /**
  * The interaction strategy's cost per turn (issue 15): a 20-turn ReAct run — 19 turns that each call
@@ -125,23 +125,6 @@ class InstantModel implements Dispatcher {
   }
   replayPolicy(): ReplayPolicy {
     return 'same_identity';
-  }
-}
-
-class CountingCommitter implements TreeCommitter {
-  commits = 0;
-  constructor(private readonly inner: TreeCommitter) {}
-  async activateTree(activation: TreeActivation, context?: CommitContext): Promise<void> {
-    await this.inner.activateTree(activation, context);
-    this.commits += 1;
-  }
-  async commitEffect(boundary: EffectBoundary, context?: CommitContext): Promise<void> {
-    await this.inner.commitEffect(boundary, context);
-    this.commits += 1;
-  }
-  async commitCheckpoint(checkpoint: TreeCheckpoint, context?: CommitContext): Promise<void> {
-    await this.inner.commitCheckpoint(checkpoint, context);
-    this.commits += 1;
   }
 }
 

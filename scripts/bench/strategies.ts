@@ -1,19 +1,19 @@
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Budget } from '../../src/kernel/budget.js';
-import type { EffectBoundary, TreeActivation, TreeCheckpoint } from '../../src/kernel/commit.js';
 import { Deployment } from '../../src/kernel/deployment.js';
 import { Digest } from '../../src/kernel/digest.js';
 import { Engine } from '../../src/kernel/engine.js';
 import { Payload } from '../../src/kernel/payload.js';
 import { Quota } from '../../src/kernel/quota.js';
-import type { CommitContext, TreeCommitter } from '../../src/kernel/tree-committer.js';
+import type { TreeCommitter } from '../../src/kernel/tree-committer.js';
 import { echoDispatcher } from '../../src/server/demo-dispatchers.js';
 import { MemoryTreeCommitter } from '../../src/store/memory-committer.js';
 import { RedisTreeCommitter } from '../../src/store/redis/redis-committer.js';
 import { echoDefinition } from '../../strategies/demo/echo.js';
 import { workflow } from '../../strategies/workflow/index.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
+import { CountingCommitter } from './counting-committer.js';
 
 /**
  * Built-in strategy cost (issue 14): one workflow `map` over 100 items in windows of 10, each item a
@@ -50,24 +50,6 @@ const mapWorkflow = Deployment.create({
   }),
   ...digests('bench.workflow.map'),
 });
-
-/** Counts the commits a committer acknowledges. */
-class CountingCommitter implements TreeCommitter {
-  commits = 0;
-  constructor(private readonly inner: TreeCommitter) {}
-  async activateTree(activation: TreeActivation, context?: CommitContext): Promise<void> {
-    await this.inner.activateTree(activation, context);
-    this.commits += 1;
-  }
-  async commitEffect(boundary: EffectBoundary, context?: CommitContext): Promise<void> {
-    await this.inner.commitEffect(boundary, context);
-    this.commits += 1;
-  }
-  async commitCheckpoint(checkpoint: TreeCheckpoint, context?: CommitContext): Promise<void> {
-    await this.inner.commitCheckpoint(checkpoint, context);
-    this.commits += 1;
-  }
-}
 
 interface Run {
   readonly ms: number;
