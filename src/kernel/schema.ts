@@ -198,33 +198,25 @@ let sharedAjv: Ajv2020 | undefined;
 const validators = new Map<string, ValidateFunction>();
 
 function ajv(): Ajv2020 {
-  sharedAjv ??= contractAjv();
+  if (sharedAjv === undefined) {
+    sharedAjv = new Ajv2020({
+      strict: true,
+      strictTuples: false,
+      strictTypes: false,
+      strictRequired: false,
+      allowUnionTypes: true,
+      // Inherited names (`toString`, `constructor`) must not satisfy `required` and friends.
+      ownProperties: true,
+      // A compiled schema's `$id` must not become a global name other schemas could resolve.
+      addUsedSchema: false,
+      // Validation never rewrites the instance.
+      coerceTypes: false,
+      useDefaults: false,
+      removeAdditional: false,
+    });
+    addFormats(sharedAjv);
+  }
   return sharedAjv;
-}
-
-/**
- * A new Ajv instance with the settings every contract schema is checked under (draft 2020-12, with
- * formats): the kernel shares one; a host that must drop compiled schemas again (gate answer schemas)
- * makes its own.
- */
-export function contractAjv(): Ajv2020 {
-  const instance = new Ajv2020({
-    strict: true,
-    strictTuples: false,
-    strictTypes: false,
-    strictRequired: false,
-    allowUnionTypes: true,
-    // Inherited names (`toString`, `constructor`) must not satisfy `required` and friends.
-    ownProperties: true,
-    // A compiled schema's `$id` must not become a global name other schemas could resolve.
-    addUsedSchema: false,
-    // Validation never rewrites the instance.
-    coerceTypes: false,
-    useDefaults: false,
-    removeAdditional: false,
-  });
-  addFormats(instance);
-  return instance;
 }
 
 function compiledValidator(digest: string, node: JsonNode): ValidateFunction {

@@ -1,7 +1,9 @@
-import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsCjs from 'ajv-formats';
 import { createHash } from 'node:crypto';
 import { SchemaValidationError, type SchemaViolation } from '../../kernel/index.js';
-import { contractAjv } from '../../kernel/schema.js';
+
+const addFormats = addFormatsCjs as unknown as typeof addFormatsCjs.default;
 
 /**
  * The answer schemas of host-owned gates: any caller's JSON Schema (draft 2020-12), checked as a
@@ -15,8 +17,22 @@ const compiled = new Map<string, { readonly schema: object | boolean; readonly v
 let sharedAjv: Ajv2020 | undefined;
 
 function ajv(): Ajv2020 {
-  // The kernel's settings (strict, no coercion, own properties only), in an instance of its own.
-  sharedAjv ??= contractAjv();
+  if (sharedAjv === undefined) {
+    // The kernel's settings (src/kernel/schema.ts): strict, no coercion, own properties only.
+    sharedAjv = new Ajv2020({
+      strict: true,
+      strictTuples: false,
+      strictTypes: false,
+      strictRequired: false,
+      allowUnionTypes: true,
+      ownProperties: true,
+      addUsedSchema: false,
+      coerceTypes: false,
+      useDefaults: false,
+      removeAdditional: false,
+    });
+    addFormats(sharedAjv);
+  }
   return sharedAjv;
 }
 
