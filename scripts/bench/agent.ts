@@ -39,7 +39,7 @@ import { CountingCommitter } from './counting-committer.js';
  * commits, the tool child, the search), and commits (every activation, Effect boundary and checkpoint
  * the committer acknowledged, the tool children's included). `BENCH_AGENT_RUNS` (default 3) runs per
  * committer after a warm-up; the median run is shown; `BENCH_AGENT_COMMITTERS` (default
- * `embedded,instant,redis`) picks the committers (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
+ * `embedded,instant,paused,redis`) picks the lines (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
  * overhead < 5% of the 50 ms call.
  *
  * A service runs thousands of turns, so its code is optimised by the JIT; a fresh process is not. The
