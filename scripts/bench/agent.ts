@@ -54,8 +54,8 @@ import { CountingCommitter } from './counting-committer.js';
  *
  * A fourth, `paused`, is `instant` whose model call busy-waits 50 ms (counted as model wait) touching no
  * memory: no sleep, no HTTP, no client. What it adds over `instant` is what 50 ms of wall time between turns
- * costs the work after it on this machine (other tenants of the host reclaim the caches meanwhile); when
- * `paused` is close to `embedded`, the model client and HTTP are not where the embedded overhead goes.
+ * costs the work after it on this machine (presumably caches the host's other work reclaims meanwhile);
+ * when `paused` is close to `embedded`, the model client and HTTP are not where the embedded overhead goes.
  */
 
 const turns = 20;
