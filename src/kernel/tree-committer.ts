@@ -1,4 +1,5 @@
 import type { EffectBoundary, TreeActivation, TreeCheckpoint } from './commit.js';
+import type { EffectRequest } from './effect.js';
 import type { Event } from './event.js';
 import type { ProcessId } from './identity.js';
 import type { TreeSnapshot } from './tree-snapshot.js';
@@ -37,6 +38,14 @@ export interface CommitContext {
    * idempotency record to write atomically with it. The kernel never reads them.
    */
   readonly hostValues?: Readonly<Record<string, unknown>>;
+  /**
+   * On a pending boundary: the Effect's first attempt, which the Engine dispatches as soon as the
+   * commit is acknowledged. A store that carries Effects to workers may enqueue it behind the commit
+   * on the same ordered connection, saving a round trip after the acknowledgement; that is safe only
+   * where a worker runs nothing the head does not grant (a refused commit grants nothing). Others
+   * ignore it.
+   */
+  readonly dispatch?: EffectRequest;
 }
 
 /** A committer that can also read the authoritative head, as recovery and conformance need. */

@@ -654,7 +654,7 @@ export class TreeRuntime {
     replacements: readonly ProcessSnapshot[],
     boundary:
       | { kind: 'checkpoint'; checkpoint?: TreeCheckpointKind }
-      | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean; adopts?: PreparedStep },
+      | { kind: 'effect'; processId: ProcessId; effectId: EffectId; resolution: boolean; adopts?: PreparedStep; dispatch?: EffectRequest },
     events: (prospective: TreeSnapshot) => Array<Event | undefined> = () => [],
     unresolvedOnFailure: readonly EffectId[] = [],
     added: readonly ProcessRuntime[] = [],
@@ -708,7 +708,8 @@ export class TreeRuntime {
     // A control's host values ride in its first commit only.
     const hostValues = this.#controlValues;
     this.#controlValues = undefined;
-    const context = hostValues === undefined ? { events: published } : { events: published, hostValues };
+    const dispatch = boundary.kind === 'effect' ? boundary.dispatch : undefined;
+    const context = { events: published, ...(hostValues === undefined ? {} : { hostValues }), ...(dispatch === undefined ? {} : { dispatch }) };
     try {
       if (commit instanceof EffectBoundary) await this.#services.committer.commitEffect(commit, context);
       else await this.#services.committer.commitCheckpoint(commit, context);
@@ -1256,8 +1257,11 @@ export class TreeRuntime {
     }
     if (frontier.phase === 'planned') {
       const pending = current.with({ prepared: prepared.withPending(frontier.id) });
-      await this.#commit([pending], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false });
-      this.#startDispatch(process, frontier, false);
+      // The first attempt is named before the commit, so a committer that carries Effects can enqueue
+      // it right behind the pending boundary (CommitContext.dispatch).
+      const dispatch = this.#request(pending, frontier, EffectAttemptId.random());
+      await this.#commit([pending], { kind: 'effect', processId: process.id, effectId: frontier.id, resolution: false, dispatch });
+      this.#startDispatch(process, frontier, false, dispatch);
       return;
     }
     // Pending with no job: a restored dispatch permission. A panicking policy permits no replay.
@@ -1489,12 +1493,12 @@ export class TreeRuntime {
     }
   }
 
-  #request(process: ProcessRuntime, effect: PreparedEffect, attemptId: EffectAttemptId | undefined): EffectRequest {
-    const prepared = process.snapshot.prepared as PreparedStep;
+  #request(snapshot: ProcessSnapshot, effect: PreparedEffect, attemptId: EffectAttemptId | undefined): EffectRequest {
+    const prepared = snapshot.prepared as PreparedStep;
     return EffectRequest.create({
-      processId: process.id,
-      relation: process.snapshot.relation,
-      deploymentRef: process.snapshot.deploymentRef,
+      processId: snapshot.processId,
+      relation: snapshot.relation,
+      deploymentRef: snapshot.deploymentRef,
       stepSequence: prepared.stepSequence,
       batchIndex: effect.index,
       effect: effect.effect,
@@ -1503,14 +1507,17 @@ export class TreeRuntime {
     });
   }
 
-  /** Dispatches one frontier effect outside the owner (a first attempt, a restored one, or a replay). */
-  #startDispatch(process: ProcessRuntime, effect: PreparedEffect, replay: boolean): void {
+  /**
+   * Dispatches one frontier effect outside the owner (a first attempt, a restored one, or a replay);
+   * `named`: the first attempt its pending boundary's commit already named.
+   */
+  #startDispatch(process: ProcessRuntime, effect: PreparedEffect, replay: boolean, named?: EffectRequest): void {
     const dispatcher = process.deployment.dispatcher;
     if (dispatcher === undefined) throw new KernelError(ErrorCode.invalidDeployment, 'a dispatcher effect without a dispatcher');
     const abort = new AbortController();
     process.job = { kind: 'dispatch', abort, parkable: !replay && parkableDispatch(process, effect) };
-    const attemptId = EffectAttemptId.random();
-    const request = this.#request(process, effect, attemptId);
+    const request = named ?? this.#request(process.snapshot, effect, EffectAttemptId.random());
+    const attemptId = request.attemptId as EffectAttemptId;
     const stepSequence = request.stepSequence;
     const target = effect.effect.target;
     this.#publish(this.#event(process, eventNames.effectStarted, { stepSequence, effectId: effect.id, fact: EffectStarted.create({ attemptId, target }) }));

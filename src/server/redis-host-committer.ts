@@ -1,4 +1,4 @@
-import type { CommitContext, EffectBoundary, ProcessId, TreeActivation, TreeCheckpoint, TreeSnapshot } from '../kernel/index.js';
+import type { CommitContext, EffectBoundary, EffectRequest, ProcessId, TreeActivation, TreeCheckpoint, TreeSnapshot } from '../kernel/index.js';
 import { codedError, HostErrorCode } from '../errors.js';
 import { encodeRecord, idempotencyRecordSuffix, type IdempotencyIntent } from '../store/idempotency.js';
 import type { DispatchPermits } from '../store/redis/dispatch-permits.js';
@@ -246,7 +246,16 @@ export class RedisHostCommitter extends CommitterBase {
     // A timer made pending here: its due instant lands with the head (timers/timer-writer.ts).
     const timers = plan.timers?.records ?? [];
     const records = gates.length === 0 && timers.length === 0 ? writes?.records : [...(writes?.records ?? []), ...gates, ...timers];
-    await this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }), ...(mapping === undefined ? {} : { members: mapping.members }) });
+    const committed = this.#store.commitEffect(boundary, { events: context?.events ?? [], ...writes, ...(records === undefined ? {} : { records }), ...(mapping === undefined ? {} : { members: mapping.members }) });
+    // The commit's script is issued by now: the first attempt goes right behind it (dispatch-permits.ts).
+    const client = boundary.kind === 'pending' && context?.dispatch !== undefined ? this.#store.orderedClient : undefined;
+    const withdraw = client === undefined ? undefined : this.#permits?.handOff(context?.dispatch as EffectRequest, client);
+    try {
+      await committed;
+    } catch (error) {
+      withdraw?.();
+      throw error;
+    }
     mapping?.mark();
     await this.#indexed(plan);
     if (this.#onUnknown !== undefined && boundary.kind === 'settled' && boundary.effect()?.unknown === true) {

@@ -1,4 +1,5 @@
-import { type EffectBoundary, TreeActivation } from '../../kernel/index.js';
+import { type EffectBoundary, type EffectRequest, TreeActivation } from '../../kernel/index.js';
+import type { RedisClient } from './connection.js';
 import type { HostWriteSet } from './host-writes.js';
 import { dispatchPermitSuffix } from './keys.js';
 
@@ -20,8 +21,30 @@ import { dispatchPermitSuffix } from './keys.js';
  */
 export const withdrawnPermit = 'settled';
 
+/**
+ * Enqueues a pending boundary's first attempt on `client` right behind the commit just issued there;
+ * answers how to withdraw it if that commit is refused (undefined: nothing was enqueued).
+ */
+export type FirstAttemptHandoff = (request: EffectRequest, client: RedisClient) => (() => void) | undefined;
+
 export class DispatchPermits {
   readonly #fresh = new Set<string>();
+  #handoff: FirstAttemptHandoff | undefined;
+
+  /** The transport that carries first attempts (see {@link handOff}). */
+  handOffTo(handoff: FirstAttemptHandoff): void {
+    this.#handoff = handoff;
+  }
+
+  /**
+   * Called by the committer right after it issued a pending boundary's commit on `client` (the
+   * store's ordered client), in the same turn: the transport enqueues the first attempt behind it, so
+   * the job waits on no round trip after the acknowledgement. Safe because the claim runs only what
+   * the head grants: a refused commit wrote no permit, so its job is refused and executes nothing.
+   */
+  handOff(request: EffectRequest, client: RedisClient): (() => void) | undefined {
+    return this.#handoff?.(request, client);
+  }
 
   /** The write set a commit carries (undefined: nothing to add). */
   writesFor(commit: EffectBoundary | TreeActivation): HostWriteSet | undefined {

@@ -399,6 +399,16 @@ export class RedisTreeCommitter implements TreeStore {
   }
 
   /**
+   * The client on which a command issued after a commit (by a call that returned before any await)
+   * runs after that commit, and is seen by nobody before the commit is: one server, commands in order,
+   * no replica acknowledgement still awaited. Undefined on a cluster (other keys, other nodes) or when
+   * commits wait for replicas (a later command could run while the commit can still be lost to a failover).
+   */
+  get orderedClient(): RedisClient | undefined {
+    return this.#wait === undefined && !isCluster(this.#redis) ? this.#redis : undefined;
+  }
+
+  /**
    * Runs `send` so that the commands it issues synchronously on this committer's client leave in
    * one write (see {@link corked}): a host's writes that precede a commit, issued together.
    */

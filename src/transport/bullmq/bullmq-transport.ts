@@ -74,7 +74,11 @@ export class BullmqTransport {
    * `json` is the inbox entry the notification carried (the settlement, read without a round trip).
    */
   readonly #followed = new Map<string, Followed>();
+  /** First attempts enqueued behind their pending boundary's commit (see #handOff), until their dispatch follows them. */
+  readonly #handedOff = new Set<string>();
   #subscriber: RedisClient | undefined;
+  /** True once the settlement channel is subscribed: no announcement can be missed from then on. */
+  #listening = false;
   readonly #reportListeners: ((rootId: string, attemptId: string) => void)[] = [];
   #subscribed: Promise<void> | undefined;
   #closed = false;
@@ -87,6 +91,7 @@ export class BullmqTransport {
     this.#attempts = new RedisEffectAttempts({ redis: options.redis, keyPrefix: options.keyPrefix });
     this.#workers = new RedisWorkerRegistry({ redis: options.redis, keyPrefix: options.keyPrefix });
     this.#permits = options.permits;
+    this.#permits?.handOffTo((request, client) => this.#handOff(request, client));
   }
 
   get attempts(): RedisEffectAttempts {
@@ -158,6 +163,33 @@ export class BullmqTransport {
   }
 
   /**
+   * A pending boundary's first attempt, enqueued right behind its commit: on the same client (so
+   * Redis runs the enqueue after the commit), once the settlement channel is subscribed, for a
+   * deployment this transport carries. It is followed from now on, so a settlement announced before
+   * the dispatch begins is remembered. The returned function withdraws it when the commit is refused:
+   * its job is then refused by the claim (no permit, or another incarnation's head) and runs nothing.
+   */
+  #handOff(request: EffectRequest, client: RedisClient): (() => void) | undefined {
+    if (this.#closed || !this.#listening || client !== this.#redis || request.attemptId === undefined) return undefined;
+    const queue = this.#queues.get(queueNameOf(request.deploymentRef));
+    if (queue === undefined) return undefined;
+    const data = jobDataOf(request);
+    const key = `${data.rootId} ${data.attemptId}`;
+    this.#followed.set(key, { notified: false });
+    this.#handedOff.add(key);
+    // A failed enqueue needs no special case: the attempt stays unclaimed and is revoked at its window's end.
+    void this.#enqueue(queue, request, data).catch(() => undefined);
+    return () => {
+      if (this.#handedOff.delete(key)) this.#followed.delete(key);
+    };
+  }
+
+  #enqueue(queue: Queue, request: EffectRequest, data: EffectJobData): Promise<unknown> {
+    const jobId = jobIdOf(request.id, EffectAttemptId.parse(data.attemptId));
+    return queue.add('effect', data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true });
+  }
+
+  /**
    * One dispatch: the kernel's attempt and, for a `same_identity` Effect whose claimant died (its
    * lease lapsed: worker crash, stall), up to {@link maxReplays} new attempts under the same identity,
    * each a new job that the claim admits only once the earlier lease has lapsed — within the one
@@ -191,7 +223,9 @@ export class BullmqTransport {
     const claimBy = Math.min(deadline, Date.now() + this.#timing.claimWindowMs);
     const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
     const key = `${attempt.rootId} ${attempt.attemptId}`;
-    this.#followed.set(key, { notified: false });
+    // Handed off: enqueued behind its pending boundary and followed since (a notification may be in).
+    const handedOff = options.first && this.#handedOff.delete(key);
+    if (!handedOff) this.#followed.set(key, { notified: false });
     try {
       // A first attempt (its pending boundary was just committed here) has nothing earlier to
       // adopt; a restored or replayed one first looks at what earlier attempts left.
@@ -201,8 +235,7 @@ export class BullmqTransport {
       }
       // An enqueue failure needs no special case: the attempt stays unclaimed and, at its window's
       // end, is revoked and fails definitely.
-      const jobId = jobIdOf(request.id, EffectAttemptId.parse(data.attemptId));
-      await queue.add('effect', data, { jobId, attempts: 1, removeOnComplete: true, removeOnFail: true }).catch(() => undefined);
+      if (!handedOff) await this.#enqueue(queue, request, data).catch(() => undefined);
       let canceled = false;
       // Nothing to look at before the first notification: the job was only just added (a claim
       // or settlement since then has been announced and is remembered).
@@ -325,7 +358,12 @@ export class BullmqTransport {
         else followed.notified = true;
       });
       this.#subscriber = subscriber;
-      await subscriber.subscribe(this.#attempts.settledChannel).catch(() => undefined);
+      await subscriber.subscribe(this.#attempts.settledChannel).then(
+        () => {
+          this.#listening = true;
+        },
+        () => undefined,
+      );
     })();
     return this.#subscribed;
   }

@@ -8,12 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { type Command, Redis } from 'ioredis';
 import { inlineSettlementLimit, parseSettledMessage, RedisEffectAttempts } from '../../../src/store/redis/effect-attempts.js';
 import { luaScript } from '../../../src/store/redis/scripts.js';
 import { attemptKey, dispatchPermitSuffix, headKey, recordKey } from '../../../src/store/redis/keys.js';
 import { Deployment, Digest } from '../../../src/kernel/index.js';
-import { EngineHost } from '../../../src/server/engine-host.js';
+import { EngineHost, type EngineHostOptions } from '../../../src/server/engine-host.js';
+import { deferred } from '../../../src/kernel/deferred.js';
 import { EffectWorker } from '../../../src/transport/bullmq/effect-worker.js';
 import { resolvesFromLateReports } from '../../../src/transport/late-reports.js';
 import type { EffectJobData } from '../../../src/transport/bullmq/job-data.js';
@@ -345,4 +346,108 @@ test('claims: a trusted report already in the inbox when the restore declares th
   const [resolved] = await effectsOf(owner, root);
   assert.equal(resolved?.status, 'resolved');
   assert.equal(await new RedisEffectAttempts({ redis, keyPrefix: prefix }).executions(root, resolved!.effectId), 1, 'it ran once');
+});
+
+/** A host on its own client, whose commands the test can watch as they are issued. */
+function watchedHost(prefix: string, extra: Partial<EngineHostOptions> = {}): { host: EngineHost; client: Redis } {
+  const { host: created, redis: client } = redisHost({ url: server.url, prefix, env: env(prefix), deployments: deployments(), ...extra });
+  closers.push(async () => {
+    await created.close(200);
+    client.disconnect();
+  });
+  return { host: created, client };
+}
+
+/** Calls `onPending` for the first commit script that writes an effect's dispatch permit (a pending boundary), as it is issued. */
+function onPendingCommit(client: Redis, onPending: (command: Command) => void): void {
+  const send = client.sendCommand.bind(client);
+  let seen = false;
+  client.sendCommand = ((command: Command, stream?: unknown) => {
+    if (!seen && command.name === 'evalsha' && command.args.some((arg) => typeof arg === 'string' && arg.includes(':record:dispatch:'))) {
+      seen = true;
+      onPending(command);
+    }
+    return send(command, stream as never);
+  }) as Redis['sendCommand'];
+}
+
+/**
+ * The first waiting job of the deployment's queue that `matches`, polled for; a failure naming `what`
+ * if none is there within `boundMs` (so a missing behaviour fails the test instead of hanging it).
+ */
+async function jobWhere(prefix: string, matches: (data: EffectJobData) => boolean, what: string, boundMs = 10_000): Promise<EffectJobData> {
+  const [deployment] = deployments();
+  const queue = new Queue(queueNameOf(deployment!.ref), { connection: redis, prefix: bullPrefixOf(prefix) });
+  const deadline = performance.now() + boundMs;
+  try {
+    for (;;) {
+      const found = (await queue.getWaiting()).find((job) => matches(job.data as EffectJobData));
+      if (found !== undefined) return found.data as EffectJobData;
+      if (performance.now() > deadline) throw new Error(`no job within ${boundMs} ms: ${what}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    await queue.close();
+  }
+}
+
+test('claims: the first attempt is enqueued right behind its pending boundary, so a worker claims and settles it while the owner has not yet seen that commit acknowledged', async () => {
+  const prefix = freshPrefix();
+  const published: string[] = [];
+  const { host: owner, client } = watchedHost(prefix, { observeEvent: (event) => published.push(event.name) });
+  const { worker, attempts, job } = rig(prefix);
+  openGate();
+  // The owner's first dispatch subscribes it to settlements; hand-offs begin once it listens.
+  const warm = (await start(owner, 'demo.echo', { value: 'warm' })).processId;
+  assert.equal(await worker.run(await job()), 'executed');
+  await result(owner, warm);
+
+  // The next pending boundary's reply reaches the client, but its caller (the owner) is answered only on release.
+  const release = deferred<void>();
+  onPendingCommit(client, (command) => {
+    const resolve = command.resolve;
+    command.resolve = (value: unknown) => void release.promise.then(() => resolve(value));
+  });
+  published.length = 0;
+  const root = (await start(owner, 'demo.echo', { value: 'behind' })).processId;
+  const data = await jobWhere(prefix, (job) => job.rootId === root, 'enqueued before the owner saw its pending boundary acknowledged');
+  assert.equal(published.includes('agent.effect.started'), false, 'the owner has not seen the pending boundary acknowledged');
+  assert.equal(await worker.run(data), 'executed', 'the claim finds the permit: the commit ran before the enqueue');
+  release.resolve();
+  assert.deepEqual((await result(owner, root)).output, { value: 'behind' });
+  const effectId = await effectIdOf(owner, root);
+  assert.equal(await attempts.executions(root, effectId), 1);
+  assert.deepEqual((await effectsOf(owner, root))[0]?.attemptList.map((attempt) => attempt.attemptId), [data.attemptId], 'the attempt the Engine started is the one enqueued');
+});
+
+test('claims: a first attempt enqueued behind a pending boundary that a takeover refuses is refused by the fence and runs nothing', async () => {
+  const prefix = freshPrefix();
+  const { host: zombie, client } = watchedHost(prefix);
+  const { worker, attempts, refusals, job } = rig(prefix);
+  openGate();
+  const warm = (await start(zombie, 'demo.echo', { value: 'warm' })).processId;
+  assert.equal(await worker.run(await job()), 'executed');
+  await result(zombie, warm);
+
+  // The zombie's pending commit and the enqueue behind it are held in its socket while another owner takes the tree over.
+  const issued = deferred<void>();
+  onPendingCommit(client, () => {
+    (client.stream as { cork(): void }).cork();
+    issued.resolve();
+  });
+  const root = (await start(zombie, 'demo.echo', { value: 'fenced' })).processId;
+  await issued.promise;
+  const zombieIncarnation = (await redis.hget(headKey(prefix, root), 'incarnation')) as string;
+  const owner = host(prefix);
+  await owner.restoreTree(root);
+  (client.stream as { uncork(): void }).uncork();
+
+  const stale = await jobWhere(prefix, (job) => job.incarnationId === zombieIncarnation, 'the zombie’s attempt, enqueued behind its refused commit');
+  assert.equal(await worker.run(stale), 'refused', 'the refused commit granted nothing to the zombie’s incarnation');
+  assert.deepEqual(refusals, ['fenced']);
+  const current = (await redis.hget(headKey(prefix, root), 'incarnation')) as string;
+  assert.notEqual(current, zombieIncarnation);
+  assert.equal(await worker.run(await jobWhere(prefix, (job) => job.incarnationId === current, 'the new owner’s attempt')), 'executed');
+  assert.deepEqual((await result(owner, root)).output, { value: 'fenced' });
+  assert.equal(await attempts.executions(root, await effectIdOf(owner, root)), 1);
 });
