@@ -170,9 +170,13 @@ export class BullmqTransport {
    * its job is then refused by the claim (no permit, or another incarnation's head) and runs nothing.
    */
   #handOff(request: EffectRequest, client: RedisClient): (() => void) | undefined {
-    if (this.#closed || !this.#listening || client !== this.#redis || request.attemptId === undefined) return undefined;
+    if (this.#closed || client !== this.#redis || request.attemptId === undefined) return undefined;
     const queue = this.#queues.get(queueNameOf(request.deploymentRef));
     if (queue === undefined) return undefined;
+    if (!this.#listening) {
+      void this.#subscribe(); // the next first attempt can go behind its commit
+      return undefined;
+    }
     const data = jobDataOf(request);
     const key = `${data.rootId} ${data.attemptId}`;
     this.#followed.set(key, { notified: false });

@@ -52,6 +52,8 @@ test('redis cluster: the client is a Cluster, every master answers, and trees sp
   const masters = await masterConnections(redis);
   assert.equal(masters.length, 3);
   const store = committer();
+  // A queue's keys live in another slot, maybe on another master: nothing is ordered behind a commit.
+  assert.equal(store.orderedClient, undefined, 'no first attempt is enqueued behind a commit on a cluster');
   const roots = Array.from({ length: 24 }, () => ProcessId.newRoot());
   for (const rootId of roots) {
     const trees = conformanceTrees(rootId, TreeIncarnationId.random());

@@ -183,3 +183,8 @@ test('redis WAIT: the options are checked (at least one replica, a timeout below
   assert.throws(() => new RedisTreeCommitter({ redis: primary, timeoutMs: 1_000, waitReplicas: { replicas: 1, timeoutMs: 1_000 } }), TypeError);
   assert.doesNotThrow(() => new RedisTreeCommitter({ redis: primary, timeoutMs: 1_000, waitReplicas: { replicas: 1, timeoutMs: 999 } }));
 });
+
+test('redis WAIT: a committer that waits for replicas orders nothing behind its commits (a first attempt is enqueued only after the acknowledgement); without WAIT its client does', () => {
+  assert.equal(committer().orderedClient, undefined, 'a job behind a commit could run while a failover can still lose the commit');
+  assert.equal(committer(0).orderedClient, primary);
+});
