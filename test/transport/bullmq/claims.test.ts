@@ -2,8 +2,9 @@
  * The claim rules of the BullMQ transport against real Redis: the dispatch permit the pending
  * boundary's host write set writes with the head, fencing by incarnation, at-most-once claims of
  * `never` effects, refusals that write nothing, the inbox consumed by the settled boundary, and
- * restore-time adoption of an earlier attempt's settlement. Jobs are taken from the real queue and
- * run by an EffectWorker in this process (no BullMQ consumer), so each delivery is explicit.
+ * restore-time adoption of an earlier attempt's settlement, and the first attempt enqueued right
+ * behind its pending boundary's commit. Jobs are taken from the real queue and run by an EffectWorker
+ * in this process (no BullMQ consumer), so each delivery is explicit.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
