@@ -392,16 +392,24 @@ async function jobWhere(prefix: string, matches: (data: EffectJobData) => boolea
   }
 }
 
+/**
+ * Runs one demo.echo through `owner` and the rig's worker. The owner's first dispatch subscribes it to
+ * settlements, and first attempts go behind their pending boundary only once it listens.
+ */
+async function listening(owner: EngineHost, { worker, job }: Rig): Promise<void> {
+  openGate();
+  const warm = (await start(owner, 'demo.echo', { value: 'warm' })).processId;
+  assert.equal(await worker.run(await job()), 'executed');
+  await result(owner, warm);
+}
+
 test('claims: the first attempt is enqueued right behind its pending boundary, so a worker claims and settles it while the owner has not yet seen that commit acknowledged', async () => {
   const prefix = freshPrefix();
   const published: string[] = [];
   const { host: owner, client } = watchedHost(prefix, { observeEvent: (event) => published.push(event.name) });
-  const { worker, attempts, job } = rig(prefix);
-  openGate();
-  // The owner's first dispatch subscribes it to settlements; hand-offs begin once it listens.
-  const warm = (await start(owner, 'demo.echo', { value: 'warm' })).processId;
-  assert.equal(await worker.run(await job()), 'executed');
-  await result(owner, warm);
+  const workers = rig(prefix);
+  const { worker, attempts } = workers;
+  await listening(owner, workers);
 
   // The next pending boundary's reply reaches the client, but its caller (the owner) is answered only on release.
   const release = deferred<void>();
@@ -424,11 +432,9 @@ test('claims: the first attempt is enqueued right behind its pending boundary, s
 test('claims: a first attempt enqueued behind a pending boundary that a takeover refuses is refused by the fence and runs nothing', async () => {
   const prefix = freshPrefix();
   const { host: zombie, client } = watchedHost(prefix);
-  const { worker, attempts, refusals, job } = rig(prefix);
-  openGate();
-  const warm = (await start(zombie, 'demo.echo', { value: 'warm' })).processId;
-  assert.equal(await worker.run(await job()), 'executed');
-  await result(zombie, warm);
+  const workers = rig(prefix);
+  const { worker, attempts, refusals } = workers;
+  await listening(zombie, workers);
 
   // The zombie's pending commit and the enqueue behind it are held in its socket while another owner takes the tree over.
   const issued = deferred<void>();
