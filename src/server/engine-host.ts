@@ -1434,7 +1434,7 @@ export class EngineHost implements Host {
     }
     const deployments = this.#catalog.current().filter((deployment) => deployment.dispatcher !== undefined && this.#queuedRefs.has(deployment.ref.digest.toString()));
     const readiness = workerReadiness(deployments, live);
-    this.#metrics.observeQueues(queued, live, readiness.byDigest);
+    this.#metrics.observeQueues(queued, live, readiness.byDigest, transport.followedAttempts);
     return readiness;
   }
 

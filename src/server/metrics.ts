@@ -33,6 +33,7 @@ export class HostMetrics {
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly liveWorkers: Gauge<'ref'>;
   readonly workerProcessKeys: Gauge<'ref' | 'key' | 'state'>;
+  readonly followedAttempts: Gauge;
 
   constructor(options: {
     /** Root processes that exist (the root index: every server's, in Redis mode). */
@@ -152,6 +153,11 @@ export class HostMetrics {
       labelNames: ['ref', 'key', 'state'],
       registers,
     });
+    this.followedAttempts = new Gauge({
+      name: 'scope_transport_followed_attempts',
+      help: 'Effect attempts this server awaits a settlement for through the BullMQ transport (first attempts enqueued behind their pending commit included)',
+      registers,
+    });
     this.logAppendFailures = new Counter({
       name: 'scope_event_log_append_failures_total',
       help: 'Best-effort event log entries (attempt events, deltas) lost to failed appends',
@@ -159,8 +165,14 @@ export class HostMetrics {
     });
   }
 
-  /** The BullMQ transport's queues, live workers and their process keys per queued ref, as last read. */
-  observeQueues(queues: ReadonlyMap<string, { waiting: number; active: number }>, workers: readonly LiveWorker[], refs: ReadonlyMap<string, ServedRefView>): void {
+  /** The BullMQ transport's queues, live workers and their process keys per queued ref, as last read; the attempts this server follows. */
+  observeQueues(
+    queues: ReadonlyMap<string, { waiting: number; active: number }>,
+    workers: readonly LiveWorker[],
+    refs: ReadonlyMap<string, ServedRefView>,
+    followedAttempts: number,
+  ): void {
+    this.followedAttempts.set(followedAttempts);
     this.queueJobs.reset();
     for (const [queue, counts] of queues) {
       this.queueJobs.set({ queue, state: 'waiting' }, counts.waiting);

@@ -94,6 +94,11 @@ export class BullmqTransport {
     this.#permits?.handOffTo((request, client) => this.#handOff(request, client));
   }
 
+  /** Attempts this owner awaits a settlement for (metrics): dispatches in flight and first attempts handed off behind their commit. */
+  get followedAttempts(): number {
+    return this.#followed.size;
+  }
+
   get attempts(): RedisEffectAttempts {
     return this.#attempts;
   }

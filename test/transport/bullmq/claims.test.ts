@@ -431,7 +431,8 @@ test('claims: the first attempt is enqueued right behind its pending boundary, s
 
 test('claims: a first attempt enqueued behind a pending boundary that a takeover refuses is refused by the fence and runs nothing', async () => {
   const prefix = freshPrefix();
-  const { host: zombie, client } = watchedHost(prefix);
+  const stopped = deferred<void>();
+  const { host: zombie, client } = watchedHost(prefix, { observeEvent: (event) => event.name === 'agent.runtime.stopped' && stopped.resolve() });
   const workers = rig(prefix);
   const { worker, attempts, refusals } = workers;
   await listening(zombie, workers);
@@ -448,6 +449,10 @@ test('claims: a first attempt enqueued behind a pending boundary that a takeover
   const owner = host(prefix);
   await owner.restoreTree(root);
   (client.stream as { uncork(): void }).uncork();
+
+  // The refused commit stopped the zombie's writer; the attempt it handed off is no longer followed.
+  await stopped.promise;
+  assert.match((await zombie.metrics()).body, /^scope_transport_followed_attempts 0$/m);
 
   const stale = await jobWhere(prefix, (job) => job.incarnationId === zombieIncarnation, 'the zombie’s attempt, enqueued behind its refused commit');
   assert.equal(await worker.run(stale), 'refused', 'the refused commit granted nothing to the zombie’s incarnation');
