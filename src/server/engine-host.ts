@@ -1434,12 +1434,16 @@ export class EngineHost implements Host {
     }
     const deployments = this.#catalog.current().filter((deployment) => deployment.dispatcher !== undefined && this.#queuedRefs.has(deployment.ref.digest.toString()));
     const readiness = workerReadiness(deployments, live);
-    this.#metrics.observeQueues(queued, live, readiness.byDigest, transport.followedAttempts);
+    this.#metrics.observeQueues(queued, live, readiness.byDigest);
     return readiness;
   }
 
   async metrics(): Promise<{ contentType: string; body: string }> {
-    if (this.#transport !== undefined) await this.#workerChecks(this.#transport);
+    if (this.#transport !== undefined) {
+      // Read from memory, so it is current even when the queue and worker reads below fail.
+      this.#metrics.followedAttempts.set(this.#transport.followedAttempts);
+      await this.#workerChecks(this.#transport);
+    }
     const registry = this.#metrics.registry;
     return { contentType: registry.contentType, body: await registry.metrics() };
   }

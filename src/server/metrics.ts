@@ -165,14 +165,8 @@ export class HostMetrics {
     });
   }
 
-  /** The BullMQ transport's queues, live workers and their process keys per queued ref, as last read; the attempts this server follows. */
-  observeQueues(
-    queues: ReadonlyMap<string, { waiting: number; active: number }>,
-    workers: readonly LiveWorker[],
-    refs: ReadonlyMap<string, ServedRefView>,
-    followedAttempts: number,
-  ): void {
-    this.followedAttempts.set(followedAttempts);
+  /** The BullMQ transport's queues, live workers and their process keys per queued ref, as last read. */
+  observeQueues(queues: ReadonlyMap<string, { waiting: number; active: number }>, workers: readonly LiveWorker[], refs: ReadonlyMap<string, ServedRefView>): void {
     this.queueJobs.reset();
     for (const [queue, counts] of queues) {
       this.queueJobs.set({ queue, state: 'waiting' }, counts.waiting);
