@@ -94,7 +94,7 @@ export class BullmqTransport {
     this.#permits?.handOffTo((request, client) => this.#handOff(request, client));
   }
 
-  /** Attempts this owner awaits a settlement for (metrics): dispatches in flight and first attempts handed off behind their commit. */
+  /** Attempts this owner awaits a settlement for (metrics): dispatches in flight, earlier attempts a restore waits on, first attempts handed off behind their commit. */
   get followedAttempts(): number {
     return this.#followed.size;
   }
