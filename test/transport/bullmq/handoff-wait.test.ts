@@ -65,33 +65,41 @@ test('WAIT on: a first attempt is enqueued only after its pending boundary is ac
   });
   const waitingFor = async (root: string): Promise<EffectJobData | undefined> =>
     (await queue.getWaiting()).map((job) => job.data as EffectJobData).find((data) => data.rootId === root);
+  /** Polls until `read` answers, failing (instead of hanging) after 10 s. */
+  const until = async <T>(what: string, read: () => Promise<T | undefined>): Promise<T> => {
+    const deadline = performance.now() + 10_000;
+    for (;;) {
+      const value = await read();
+      if (value !== undefined) return value;
+      assert.ok(performance.now() < deadline, `not within 10 s: ${what}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
   try {
     // A first dispatch makes the owner listen for settlements: from then on it could hand off.
     openGate();
     const warm = (await start(owner, 'demo.echo', { value: 'warm' })).processId;
-    let job: EffectJobData | undefined;
-    while ((job = await waitingFor(warm)) === undefined) await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(await worker.run(job), 'executed');
+    assert.equal(await worker.run(await until('the warm-up job', () => waitingFor(warm))), 'executed');
     await result(owner, warm);
 
     armed = true;
     const started = owner.startProcess({ deployment: 'demo.echo', input: { value: 'replicated first' } });
-    while (root === undefined) await new Promise((resolve) => setImmediate(resolve));
+    const target = await until('the start commit', async () => root);
     // The pending boundary's script has run on the primary (sequence 2), its WAIT is still open.
-    while ((await redis.hget(headKey(prefix, root), 'sequence')) !== '2') await new Promise((resolve) => setImmediate(resolve));
+    await until('the pending boundary on the primary', async () => ((await redis.hget(headKey(prefix, target), 'sequence')) === '2' ? true : undefined));
     await redis.ping(); // one more round trip: a job sent with the commit would have reached the primary by now
-    assert.equal(await waitingFor(root), undefined, 'no job for an attempt whose pending boundary the replica does not hold yet');
-    assert.equal(published.some((event) => event.processId === root && event.name === 'agent.effect.started'), false);
+    assert.equal(await waitingFor(target), undefined, 'no job for an attempt whose pending boundary the replica does not hold yet');
+    assert.equal(published.some((event) => event.processId === target && event.name === 'agent.effect.started'), false);
 
     pair.replica.resume();
     await started;
-    while ((job = await waitingFor(root as string)) === undefined) await new Promise((resolve) => setImmediate(resolve));
+    const job = await until('the job once the replica holds the boundary', () => waitingFor(target));
     assert.ok(
-      published.some((event) => event.processId === root && event.name === 'agent.effect.started'),
+      published.some((event) => event.processId === target && event.name === 'agent.effect.started'),
       'the attempt is enqueued after the owner saw its pending boundary acknowledged',
     );
     assert.equal(await worker.run(job), 'executed');
-    assert.deepEqual((await result(owner, root)).output, { value: 'replicated first' });
+    assert.deepEqual((await result(owner, target)).output, { value: 'replicated first' });
   } finally {
     pair.replica.resume();
     await owner.close(500);
