@@ -308,18 +308,19 @@ interface NormalizedFields {
  */
 export class ProcessSnapshot {
   readonly #fields: NormalizedFields;
-  /** The wire form (nested records spliced as their cached JSON), until its pieces are built. */
+  /**
+   * The wire form (nested records spliced as their cached JSON), built on first use and kept until
+   * its pieces are built: an intermediate snapshot the Engine derives another from (a settled batch
+   * the same commit adopts) is never encoded.
+   */
   #wire: WireValue | undefined;
   #pieces: readonly string[] | undefined;
   #json: string | undefined;
-  readonly #size: number;
+  #size: number | undefined;
   #digest: Digest | undefined;
 
-  private constructor(fields: NormalizedFields, wire: WireValue) {
+  private constructor(fields: NormalizedFields) {
     this.#fields = fields;
-    this.#wire = wire;
-    // Measured from the structure: a large cached member (the mailbox) is not rescanned.
-    this.#size = encodedWireLength(wire);
     Object.freeze(this);
   }
 
@@ -343,7 +344,7 @@ export class ProcessSnapshot {
     fail: (message: string) => never,
   ): ProcessSnapshot {
     checkRules(fields, fail);
-    const snapshot = new ProcessSnapshot(fields, toWire(fields));
+    const snapshot = new ProcessSnapshot(fields);
     if (limits !== undefined) snapshot.checkCapacity(limits, fail);
     return snapshot;
   }
@@ -461,8 +462,9 @@ export class ProcessSnapshot {
         fail(`${after} pending signals after the prepared step exceed max_pending_signals ${limits.maxPendingSignals}`);
       }
     }
-    if (!limits.maxProcessSnapshotBytes.admits(BigInt(this.#size))) {
-      fail(`encoded size ${this.#size} exceeds max_process_snapshot_bytes ${limits.maxProcessSnapshotBytes.toString()}`);
+    const size = this.encodedSize;
+    if (!limits.maxProcessSnapshotBytes.admits(BigInt(size))) {
+      fail(`encoded size ${size} exceeds max_process_snapshot_bytes ${limits.maxProcessSnapshotBytes.toString()}`);
     }
   }
 
@@ -669,7 +671,7 @@ export class ProcessSnapshot {
 
   /** The canonical JSON as a pre-encoded value, so an enclosing tree splices it unchanged. */
   toWire(): WireValue {
-    return RawJson.spliced(this.pieces(), this.#size);
+    return RawJson.spliced(this.pieces(), this.encodedSize);
   }
 
   /**
@@ -679,7 +681,10 @@ export class ProcessSnapshot {
    */
   pieces(): readonly string[] {
     if (this.#pieces === undefined) {
-      this.#pieces = Object.freeze(wirePieces(this.#wire as WireValue));
+      const wire = this.#wireValue();
+      // The size too, before the wire form goes: the pieces alone would have to be measured again.
+      this.#size ??= encodedWireLength(wire);
+      this.#pieces = Object.freeze(wirePieces(wire));
       this.#wire = undefined;
     }
     return this.#pieces;
@@ -693,7 +698,14 @@ export class ProcessSnapshot {
 
   /** The canonical length in UTF-8 bytes. */
   get encodedSize(): number {
+    // Measured from the structure: a large cached member (the mailbox) is not rescanned.
+    this.#size ??= encodedWireLength(this.#wireValue());
     return this.#size;
+  }
+
+  #wireValue(): WireValue {
+    this.#wire ??= toWire(this.#fields);
+    return this.#wire;
   }
 
   digest(): Digest {
