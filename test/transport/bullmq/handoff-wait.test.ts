@@ -63,8 +63,8 @@ test('WAIT on: a first attempt is enqueued only after its pending boundary is ac
       }
     },
   });
-  const waitingFor = async (root: string): Promise<EffectJobData | undefined> =>
-    (await queue.getWaiting()).map((job) => job.data as EffectJobData).find((data) => data.rootId === root);
+  const waitingFor = async (rootId: string): Promise<EffectJobData | undefined> =>
+    (await queue.getWaiting()).map((job) => job.data as EffectJobData).find((data) => data.rootId === rootId);
   /** Polls until `read` answers, failing (instead of hanging) after 10 s. */
   const until = async <T>(what: string, read: () => Promise<T | undefined>): Promise<T> => {
     const deadline = performance.now() + 10_000;
