@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import { duplicateRedis, type RedisClient } from '../../store/redis/connection.js';
-import { Delta, type Deployment, type Dispatcher, type EffectRequest, type Payload } from '../../kernel/index.js';
+import { Delta, type Deployment, type Dispatcher, type EffectRequest, Payload, Settlement } from '../../kernel/index.js';
 import { RedisEffectAttempts, type AttemptRef } from '../../store/redis/effect-attempts.js';
 import { RedisEventLog } from '../../store/redis/event-log.js';
 import { RedisWorkerRegistry, type WorkerProcessKey, type WorkerStatus } from '../../store/redis/worker-registry.js';
 import { deltaType } from '../../store/event-log.js';
-import { encodeInboxEntry, requestOf, type EffectJobData, type InboxEntry } from './job-data.js';
+import { type ClaimableJob, claimableOf, encodeInboxEntry, requestOfClaimable, type EffectJobData, type InboxEntry } from './job-data.js';
 import { bullPrefixOf, queueNameOf } from './names.js';
-import { defaultTransportTiming, type TransportTiming } from './transport-options.js';
+import { defaultTransportTiming, malformedJobCode, type TransportTiming } from './transport-options.js';
 import { isOwnerDispatched } from '../placement.js';
 
 /**
@@ -62,6 +62,8 @@ export class EffectWorker {
   /** The deployments this worker consumes (not owner-dispatched), by ref digest hex. */
   readonly #served = new Map<string, Deployment>();
   readonly #workerId: string;
+  readonly #tokenPrefix = randomBytes(8).toString('hex');
+  #tokens = 0;
   #subscriber: RedisClient | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #stopping: Promise<void> | undefined;
@@ -116,32 +118,49 @@ export class EffectWorker {
 
   /** Claims and, when granted, executes one attempt (exported for tests of a redelivery). */
   async run(data: EffectJobData): Promise<AttemptOutcome> {
-    let request: EffectRequest;
+    let claimable: ClaimableJob;
     try {
-      request = requestOf(data);
+      claimable = claimableOf(data);
     } catch (error) {
       // A malformed job names no attempt anyone could claim: nothing runs, nothing is written.
       this.#options.onError?.(error, 'malformed job');
       return 'refused';
     }
-    const dispatcher = this.#dispatchers.get(request.deploymentRef.digest.toString());
+    const dispatcher = this.#dispatchers.get(claimable.deploymentRef.digest.toString());
     if (dispatcher === undefined) return 'refused';
-    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: request.id.toString() };
-    const token = randomBytes(12).toString('hex');
-    const claim = await this.#attempts.claim({
+    const attempt: AttemptRef = { rootId: data.rootId, attemptId: data.attemptId, effectId: claimable.effectId.toString() };
+    const token = this.#nextToken();
+    const claimed = this.#attempts.claim({
       ...attempt,
       incarnationId: data.incarnationId,
-      replayPolicy: dispatcher.replayPolicy(request.effect),
+      replayPolicy: dispatcher.replayPolicy(claimable.effect),
       token,
       workerId: this.#workerId,
       leaseMs: this.#timing.leaseMs,
     });
+    // The claim is on its way: what the execution needs is built meanwhile, off the hop's path.
+    let request: EffectRequest | undefined;
+    let malformed: unknown;
+    try {
+      request = requestOfClaimable(data, claimable);
+    } catch (error) {
+      malformed = error;
+    }
+    const abort = new AbortController();
+    const claim = await claimed;
     if (!claim.claimed) {
       this.#options.onRefused?.(attempt, claim.reason);
       return 'refused';
     }
+    if (request === undefined) {
+      // Only a corrupted job gets here (its claim found the permit its pending boundary wrote): the
+      // attempt provably never ran, so it fails definitely instead of lapsing into an Unknown.
+      this.#options.onError?.(malformed, 'malformed job');
+      const failed = Settlement.of('failed', Payload.encode({ code: malformedJobCode, error: malformed instanceof Error ? malformed.message : String(malformed) }));
+      await this.#deliver(attempt, token, { outcome: 'settled', settlement: failed });
+      return 'executed';
+    }
     const key = `${attempt.rootId} ${attempt.attemptId}`;
-    const abort = new AbortController();
     this.#running.set(key, abort);
     // The lease, not BullMQ's job lock, fences the attempt: a lost lock only makes BullMQ redeliver
     // the job (whose claim is then refused); a lost lease means the owner has declared the attempt
@@ -166,10 +185,20 @@ export class EffectWorker {
     }
     // Its deltas precede its settlement (one client, commands in order).
     this.#log.flush();
-    // A refused settlement means the owner already declared the attempt Unknown: nothing to do.
+    await this.#deliver(attempt, token, entry);
+    return 'executed';
+  }
+
+  /** Settles a claimed attempt; a refusal means the owner already declared it Unknown: nothing to do. */
+  async #deliver(attempt: AttemptRef, token: string, entry: InboxEntry): Promise<void> {
     const delivered = await this.#attempts.settle(attempt, token, encodeInboxEntry(entry), entry.outcome === 'settled' && entry.settlement.status !== 'unknown');
     this.#options.onSettled?.(attempt, delivered);
-    return 'executed';
+  }
+
+  /** A claim token unique per delivery: this worker's random prefix and a counter. */
+  #nextToken(): string {
+    this.#tokens += 1;
+    return `${this.#tokenPrefix}${this.#tokens.toString(36)}`;
   }
 
   async #execute(request: EffectRequest, dispatcher: Dispatcher, signal: AbortSignal): Promise<InboxEntry> {

@@ -1,4 +1,5 @@
-import { DeploymentRef, Effect, EffectAttemptId, EffectRequest, ProcessId, ProcessRelation, Settlement, TreeIncarnationId } from '../../kernel/index.js';
+import { DeploymentRef, Effect, EffectAttemptId, EffectId, EffectRequest, ProcessId, ProcessRelation, Settlement, TreeIncarnationId } from '../../kernel/index.js';
+import { maxUint64 } from '../../kernel/wire.js';
 
 /**
  * The wire form of one effect attempt, as a job's data: everything a worker needs to rebuild the
@@ -33,19 +34,58 @@ export function jobDataOf(request: EffectRequest): EffectJobData {
   };
 }
 
-/** Rebuilds and validates the request (throws a kernel error on any malformed member). */
-export function requestOf(data: EffectJobData): EffectRequest {
+/**
+ * What a claim names, validated before anything is written: the attempt's process, effect (its id
+ * derived from the process and step position, as the owner derived it) and deployment, the
+ * incarnation and the attempt. The rest of the job is checked by {@link requestOfClaimable}, which a
+ * worker runs while its claim is on the way.
+ */
+export interface ClaimableJob {
+  readonly processId: ProcessId;
+  readonly effectId: EffectId;
+  readonly effect: Effect;
+  readonly deploymentRef: DeploymentRef;
+  readonly incarnationId: TreeIncarnationId;
+  readonly attemptId: EffectAttemptId;
+}
+
+const uint64Text = /^[1-9]\d{0,19}$/;
+
+/** Throws a kernel error (or a TypeError) on any malformed member a claim depends on. */
+export function claimableOf(data: EffectJobData): ClaimableJob {
   const processId = ProcessId.parse(data.processId);
-  return EffectRequest.create({
+  if (typeof data.stepSequence !== 'string' || !uint64Text.test(data.stepSequence) || BigInt(data.stepSequence) > maxUint64) {
+    throw new TypeError(`a job's step sequence is a canonical uint64 >= 1, got ${JSON.stringify(data.stepSequence)}`);
+  }
+  return {
     processId,
-    relation: ProcessRelation.parse(data.relation, processId),
-    deploymentRef: deploymentRefOf(data.deploymentRef),
-    stepSequence: BigInt(data.stepSequence),
-    batchIndex: data.batchIndex,
+    effectId: EffectId.derive(processId, BigInt(data.stepSequence), data.batchIndex),
     effect: Effect.parse(data.effect),
+    deploymentRef: deploymentRefOf(data.deploymentRef),
     incarnationId: TreeIncarnationId.parse(data.incarnationId),
     attemptId: EffectAttemptId.parse(data.attemptId),
+  };
+}
+
+/** The whole request, from the rest of the job and what its claim already validated. */
+export function requestOfClaimable(data: EffectJobData, claimable: ClaimableJob): EffectRequest {
+  const relation = ProcessRelation.parse(data.relation, claimable.processId);
+  if (relation.rootId.toString() !== data.rootId) throw new TypeError(`a job's root ${JSON.stringify(data.rootId)} is not its relation's`);
+  return EffectRequest.create({
+    processId: claimable.processId,
+    relation,
+    deploymentRef: claimable.deploymentRef,
+    stepSequence: BigInt(data.stepSequence),
+    batchIndex: data.batchIndex,
+    effect: claimable.effect,
+    incarnationId: claimable.incarnationId,
+    attemptId: claimable.attemptId,
   });
+}
+
+/** Rebuilds and validates the request (throws a kernel error on any malformed member). */
+export function requestOf(data: EffectJobData): EffectRequest {
+  return requestOfClaimable(data, claimableOf(data));
 }
 
 /**

@@ -25,3 +25,6 @@ export const defaultTransportTiming: TransportTiming = Object.freeze({
 
 /** The definite failure code of an attempt no worker claimed in time. */
 export const unclaimedCode = 'transport.unclaimed';
+
+/** The definite failure code of a claimed attempt whose job could not be rebuilt (it never ran). */
+export const malformedJobCode = 'transport.malformed_job';

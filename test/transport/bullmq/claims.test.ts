@@ -132,6 +132,44 @@ test('claims: the pending boundary writes the dispatch permit with the head; a r
   assert.equal(await attempts.executions(root, effectId), 1);
 });
 
+test('claims: a job malformed in what its claim names is refused and writes nothing; one corrupted only in the rest is claimed, never executed, and fails definitely', async () => {
+  const prefix = freshPrefix();
+  const owner = host(prefix);
+  const { worker, attempts, refusals, job } = rig(prefix);
+  openGate(); // an execution would echo the value and complete the process
+  const root = (await start(owner, 'demo.echo', { value: 'corrupted' })).processId;
+  const data = await job();
+  const effectId = await effectIdOf(owner, root);
+
+  // The claim's own members (the effect's position, the attempt) are checked before anything is written.
+  assert.equal(await worker.run({ ...data, stepSequence: '0' }), 'refused');
+  assert.equal(await worker.run({ ...data, attemptId: 'attempt:not-hex' }), 'refused');
+  assert.deepEqual(refusals, [], 'no claim was even asked for');
+  assert.deepEqual(await redis.hgetall(attemptKey(prefix, root, data.attemptId)), {});
+  assert.equal(await attempts.executions(root, effectId), 0);
+
+  // The relation is checked while the claim is on its way: the granted claim settles a definite failure.
+  const subscriber = redis.duplicate();
+  closers.push(async () => subscriber.disconnect());
+  const announced = deferred<string>();
+  subscriber.on('message', (_channel: string, message: string) => {
+    const settled = parseSettledMessage(message);
+    if (settled?.attemptId === data.attemptId && settled.json !== undefined) announced.resolve(settled.json);
+  });
+  await subscriber.subscribe(attempts.settledChannel);
+  assert.equal(await worker.run({ ...data, relation: '{"process_id":"broken"}' }), 'executed');
+  const entry = JSON.parse(await announced.promise) as { outcome: string; settlement: { status: string; payload: { code?: string } } };
+  assert.equal(entry.outcome, 'settled');
+  assert.equal(entry.settlement.status, 'failed');
+  assert.equal(entry.settlement.payload.code, 'transport.malformed_job');
+  const outcome = await result(owner, root);
+  assert.equal(outcome.failure?.code, 'demo.echo.failed', 'the process saw the failure: the echo (its gate open) never ran');
+  const [effect] = await effectsOf(owner, root);
+  assert.equal(effect?.status, 'settled');
+  assert.equal(await attempts.executions(root, effectId), 1, 'claimed once');
+  assert.equal(await worker.run(data), 'refused', 'and settled: the intact job cannot run it any more');
+});
+
 test('claims: a small settlement travels in its announcement, so the owner reads it without inspecting the attempt again; a large one is read from the inbox', async () => {
   const prefix = freshPrefix();
   // Entered before the Host exists (see join.test.ts): a monitor line may arrive with MONITOR's reply.
