@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { activeOn, Cluster, committedNames, eventually, exited, json, leaseMs, processUrl, startProcess, type Node } from './nodes-cluster.js';
+import { activeOn, Cluster, committedNames, eventually, exited, explained, json, leaseMs, processUrl, startProcess, type Node } from './nodes-cluster.js';
 
 /**
  * Durable timers across real `scope serve` nodes (docs/host.md "Durable timers"): the owner of a
@@ -71,7 +71,23 @@ async function settledOnce(node: Node, id: string): Promise<void> {
   assert.equal(names.filter((name) => name === 'agent.process.finished').length, 1);
 }
 
+/**
+ * Asserts the survivor completed the sleep within the slack of its instant; a failure carries the
+ * timeline (epoch ms) and the tail of every node's log, so a late completion can be explained.
+ */
+async function assertOnTime(label: string, timeline: { started: number; due: number; killed: number }, done: { finishedAt: number }): Promise<void> {
+  const late = done.finishedAt - timeline.due;
+  process.stdout.write(`# ${label}: completed ${late} ms after its instant\n`);
+  const at = (ms: number): string => `${ms - timeline.started} ms`;
+  const story = `started at 0, due at ${at(timeline.due)}, owner killed at ${at(timeline.killed)}, finished at ${at(done.finishedAt)}, checked at ${at(Date.now())}`;
+  await explained([a, b, c], async () => {
+    assert.ok(late >= 0, `not before its instant (${late} ms; ${story})`);
+    assert.ok(late <= slackMs, `at its instant, not ${late} ms later (${story})`);
+  });
+}
+
 test('SIGKILL of the node a hibernated sleeping tree belongs to: a survivor completes it at its instant, settled once', async () => {
+  const started = Date.now();
   const id = await startProcess(a, 'demo.sleep', { ms: sleepMs });
   const due = await dueOf(a, id);
   // Parked on its timer: it leaves a's memory after 200 ms idle.
@@ -79,24 +95,21 @@ test('SIGKILL of the node a hibernated sleeping tree belongs to: a survivor comp
   assert.ok((await counter(a, 'scope_trees_hibernated_total')) >= 1);
 
   a.child.kill('SIGKILL');
+  const killed = Date.now();
   await exited(a.child);
-  const done = await finished(b, id);
-  process.stdout.write(`# hibernated sleep, owner SIGKILLed: completed ${done.finishedAt - due} ms after its instant\n`);
-  assert.ok(done.finishedAt >= due, `not before its instant (${done.finishedAt - due} ms)`);
-  assert.ok(done.finishedAt <= due + slackMs, `at its instant, not later (${done.finishedAt - due} ms)`);
+  await assertOnTime('hibernated sleep, owner SIGKILLed', { started, due, killed }, await finished(b, id));
   await settledOnce(b, id);
 });
 
 test('SIGKILL of the node a resident sleeping tree runs on: the survivor completes it at its instant, not a sleep later', async () => {
+  const started = Date.now();
   const id = await startProcess(c, 'demo.sleep', { ms: sleepMs });
   const due = await dueOf(c, id);
   assert.equal((await activeOn([c], id)).length, 1, 'c does not hibernate: the sleep waits in its memory');
   await new Promise((resolve) => setTimeout(resolve, 500));
   c.child.kill('SIGKILL');
+  const killed = Date.now();
   await exited(c.child);
-  const done = await finished(b, id);
-  process.stdout.write(`# resident sleep, owner SIGKILLed: completed ${done.finishedAt - due} ms after its instant\n`);
-  assert.ok(done.finishedAt >= due, `not before its instant (${done.finishedAt - due} ms)`);
-  assert.ok(done.finishedAt <= due + slackMs, `at its instant, not ${sleepMs} ms later (${done.finishedAt - due} ms)`);
+  await assertOnTime('resident sleep, owner SIGKILLed', { started, due, killed }, await finished(b, id));
   await settledOnce(b, id);
 });
