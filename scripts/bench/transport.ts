@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { EngineHost } from '../../src/server/engine-host.js';
 import { drainStream, result, testConfig } from '../../test/server/harness.js';
 import { startRedisServer, type RedisServer } from '../../test/helpers/redis-server.js';
+import { cpuMsOf } from './proc-cpu.js';
 import { spawnReady } from './scope-serve.js';
 
 /**
@@ -44,6 +45,8 @@ interface Side {
   hops?(): Promise<number[]>;
   /** Scope sides: each run's pending committed → settled boundary committed (ms), from the events the Engine published. */
   committedHops?(): number[];
+  /** The worker process, when the side has one (its CPU time per run is reported). */
+  readonly workerPid?: number;
   close(): Promise<void>;
 }
 
@@ -77,6 +80,7 @@ async function scopeSide(server: RedisServer, name: string, transport: 'inproces
   let roots: string[] = [];
   return {
     name,
+    ...(worker?.pid === undefined ? {} : { workerPid: worker.pid }),
     async once(index) {
       const started = await host.startProcess({ deployment: 'demo.echo', input: { value: valueOf(index) } });
       const processId = started.process.processId;
@@ -128,6 +132,7 @@ async function rawSide(server: RedisServer): Promise<Side> {
   await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
   return {
     name: 'raw bullmq',
+    ...(worker.pid === undefined ? {} : { workerPid: worker.pid }),
     async once(index) {
       const job = await queue.add('noop', { i: index });
       const value = (await job.waitUntilFinished(events, 30_000)) as { ok?: boolean; i?: number };
@@ -146,15 +151,19 @@ interface Figures {
   committedHops: number[];
   perSecond: number;
   commands: number;
+  /** CPU time the side's worker process used over the sequential runs (ms). */
+  workerCpuMs: number;
 }
 
 async function sequential(side: Side, redis: Redis, count: number, offset: number, figures: Figures): Promise<void> {
   const before = await commandCount(redis);
+  const workerBefore = cpuMsOf(side.workerPid);
   for (let index = 0; index < count; index += 1) {
     const start = performance.now();
     await side.once(offset + index);
     figures.samples.push(performance.now() - start);
   }
+  figures.workerCpuMs += cpuMsOf(side.workerPid) - workerBefore;
   // INFO itself is one command; per-run noise from it is negligible over `count` runs.
   figures.commands += (await commandCount(redis)) - before;
   figures.hops.push(...((await side.hops?.()) ?? []));
@@ -186,9 +195,9 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
     await rawSide(server),
     await scopeSide(server, 'bullmq no-op', 'bullmq', () => ''),
   ];
-  const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0 }]));
+  const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0, workerCpuMs: 0 }]));
   try {
-    for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0 }); // warm-up
+    for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0, workerCpuMs: 0 }); // warm-up
     for (let round = 0; round < rounds; round += 1) {
       for (const side of sides) await sequential(side, redis, sequentialPerRound, round * sequentialPerRound, figures.get(side)!);
     }
@@ -204,9 +213,9 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
   const runs = sequentialPerRound * rounds;
   console.log(`## transport: ${title} (sequential ${runs} per side; ${inFlight} in flight, ${concurrentTotal} per side)`);
   console.log(
-    ['side'.padEnd(18), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'hop p50'.padStart(8), 'hop p99'.padStart(8), 'commit p50'.padStart(11), 'commit p99'.padStart(11), 'cmds/run'.padStart(9), `/s@${inFlight}`.padStart(9)].join(' '),
+    ['side'.padEnd(18), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'hop p50'.padStart(8), 'hop p99'.padStart(8), 'commit p50'.padStart(11), 'commit p99'.padStart(11), 'cmds/run'.padStart(9), 'wkr cpu'.padStart(8), `/s@${inFlight}`.padStart(9)].join(' '),
   );
-  type Row = { p50: number; p99: number; commands: number; perSecond: number; hopP50: number; hopP99: number; committedP50: number; committedP99: number };
+  type Row = { p50: number; p99: number; commands: number; workerCpuMs: number; perSecond: number; hopP50: number; hopP99: number; committedP50: number; committedP99: number };
   const stats = new Map<Side, Row>();
   for (const side of sides) {
     const figure = figures.get(side)!;
@@ -217,6 +226,7 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
       commands: figure.commands / runs,
+      workerCpuMs: figure.workerCpuMs / runs,
       perSecond: figure.perSecond,
       hopP50: percentile(hops, 50),
       hopP99: percentile(hops, 99),
@@ -225,7 +235,7 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
     };
     stats.set(side, row);
     console.log(
-      [side.name.padEnd(18), ms(row.p50), ms(row.p99), ms(row.hopP50), ms(row.hopP99), ms(row.committedP50).padStart(11), ms(row.committedP99).padStart(11), row.commands.toFixed(1).padStart(9), row.perSecond.toFixed(0).padStart(9)].join(' '),
+      [side.name.padEnd(18), ms(row.p50), ms(row.p99), ms(row.hopP50), ms(row.hopP99), ms(row.committedP50).padStart(11), ms(row.committedP99).padStart(11), row.commands.toFixed(1).padStart(9), (Number.isNaN(row.workerCpuMs) ? '-' : row.workerCpuMs.toFixed(2)).padStart(8), row.perSecond.toFixed(0).padStart(9)].join(' '),
     );
   }
   const [inprocess, bullmq, raw, noop] = sides.map((side) => stats.get(side)!) as [Row, Row, Row, Row];
@@ -245,6 +255,9 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
   console.log(
     `end to end, bullmq − in-process: p50 ${(bullmq.p50 - inprocess.p50).toFixed(2)} ms; Redis commands per effect through the transport ${(bullmq.commands - inprocess.commands).toFixed(1)} ` +
       `(raw ${raw.commands.toFixed(1)} per round trip, QueueEvents reads included); ${inFlight} in flight: bullmq/in-process ${(bullmq.perSecond / inprocess.perSecond).toFixed(2)}×, raw ${raw.perSecond.toFixed(0)}/s`,
+  );
+  console.log(
+    `worker CPU per effect (sequential; /proc, 10 ms ticks): no-op ${noop.workerCpuMs.toFixed(2)} ms, demo.echo of "v<n>" ${bullmq.workerCpuMs.toFixed(2)} ms vs raw ${raw.workerCpuMs.toFixed(2)} ms per job → ${(noop.workerCpuMs / raw.workerCpuMs).toFixed(2)}× (no-op)`,
   );
 }
 
