@@ -7,7 +7,7 @@
  */
 
 // Canonical values and their identities.
-export { Payload } from './payload.js';
+export { maxPayloadDepth, Payload } from './payload.js';
 export { Digest, computeDigest } from './digest.js';
 export { canonicalize, encodeCanonical, maxPayloadBytes } from './canonical-json.js';
 export { Schema, SchemaValidationError, type SchemaViolation } from './schema.js';

@@ -1,6 +1,7 @@
 import {
   canonicalize,
   encodeCanonical,
+  maxJsonDepth,
   maxPayloadBytes,
   parseJson,
   toJsonNode,
@@ -18,6 +19,57 @@ import { ErrorCode, KernelError } from './errors.js';
  */
 
 const utf8Encoder = new TextEncoder();
+
+/**
+ * Levels of nesting kept free for the records that carry a payload: a tree snapshot holds one inside
+ * a process, its prepared step or mailbox, a settlement or a child's answer, a framework operation
+ * (itself a payload) around another. The deepest of them adds well under this many.
+ */
+const carrierLevels = 64;
+
+/**
+ * The deepest nesting a Payload may have. A record is parsed with the {@link maxJsonDepth} bound, so
+ * a payload as deep as that bound, once committed inside a tree, would leave a head that no restore
+ * could read again; payloads stop {@link carrierLevels} short of it.
+ */
+export const maxPayloadDepth = maxJsonDepth - carrierLevels;
+
+/** How deeply canonical JSON text nests (containers open at once; strings skipped). */
+function nestingDepth(json: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let index = 0; index < json.length; index += 1) {
+    const code = json.charCodeAt(index);
+    if (code === 0x22) {
+      // A string: skip to its closing quote (a backslash escapes the unit after it).
+      for (index += 1; index < json.length; index += 1) {
+        const unit = json.charCodeAt(index);
+        if (unit === 0x5c) index += 1;
+        else if (unit === 0x22) break;
+      }
+    } else if (code === 0x5b || code === 0x7b) {
+      depth += 1;
+      if (depth > deepest) deepest = depth;
+    } else if (code === 0x5d || code === 0x7d) {
+      depth -= 1;
+    }
+  }
+  return deepest;
+}
+
+/** Throws `invalid_payload` for canonical text nested deeper than {@link maxPayloadDepth}. */
+function checkDepth(json: string): string {
+  // Each level takes an opening and a closing character: shorter text cannot be that deep.
+  if (json.length <= 2 * maxPayloadDepth + 1) return json;
+  const depth = nestingDepth(json);
+  if (depth > maxPayloadDepth) {
+    throw new KernelError(
+      ErrorCode.invalidPayload,
+      `invalid payload: nested ${depth} levels deep, beyond the ${maxPayloadDepth}-level bound (the records that carry a payload need the rest of the ${maxJsonDepth} levels a record may have)`,
+    );
+  }
+  return json;
+}
 
 /** Set by Payload's static block: its private constructor, for {@link payloadOfWire}. */
 let wrapCanonicalWire: (json: string) => Payload;
@@ -55,24 +107,28 @@ export class Payload implements JsonNodeSource {
 
   /**
    * Validates one I-JSON text (string or UTF-8 bytes) and returns its canonical payload. Throws
-   * `invalid_payload` for anything `parseJson` rejects or when the input or its canonical form
-   * exceeds {@link maxPayloadBytes}.
+   * `invalid_payload` for anything `parseJson` rejects, when the input or its canonical form
+   * exceeds {@link maxPayloadBytes}, or when it nests deeper than {@link maxPayloadDepth}.
    */
   static parse(input: string | Uint8Array): Payload {
-    return new Payload(canonicalize(input));
+    return new Payload(checkDepth(canonicalize(input)));
   }
 
   /**
    * Encodes a JS value strictly (see `encodeCanonical`: no functions, symbols, non-finite numbers,
-   * cycles, lone surrogates or non-plain objects without `toJSON`). A nested Payload keeps its
-   * exact canonical text, number literals included.
+   * cycles, lone surrogates or non-plain objects without `toJSON`; nesting deeper than
+   * {@link maxPayloadDepth}). A nested Payload keeps its exact canonical text, number literals included.
    */
   static encode(value: unknown): Payload {
     if (value instanceof Payload) return value;
-    return Payload.#bounded(encodeCanonical(value));
+    return Payload.#bounded(checkDepth(encodeCanonical(value)));
   }
 
-  /** The payload of a parsed or hand-built node; throws `invalid_payload` for an invalid node or one over the bound. */
+  /**
+   * The payload of a parsed or hand-built node; throws `invalid_payload` for an invalid node or one over
+   * the byte bound. A decoder's path: the node's depth was bounded by the record it was parsed from, so
+   * a record the kernel wrote always decodes. New values from outside come in through `encode` or `parse`.
+   */
   static fromNode(node: JsonNode): Payload {
     return Payload.#bounded(writeCanonical(node));
   }

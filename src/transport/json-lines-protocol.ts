@@ -1,4 +1,4 @@
-import { encodeCanonical, maxPayloadBytes, parseJson, type JsonNode } from '../kernel/canonical-json.js';
+import { encodeCanonical, maxPayloadBytes, parseJson, writeCanonical, type JsonNode } from '../kernel/canonical-json.js';
 import { Payload } from '../kernel/index.js';
 
 /**
@@ -80,7 +80,8 @@ function onlyMembers(members: ReadonlyMap<string, JsonNode>, allowed: readonly s
 
 function payloadOf(node: JsonNode): Payload | undefined {
   try {
-    return Payload.fromNode(node);
+    // A command's answer is a new value from outside: parsed with the payload bounds (depth included).
+    return Payload.parse(writeCanonical(node));
   } catch {
     return undefined;
   }

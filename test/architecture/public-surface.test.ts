@@ -28,7 +28,7 @@ const pinned = [
   // What the Host reads of a process's current step and needs to check its own input the kernel's way.
   'PreparedStep', 'PreparedEffect', 'EffectPhase', 'isStatus', 'validDiagnostic', 'timestampToDate', 'parseReplayPolicy', 'ProcessRelation',
   'canonicalize', 'commitConflict', 'computeDigest', 'defaultTreeLimits', 'encodeCanonical', 'eventNameValues', 'eventNames',
-  'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'parseCapability',
+  'failureKindValues', 'hasCode', 'isIdentityText', 'isQualifiedName', 'isTerminalStatus', 'maxPayloadBytes', 'maxPayloadDepth', 'parseCapability',
   'replayPolicyValues', 'settlementStatusValues', 'statusValues', 'systemClock', 'terminalStatusValues', 'terminationCauseValues',
   'treeIncarnationConflict',
   // What hibernation and a takeover read of a head: whether anything but a command would move it.

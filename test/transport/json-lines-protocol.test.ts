@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Payload } from '../../src/kernel/payload.js';
+import { maxPayloadDepth, Payload } from '../../src/kernel/payload.js';
 import { parseWorkerLine, requestLine } from '../../src/transport/json-lines-protocol.js';
 import { LineSplitter } from '../../src/transport/line-splitter.js';
 
@@ -21,6 +21,9 @@ test('worker lines: handshake, answers, deltas', () => {
     assert.equal(answer.status, 'failed');
     assert.equal(answer.payload.json(), '{"a":2,"b":1}');
   }
+  const deepest = `${'['.repeat(maxPayloadDepth)}${']'.repeat(maxPayloadDepth)}`;
+  const deep = parseWorkerLine(`{"effectId":"e1","status":"succeeded","payload":${deepest}}`);
+  assert.equal(deep.kind === 'answer' && deep.payload.json(), deepest, 'as deep as a payload may be');
   const delta = parseWorkerLine(Buffer.from('{"effectId":"e1","delta":[1,2]}'));
   assert.equal(delta.kind, 'delta');
   if (delta.kind === 'delta') assert.equal(delta.payload.json(), '[1,2]');
@@ -37,6 +40,9 @@ test('invalid worker lines are reported, naming the effect id when the line had 
     ['{"effectId":"e","status":"succeeded"}', 'e'],
     ['{"effectId":"e","status":"succeeded","payload":1,"more":2}', 'e'],
     ['{"effectId":"e","status":"succeeded","payload":1,"payload":2}', undefined],
+    // Deeper than a payload may nest: a record carrying it could not be parsed again.
+    [`{"effectId":"e","status":"succeeded","payload":${'['.repeat(maxPayloadDepth + 1)}${']'.repeat(maxPayloadDepth + 1)}}`, 'e'],
+    [`{"effectId":"e","delta":${'['.repeat(maxPayloadDepth + 1)}${']'.repeat(maxPayloadDepth + 1)}}`, 'e'],
   ];
   for (const [text, effectId] of cases) {
     const line = parseWorkerLine(text);
