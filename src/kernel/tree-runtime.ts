@@ -1109,6 +1109,8 @@ export class TreeRuntime {
     candidate: ExecutionState,
     records: readonly MailboxRecord[],
     base: ProcessSnapshot,
+    /** Further changes to `base` the adoption keeps (a settlement's counters): one snapshot instead of two. */
+    carried?: SnapshotChanges,
   ): ProcessSnapshot {
     const mailbox = base.mailbox.consume(intent.consumedSignals).append(...records);
     const fields: SnapshotChanges = {
@@ -1148,7 +1150,7 @@ export class TreeRuntime {
       process.control = process.control.without('pauseReason');
       fields.pendingControl = base.pendingControl.without('pauseReason');
     }
-    const next = base.with(fields);
+    const next = base.with(carried === undefined ? fields : { ...carried, ...fields });
     const termination = outcome.kind === 'none' ? undefined : resolveTermination(process.control, outcome);
     return termination === undefined ? next : this.#terminalSnapshot(next, termination, intent.kind === 'complete' ? intent.output : undefined);
   }
@@ -1583,14 +1585,16 @@ export class TreeRuntime {
       return;
     }
     const settled = prepared.withSettlement(effect.id, settlement, diagnostic);
-    const next = snapshot.with({ prepared: settled, counters });
-    const adoption = this.#foldedAdoption(process, next, settled);
+    // Folded, the adoption drops the prepared step at once: the settled snapshot is built only when
+    // the boundary commits alone.
+    const adoption = this.#foldedAdoption(process, snapshot, settled, [], { counters });
     if (adoption !== undefined) {
       const boundary = { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false, adopts: settled } as const;
       await this.#commit([adoption.next], boundary, () => this.#adoptionEvents(process, settled.stepSequence, adoption.next), [effect.id]);
       this.#adopted(process, adoption.next, adoption.restored);
       return;
     }
+    const next = snapshot.with({ prepared: settled, counters });
     await this.#commit([next], { kind: 'effect', processId: process.id, effectId: effect.id, resolution: false }, () => [], [effect.id]);
   }
 
@@ -1601,17 +1605,19 @@ export class TreeRuntime {
    * and completes its batch (only `continue` declares Effects, so adopting never ends or pauses
    * the Process), the candidate is at hand, no terminal intent or freeze holds adoption back, and
    * the adopted snapshot fits. Otherwise the boundary commits alone and the frontier adopts later.
+   * `base` is the snapshot the adoption derives from, with `carried` changes applied too.
    */
   #foldedAdoption(
     process: ProcessRuntime,
-    settled: ProcessSnapshot,
+    base: ProcessSnapshot,
     batch: PreparedStep,
     others: readonly ProcessSnapshot[] = [],
+    carried?: SnapshotChanges,
   ): { next: ProcessSnapshot; restored: Execution } | undefined {
     const restored = process.candidateExecution;
     if (restored === undefined || batch.frontier() !== undefined || batch.intent.kind !== 'continue') return undefined;
     if (hasTerminalIntent(process.control) || this.#freezes > 0) return undefined;
-    const next = this.#adoption(process, batch.stepSequence, batch.intent, batch.candidateState, batch.adoptionRecords(), settled);
+    const next = this.#adoption(process, batch.stepSequence, batch.intent, batch.candidateState, batch.adoptionRecords(), base, carried);
     return this.#fits([next, ...others]) ? { next, restored } : undefined;
   }
 
