@@ -1,4 +1,4 @@
-import { parseJson, type JsonNode } from './canonical-json.js';
+import { maxPayloadBytes, parseJson, type JsonNode } from './canonical-json.js';
 import { describe } from './digest.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { Payload } from './payload.js';
@@ -14,6 +14,10 @@ import { encodeWire, RawJson, WireRecord, type WireValue } from './wire.js';
 export type SettlementStatus = 'succeeded' | 'failed' | 'unknown';
 
 export const settlementStatusValues: readonly SettlementStatus[] = Object.freeze(['succeeded', 'failed', 'unknown']);
+
+/** A canonical settlement's text around its payload: members sorted, so `payload` first. */
+const canonicalOpening = '{"payload":';
+const canonicalClosings: readonly (readonly [SettlementStatus, string])[] = settlementStatusValues.map((status) => [status, `,"status":"${status}"}`] as const);
 
 export function isSettlementStatus(value: unknown): value is SettlementStatus {
   return typeof value === 'string' && (settlementStatusValues as readonly string[]).includes(value);
@@ -64,7 +68,34 @@ export class Settlement {
   }
 
   static parse(input: string | Uint8Array): Settlement {
+    if (typeof input === 'string') {
+      const canonical = Settlement.#fromCanonical(input);
+      if (canonical !== undefined) return canonical;
+    }
     return Settlement.fromWire(parseJson(input, { code: ErrorCode.invalidSettlement }));
+  }
+
+  /**
+   * The settlement `text` is exactly the canonical form of (what {@link json} writes, the common case:
+   * an inbox entry, a stored record), read by parsing only its payload; undefined for any other text,
+   * which the full decode then accepts or refuses. What this accepts the full decode accepts alike:
+   * the payload is canonical and within the payload bounds, so one level of wrapper keeps it within
+   * the record bounds.
+   */
+  static #fromCanonical(text: string): Settlement | undefined {
+    if (!text.startsWith(canonicalOpening) || text.length * 3 > maxPayloadBytes) return undefined;
+    for (const [status, closing] of canonicalClosings) {
+      if (!text.endsWith(closing)) continue;
+      const json = text.slice(canonicalOpening.length, text.length - closing.length);
+      let payload: Payload;
+      try {
+        payload = Payload.parse(json);
+      } catch {
+        return undefined;
+      }
+      return payload.json() === json ? new Settlement(status, payload) : undefined;
+    }
+    return undefined;
   }
 
   get status(): SettlementStatus {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseJson } from '../../src/kernel/canonical-json.js';
+import fc from 'fast-check';
+import { maxJsonDepth, parseJson } from '../../src/kernel/canonical-json.js';
 import { KernelError } from '../../src/kernel/errors.js';
-import { Payload } from '../../src/kernel/payload.js';
+import { maxPayloadDepth, Payload } from '../../src/kernel/payload.js';
 import {
   isSettlementStatus,
   parseSettlementStatus,
@@ -97,5 +98,58 @@ describe('Settlement', () => {
         error.code === 'invalid_snapshot' &&
         error.message.includes('/effects/0/settlement/status'),
     );
+  });
+
+  /** What the full decode answers for `text`: the settlement, or the error code. */
+  function strictly(text: string): Settlement | string {
+    try {
+      return Settlement.fromWire(parseJson(text, { code: 'invalid_settlement' }));
+    } catch (error) {
+      return error instanceof KernelError ? error.code : String(error);
+    }
+  }
+
+  function parsed(text: string): Settlement | string {
+    try {
+      return Settlement.parse(text);
+    } catch (error) {
+      return error instanceof KernelError ? error.code : String(error);
+    }
+  }
+
+  function sameAnswer(text: string): void {
+    const fast = parsed(text);
+    const full = strictly(text);
+    if (typeof fast === 'string' || typeof full === 'string') assert.equal(fast, full, text);
+    else assert.ok(fast.equals(full), text);
+  }
+
+  test('parse answers exactly as the full decode does, for canonical texts (read by their payload alone) and any other', () => {
+    const status = fc.constantFrom(...settlementStatusValues);
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4 }), status, (value, chosen) => {
+        const settlement = Settlement.of(chosen, Payload.encode(value));
+        const text = settlement.json();
+        assert.ok(Settlement.parse(text).equals(settlement));
+        sameAnswer(text);
+        // Near misses: whitespace, the other member order, a second status, a payload cut short or run on.
+        const payload = settlement.payload.json();
+        for (const variant of [
+          text.replace('{"payload":', '{ "payload":'),
+          `{"status":"${chosen}","payload":${payload}}`,
+          `{"payload":${payload},"status":"failed","status":"${chosen}"}`,
+          `{"payload":${payload.slice(0, -1)},"status":"${chosen}"}`,
+          `{"payload":${payload},1,"status":"${chosen}"}`,
+          `{"payload":${payload},"status":"${chosen}"} `,
+        ]) {
+          sameAnswer(variant);
+        }
+      }),
+    );
+    // A payload the full decode accepts one level deeper than a new payload may be: the same answer.
+    const deep = `${'['.repeat(maxJsonDepth - 1)}${']'.repeat(maxJsonDepth - 1)}`;
+    assert.ok(maxJsonDepth - 1 > maxPayloadDepth);
+    sameAnswer(`{"payload":${deep},"status":"succeeded"}`);
+    sameAnswer(`{"payload":[${deep}],"status":"succeeded"}`);
   });
 });
