@@ -80,9 +80,11 @@ function answerWaits(lookup: Lookup, snapshot: ProcessSnapshot): ProcessSnapshot
     if (answered.length < wait.spec.requiredCount) continue;
     const payload = childWaitSatisfiedPayload(wait.spec, answered.map((child) => outcomeOf(lookup, wait.spec as ChildWaitSpec, child)));
     const mailbox = next.mailbox.append(MailboxRecord.childWaitAnswer(wait.waitId, answered.map((child) => child.processId), payload));
-    // The answer releases a parent waiting on exactly this wait; a pause still holds it.
-    const releases = next.status === 'waiting' && next.waitId?.equals(wait.waitId) === true;
-    next = next.with(releases ? { mailbox, status: 'running', currentWaitId: undefined } : { mailbox });
+    // The answer releases a parent waiting on exactly this wait. A pause still holds it, but the
+    // answered wait no longer does: it stops being current (as a signal answering it would), so a
+    // resume continues the parent instead of waiting again.
+    const current = next.waitId?.equals(wait.waitId) === true;
+    next = next.with(!current ? { mailbox } : next.status === 'waiting' ? { mailbox, status: 'running', currentWaitId: undefined } : { mailbox, currentWaitId: undefined });
   }
   return next;
 }

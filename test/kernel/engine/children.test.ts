@@ -417,3 +417,30 @@ test("a child's join waits for its own subtree only: it returns while a sibling'
   assert.equal((await root.await()).status, 'completed');
   assert.equal((await engine.process(childOf(root.id, 1))?.await())?.status, 'completed');
 });
+
+test('a parent paused while it waits on its children: their answer is recorded, the pause still holds it, and resume continues it', async () => {
+  const { engine, recorder } = setup({ deploymentResolver: resolver });
+  const parent = deploy(parentProgram({ children: [childSpec('a', gate)], wait: { boundary: 'terminal_result', condition: ChildWaitCondition.all() } }));
+  const root = await engine.start(parent, Payload.encode({}));
+  const child = childOf(root.id, 0);
+  await committedStatus(recorder, child, 'waiting');
+  await committedStatus(recorder, root.id, 'waiting');
+  await root.pause('held by an operator');
+  const rootSnapshot = () => engine.inspectTree(root.id).processes.find((entry) => entry.snapshot.processId.equals(root.id))?.snapshot;
+  assert.equal(rootSnapshot()?.status, 'paused');
+  assert.ok(rootSnapshot()?.waitId !== undefined, 'paused, it keeps the wait it was waiting on');
+
+  // The child finishes: its terminal boundary answers the parent's wait in the same commit.
+  await answer(engine, root.id, child, { child: 0 });
+  const paused = rootSnapshot();
+  assert.equal(paused?.status, 'paused', 'the pause still holds the parent');
+  assert.equal(paused?.waitId, undefined, 'the answered wait no longer does');
+  assert.equal(paused?.mailbox.waits().find((wait) => wait.kind === 'children')?.answered, true);
+  const head = await engine.captureTree(root.id);
+  assert.ok(TreeSnapshot.parse(head.json()).digest.equals(head.digest), 'the committed head is valid and parses');
+
+  await root.resume();
+  const result = await root.await();
+  assert.equal(result.status, 'completed');
+  assert.deepEqual(reportOf(result.output).answer?.outcomes.map((outcome) => outcome.result.termination.status), ['completed']);
+});
