@@ -294,8 +294,8 @@ export function problemResponses(...codes: ProblemCode[]): Record<string, unknow
 export function serverProblemResponses(): Record<string, unknown> {
   return {
     default: marker(
-      'Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped`, ' +
-        '`committer_unavailable`, `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), ' +
+      'Any other problem: `internal_error` (500), `effect_outcome_unknown` (502), `runtime_stopped` and ' +
+        '`committer_unavailable` (503 with Retry-After: transient), `shutting_down`, `engine_closed`, `overloaded` (503, with Retry-After when shedding load), ' +
         '`node_lease_lost` (503: this node changes no tree), `owner_unreachable` (503 with Retry-After: the tree\'s owner node did not answer a forwarded command); ' +
         '`tree_owned_elsewhere` (409, naming the owner in `scope-owner-node`/`scope-owner-url`) answers a forwarded command that reached a node which lost the tree.',
       ['internal_error'],
@@ -596,6 +596,12 @@ export function frameworkErrorHandler(options: FrameworkErrorHandlerOptions): (e
   };
 }
 
+/**
+ * Retry-After of a transient 503 whose error names no time of its own: a stopped tree's runtime (its
+ * owner restores it from the stored head within about a second) and storage that did not answer.
+ */
+const transientRetryAfterSeconds: Readonly<Record<string, number>> = { runtime_stopped: 1, committer_unavailable: 1 };
+
 export interface ProblemDetailsOptions {
   /** The body limit in bytes, named in 413 details. */
   readonly bodyLimit: number;
@@ -623,8 +629,9 @@ async function installProblemDetails(app: FastifyInstance, options: ProblemDetai
     // A 416 says which range there is (RFC 9110 §15.5.17); the static file server puts it on the error.
     const contentRange = (error as { headers?: Record<string, unknown> }).headers?.['Content-Range'];
     if (classified.code === 'range_not_satisfiable' && typeof contentRange === 'string') reply.header('content-range', contentRange);
-    const retryAfter = (error as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
-    if (typeof retryAfter === 'number' && Number.isInteger(retryAfter) && retryAfter > 0) reply.header('retry-after', String(retryAfter));
+    const own = (error as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
+    const retryAfter = typeof own === 'number' && Number.isInteger(own) && own > 0 ? own : transientRetryAfterSeconds[classified.code];
+    if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
     return sendProblem(reply, render(request, classified.code, classified.detail, classified.errors, classified));
   });
 

@@ -4,7 +4,7 @@
  * sampled from /proc/<pid>/status, and whether it is still alive can be asked at any time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { freePort } from '../../test/helpers/free-port.js';
 
 const launcher = new URL('../../bin/scope.js', import.meta.url).pathname;
@@ -55,6 +55,7 @@ export async function startScopeServer(env: Record<string, string>): Promise<Sco
     const lines = stdoutRest.split('\n');
     stdoutRest = lines.pop() ?? '';
     for (const line of lines) {
+      if (process.env.FUZZ_SERVER_LOG) appendFileSync(process.env.FUZZ_SERVER_LOG, `${line}\n`);
       if (log.length < 20_000) log += `${line}\n`;
       let entry: { level?: number } | undefined;
       try {

@@ -104,6 +104,9 @@ describe('the error handler', () => {
         app.get('/test/unavailable', async () => {
           throw new KernelError(ErrorCode.committerUnavailable, 'secret: redis at 10.0.0.7 timed out');
         });
+        app.get('/test/stopped', async () => {
+          throw new KernelError(ErrorCode.runtimeStopped, 'runtime stopped for process:x');
+        });
         app.get('/test/conflict', async () => {
           throw new KernelError(ErrorCode.commitConflict, 'the commit identity is taken');
         });
@@ -145,8 +148,14 @@ describe('the error handler', () => {
     assert.equal(unavailable.status, 503);
     assert.equal(unavailable.body.code, 'committer_unavailable');
     assert.ok(!unavailable.text.includes('10.0.0.7'));
+    assert.equal(unavailable.headers['retry-after'], '1', 'a transient 503 says when to try again');
+    const stopped = await request(server.url).get('/test/stopped');
+    assert.equal(stopped.status, 503);
+    assert.equal(stopped.body.code, 'runtime_stopped');
+    assert.equal(stopped.headers['retry-after'], '1', 'also when the stop reaches the client before the tree latched its fault');
     const conflict = await request(server.url).get('/test/conflict');
     assert.equal(conflict.status, 409);
+    assert.equal(conflict.headers['retry-after'], undefined);
     assert.equal(conflict.body.code, 'commit_conflict');
     assert.equal(conflict.body.detail, 'the commit identity is taken');
   });
