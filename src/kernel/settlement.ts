@@ -76,11 +76,11 @@ export class Settlement {
   }
 
   /**
-   * The settlement `text` is exactly the canonical form of (what {@link json} writes, the common case:
-   * an inbox entry, a stored record), read by parsing only its payload; undefined for any other text,
-   * which the full decode then accepts or refuses. What this accepts the full decode accepts alike:
-   * the payload is canonical and within the payload bounds, so one level of wrapper keeps it within
-   * the record bounds.
+   * The settlement whose canonical form `text` is exactly (what {@link json} writes: the common case,
+   * an inbox entry or an announcement), read by parsing only its payload; undefined for any other
+   * text, which the full decode then accepts or refuses. The full decode accepts whatever this does,
+   * alike: the payload is canonical and within the payload bounds, and one level of wrapper keeps it
+   * within the record bounds.
    */
   static #fromCanonical(text: string): Settlement | undefined {
     if (!text.startsWith(canonicalOpening) || text.length * 3 > maxPayloadBytes) return undefined;
