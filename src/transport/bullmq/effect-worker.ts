@@ -147,13 +147,25 @@ export class EffectWorker {
       malformed = error;
     }
     const abort = new AbortController();
+    const claim = await claimed;
+    if (!claim.claimed) {
+      this.#options.onRefused?.(attempt, claim.reason);
+      return 'refused';
+    }
+    if (request === undefined) {
+      // Only a corrupted job gets here (its claim found the permit its pending boundary wrote): the
+      // attempt provably never ran, so it fails definitely instead of lapsing into an Unknown.
+      this.#options.onError?.(malformed, 'malformed job');
+      const failed = Settlement.of('failed', Payload.encode({ code: malformedJobCode, error: malformed instanceof Error ? malformed.message : String(malformed) }));
+      await this.#deliver(attempt, token, { outcome: 'settled', settlement: failed });
+      return 'executed';
+    }
+    const key = `${attempt.rootId} ${attempt.attemptId}`;
+    this.#running.set(key, abort);
     // The lease, not BullMQ's job lock, fences the attempt: a lost lock only makes BullMQ redeliver
     // the job (whose claim is then refused); a lost lease means the owner has declared the attempt
-    // Unknown, so the dispatch is aborted and its settlement will be refused. (Armed now, its first
-    // renewal a third of a lease away, so the claim's reply finds it ready; a refusal disarms it.)
-    let granted = false;
+    // Unknown, so the dispatch is aborted and its settlement will be refused.
     const renew = setInterval(() => {
-      if (!granted) return; // the claim's reply is late: nothing held to renew yet
       this.#attempts.renew(attempt, token, this.#timing.leaseMs).then(
         ({ held, canceled }) => {
           if (!held) {
@@ -164,30 +176,6 @@ export class EffectWorker {
         (error: unknown) => this.#options.onError?.(error, 'lease renewal'),
       );
     }, Math.max(10, Math.floor(this.#timing.leaseMs / 3)));
-    let claim: Awaited<typeof claimed>;
-    try {
-      claim = await claimed;
-    } catch (error) {
-      clearInterval(renew);
-      throw error;
-    }
-    if (!claim.claimed) {
-      clearInterval(renew);
-      this.#options.onRefused?.(attempt, claim.reason);
-      return 'refused';
-    }
-    if (request === undefined) {
-      clearInterval(renew);
-      // Only a corrupted job gets here (its claim found the permit its pending boundary wrote): the
-      // attempt provably never ran, so it fails definitely instead of lapsing into an Unknown.
-      this.#options.onError?.(malformed, 'malformed job');
-      const failed = Settlement.of('failed', Payload.encode({ code: malformedJobCode, error: malformed instanceof Error ? malformed.message : String(malformed) }));
-      await this.#deliver(attempt, token, { outcome: 'settled', settlement: failed });
-      return 'executed';
-    }
-    granted = true;
-    const key = `${attempt.rootId} ${attempt.attemptId}`;
-    this.#running.set(key, abort);
     let entry: InboxEntry;
     try {
       entry = await this.#execute(request, dispatcher, abort.signal);
