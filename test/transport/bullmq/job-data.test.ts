@@ -8,7 +8,7 @@ import { EffectAttemptId, ProcessId, TreeIncarnationId } from '../../../src/kern
 import { Payload } from '../../../src/kernel/payload.js';
 import { ProcessRelation } from '../../../src/kernel/relation.js';
 import { echoDefinition, echoDispatcher } from '../../../src/testing/example-definitions.js';
-import { decodeInboxEntry, encodeInboxEntry, jobDataOf, requestOf } from '../../../src/transport/bullmq/job-data.js';
+import { claimableOf, decodeInboxEntry, encodeInboxEntry, jobDataOf, requestOf, requestOfClaimable } from '../../../src/transport/bullmq/job-data.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
 
 /** A job's data rebuilds the exact request; every member is validated, the deployment ref too (also once seen). */
@@ -49,6 +49,23 @@ test('job data: a malformed deployment ref is refused every time, not only the f
     assert.throws(() => requestOf(broken), (error: unknown) => error instanceof KernelError && error.code === ErrorCode.invalidDeploymentRef);
   }
   assert.ok(requestOf(data).deploymentRef.equals(deployment.ref), 'the valid text still rebuilds');
+});
+
+test('job data: what a claim names is checked first (step position, attempt), the rest after (relation, root)', () => {
+  const data = jobDataOf(request());
+  assert.ok(claimableOf(data).effectId.equals(requestOf(data).id), 'the claim names the effect the request carries');
+  for (const broken of [
+    { ...data, stepSequence: '0' },
+    { ...data, stepSequence: '01' },
+    { ...data, stepSequence: '18446744073709551616' },
+    { ...data, attemptId: 'attempt:not-hex' },
+  ]) {
+    assert.throws(() => claimableOf(broken), JSON.stringify(broken));
+  }
+  const other = ProcessId.parse('process:job-data-elsewhere').toString();
+  const claimable = claimableOf({ ...data, rootId: other });
+  assert.throws(() => requestOfClaimable({ ...data, rootId: other }, claimable), /not its relation's/);
+  assert.throws(() => requestOfClaimable({ ...data, relation: '{}' }, claimableOf(data)), (error: unknown) => error instanceof KernelError);
 });
 
 test('inbox entries: a settlement survives exactly, an unknown outcome stays unknown, and a malformed entry is refused', () => {
