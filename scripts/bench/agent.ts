@@ -53,9 +53,11 @@ import { CountingCommitter } from './counting-committer.js';
  * predictors gone cold, the VM's CPU parked), which no change to Scope removes.
  *
  * A fourth, `paused`, is `instant` whose model call busy-waits 50 ms (counted as model wait) touching no
- * memory: no sleep, no HTTP, no client. What it adds over `instant` is what 50 ms of wall time between turns
- * costs the work after it on this machine (presumably caches the host's other work reclaims meanwhile);
- * when `paused` is close to `embedded`, the model client and HTTP are not where the embedded overhead goes.
+ * memory and allocating nothing (`busyWait`): no sleep, no HTTP, no client. What it adds over `instant` is
+ * what 50 ms of wall time between turns costs the work after it on this machine (presumably caches the
+ * host's other work reclaims meanwhile); when `paused` is close to `embedded`, the model client and HTTP
+ * are not where the embedded overhead goes. (Until 2026-12-07 the wait read the clock in a tight loop,
+ * and every read allocated: 16 MB of garbage and a scavenge per turn, which this line then counted.)
  */
 
 const turns = 20;
@@ -101,17 +103,30 @@ class TimedModel implements Dispatcher {
   }
 }
 
+/**
+ * Spins until `ms` have passed since `started` without sleeping and without allocating: the clock
+ * (whose every read allocates a heap number, 16 MB of garbage in 50 ms) is read only between runs of
+ * small-integer arithmetic.
+ */
+function busyWait(started: number, ms: number): number {
+  let sum = 0;
+  do {
+    for (let index = 0; index < 100_000; index += 1) sum = (sum + index) | 0;
+  } while (performance.now() - started < ms);
+  return sum;
+}
+
 /** Answers each model call from the script in-process: at once (`instant`), or after a busy wait of `pauseMs` (`paused`). */
 class InstantModel implements Dispatcher {
   waitMs = 0;
   calls = 0;
   constructor(private readonly pauseMs = 0) {}
+  /** Keeps the busy wait's arithmetic observable, so it is not optimised away. */
+  spin = 0;
   async dispatch(): Promise<Settlement> {
     if (this.pauseMs > 0) {
       const started = performance.now();
-      while (performance.now() - started < this.pauseMs) {
-        // Busy: the thread neither sleeps nor touches memory, so only wall time passes.
-      }
+      this.spin ^= busyWait(started, this.pauseMs);
       this.waitMs += performance.now() - started;
     }
     const reply = script.conversations[0]?.replies[this.calls] as (typeof script.conversations)[0]['replies'][number] | undefined;
