@@ -24,6 +24,12 @@ export class ModelDispatcher implements Dispatcher {
   readonly #settings: ModelSettings;
   readonly #digest: Digest;
   readonly #env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Clients by the key they send ('' for none): building one costs 60–350 µs and a hundred objects,
+   * and its settings never change, so each call reuses the one for the key it just read (a rotated
+   * key gets its own; a few are kept).
+   */
+  readonly #clients = new Map<string, OpenAIClient>();
 
   constructor(options: ModelDispatcherOptions) {
     this.#settings = parseModelSettings(options);
@@ -61,24 +67,11 @@ export class ModelDispatcher implements Dispatcher {
     const secret = key;
     const redact = (text: string): string => (secret === undefined ? text : text.split(secret).join('***'));
 
+    const client = this.#client(openai, secret);
     // One deadline for the whole call: the client's own timeout stops at the response headers, and a
     // stream that stalls after them must end too.
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), settings.timeoutMs);
-    const client = new openai.OpenAI({
-      baseURL: settings.baseUrl,
-      // The client insists on a key; with none configured, the header is removed below.
-      apiKey: secret ?? 'none',
-      // Explicit nulls: the client would otherwise read OPENAI_ADMIN_KEY, OPENAI_ORG_ID, … on its own.
-      adminAPIKey: null,
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      maxRetries: 0,
-      timeout: settings.timeoutMs,
-      logLevel: 'off',
-      ...(secret === undefined ? { defaultHeaders: { Authorization: null } } : {}),
-    });
     try {
       const stream = await client.chat.completions.create(chatParams(decoded.value, settings), { signal: AbortSignal.any([signal, deadline.signal]) });
       const assembly = new ReplyAssembly();
@@ -101,7 +94,34 @@ export class ModelDispatcher implements Dispatcher {
       clearTimeout(timer);
     }
   }
+
+  #client(openai: typeof OpenAIModule, secret: string | undefined): OpenAIClient {
+    const known = this.#clients.get(secret ?? '');
+    if (known !== undefined) return known;
+    const client = new openai.OpenAI({
+      baseURL: this.#settings.baseUrl,
+      // The client insists on a key; with none configured, the header is removed below.
+      apiKey: secret ?? 'none',
+      // Explicit nulls: the client would otherwise read OPENAI_ADMIN_KEY, OPENAI_ORG_ID, … on its own.
+      adminAPIKey: null,
+      organization: null,
+      project: null,
+      webhookSecret: null,
+      maxRetries: 0,
+      timeout: this.#settings.timeoutMs,
+      logLevel: 'off',
+      ...(secret === undefined ? { defaultHeaders: { Authorization: null } } : {}),
+    });
+    if (this.#clients.size >= maxClients) this.#clients.clear();
+    this.#clients.set(secret ?? '', client);
+    return client;
+  }
 }
+
+type OpenAIClient = InstanceType<typeof OpenAIModule.OpenAI>;
+
+/** Clients kept per dispatcher: the current key and the few before it, while a rotation settles. */
+const maxClients = 4;
 
 let openaiModule: Promise<typeof OpenAIModule> | undefined;
 

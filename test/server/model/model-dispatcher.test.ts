@@ -215,6 +215,27 @@ test('the key reaches the endpoint only as Authorization: Bearer, and no settlem
   for (const text of seen) assert.ok(!text.includes(testKey) && !text.includes(testKey.slice(3)), `the key leaked: ${text}`);
 });
 
+test('one dispatcher reads the key at each call: a rotated key is the one sent next, and the old one again after a rollback', async () => {
+  const env: Record<string, string | undefined> = { TEST_MODEL_KEY: testKey };
+  const model = dispatcher({ env });
+  const sent = async (): Promise<string | undefined> => {
+    const settlement = await model.dispatch(chatEffectRequest('[hello]'), undefined, live());
+    assert.equal(settlement.status, 'succeeded');
+    return server.requests.at(-1)?.authorization;
+  };
+  assert.equal(await sent(), `Bearer ${testKey}`);
+  env.TEST_MODEL_KEY = `${testKey}-rotated`;
+  assert.equal(await sent(), `Bearer ${testKey}-rotated`);
+  env.TEST_MODEL_KEY = testKey;
+  assert.equal(await sent(), `Bearer ${testKey}`);
+  // Unset: nothing is sent, whatever client an earlier key left behind.
+  delete env.TEST_MODEL_KEY;
+  const before = server.requests.length;
+  const missing = await model.dispatch(chatEffectRequest('[hello]'), undefined, live());
+  assert.equal(missing.status, 'failed');
+  assert.equal(server.requests.length, before);
+});
+
 test('with no key configured (apiKeyEnv null) no Authorization header is sent', async () => {
   const { settlement } = await call('[hello]', { apiKeyEnv: null, env: {} });
   assert.equal(settlement.status, 'succeeded');
