@@ -123,6 +123,21 @@ export function quoteString(value: string): string {
 }
 
 /**
+ * In JSON text whose string literal opens at `open` (a `"`), the index of the quote closing it, or
+ * `text.length` when it does not close: a backslash escapes the unit after it. For scanners that read
+ * the structure of text already known to be JSON and must not count brackets inside strings.
+ */
+export function closingQuote(text: string, open: number): number {
+  let index = open + 1;
+  for (; index < text.length; index += 1) {
+    const unit = text.charCodeAt(index);
+    if (unit === 0x5c) index += 1;
+    else if (unit === 0x22) return index;
+  }
+  return text.length;
+}
+
+/**
  * Converts a JS value to a node by the rules of {@link encodeCanonical}: the node of
  * `encodeCanonical(value)`, so both always agree.
  */

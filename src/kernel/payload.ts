@@ -1,5 +1,6 @@
 import {
   canonicalize,
+  closingQuote,
   encodeCanonical,
   maxJsonDepth,
   maxPayloadBytes,
@@ -41,12 +42,7 @@ function nestingDepth(json: string): number {
   for (let index = 0; index < json.length; index += 1) {
     const code = json.charCodeAt(index);
     if (code === 0x22) {
-      // A string: skip to its closing quote (a backslash escapes the unit after it).
-      for (index += 1; index < json.length; index += 1) {
-        const unit = json.charCodeAt(index);
-        if (unit === 0x5c) index += 1;
-        else if (unit === 0x22) break;
-      }
+      index = closingQuote(json, index);
     } else if (code === 0x5b || code === 0x7b) {
       depth += 1;
       if (depth > deepest) deepest = depth;

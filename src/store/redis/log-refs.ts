@@ -1,3 +1,4 @@
+import { closingQuote } from '../../kernel/canonical-json.js';
 import { Digest } from '../../kernel/index.js';
 import type { RedisClient } from './connection.js';
 import type { EventLogEntry, EventLogFields } from './log-entry.js';
@@ -56,12 +57,7 @@ function objectEnd(text: string, start: number): number {
   for (let index = start; index < text.length; index += 1) {
     const code = text.charCodeAt(index);
     if (code === 0x22) {
-      // A string: skip to its closing quote, past escapes.
-      for (index += 1; index < text.length; index += 1) {
-        const inner = text.charCodeAt(index);
-        if (inner === 0x5c) index += 1;
-        else if (inner === 0x22) break;
-      }
+      index = closingQuote(text, index);
     } else if (code === 0x7b || code === 0x5b) {
       depth += 1;
     } else if (code === 0x7d || code === 0x5d) {
