@@ -135,6 +135,50 @@ function eventFields(event: LoggedEvent, index: number): EventLogFields {
 
 const noHostWrites: EncodedHostWrites = Object.freeze({ keys: Object.freeze([]), args: Object.freeze([]) });
 
+/** Checks one log entry and appends `<field count> field value …` to the script's ARGV. */
+function appendEntry(args: string[], fields: EventLogFields, group: string, index: number): void {
+  if (typeof fields !== 'object' || fields === null) throw invalid(`${group}[${index}] must be an object of string fields`);
+  const start = args.length;
+  args.push('');
+  let count = 0;
+  for (const field in fields) {
+    if (!Object.hasOwn(fields, field)) continue;
+    const value = fields[field];
+    if (field === previousEntryField) throw invalid(`${group}[${index}] uses the reserved field ${previousEntryField}`);
+    if (typeof value !== 'string') throw invalid(`${group}[${index}].${field} must be a string`);
+    if (++count > hostWriteLimits.fieldsPerEntry) throw invalid(`${group}[${index}] has more than ${hostWriteLimits.fieldsPerEntry} fields`);
+    args.push(field, value);
+  }
+  if (count === 0) throw invalid(`${group}[${index}] needs at least one field`);
+  args[start] = String(count);
+}
+
+/** Checks one host record and appends its key and `value ttl` (or `'' -` for a removal). */
+function appendRecord(keys: string[], args: string[], seen: Set<string>, prefix: string, rootId: ProcessId, record: HostRecord, index: number): void {
+  if (typeof record !== 'object' || record === null) throw invalid(`records[${index}] must be an object`);
+  let suffix: string;
+  try {
+    suffix = checkRecordSuffix(record.suffix);
+  } catch (error) {
+    throw invalid(`records[${index}]: ${(error as Error).message}`);
+  }
+  if (seen.has(suffix)) throw invalid(`records[${index}] repeats the suffix ${suffix}`);
+  seen.add(suffix);
+  if (record.remove === true) {
+    // The scripts read a `-` TTL as a deletion (see includes/hostWrites.lua).
+    keys.push(recordKey(prefix, rootId, suffix));
+    args.push('', '-');
+    return;
+  }
+  if (typeof record.value !== 'string') throw invalid(`records[${index}].value must be a string`);
+  const ttl = record.ttlMs;
+  if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1)) {
+    throw invalid(`records[${index}].ttlMs must be a positive safe integer`);
+  }
+  keys.push(recordKey(prefix, rootId, suffix));
+  args.push(record.value, ttl === undefined ? '0' : String(ttl));
+}
+
 /**
  * Validates a commit context and encodes it for the commit scripts (nothing at all when it writes
  * nothing); throws `invalid_commit`. `leading`: best-effort entries published before the commit
@@ -166,57 +210,32 @@ export function encodeHostWrites(
   const carriedRecords = carried?.records ?? [];
   if (!Array.isArray(carriedEntries)) throw invalid(`hostValues['${hostWritesValueKey}'].entries must be an array`);
   if (!Array.isArray(carriedRecords)) throw invalid(`hostValues['${hostWritesValueKey}'].records must be an array`);
+  const entryCount = leading.length + events.length + extra.length + carriedEntries.length;
+  if (entryCount > hostWriteLimits.entries) throw invalid(`at most ${hostWriteLimits.entries} log entries per commit`);
+  if (direct.length + carriedRecords.length > hostWriteLimits.records) throw invalid(`at most ${hostWriteLimits.records} records per commit`);
+  // Plain loops over each source, not one spread-and-mapped list: this runs at every commit, and the
+  // spreads made V8 recompile it whenever an array of another elements kind came by.
+  const args: string[] = [String(maxLen), String(entryCount)];
   // Events (and best-effort entries) whose deployment ref the head holds, or this commit defines, are
   // stored cut (log-refs.ts); host entries are opaque and stored as given.
-  const stored = (fields: EventLogFields): EventLogFields => (refs === undefined ? fields : refs.fields(fields));
-  const entries: [string, EventLogFields][] = [
-    ...leading.map((fields, index): [string, EventLogFields] => [`best-effort entries[${index}]`, stored(fields)]),
-    ...events.map((event, index): [string, EventLogFields] => [`events[${index}]`, stored(eventFields(event, index))]),
-    ...extra.map((fields, index): [string, EventLogFields] => [`entries[${index}]`, fields]),
-    ...carriedEntries.map((fields, index): [string, EventLogFields] => [`hostValues entries[${index}]`, fields]),
-  ];
-  const records = [...direct, ...carriedRecords];
-  if (entries.length > hostWriteLimits.entries) throw invalid(`at most ${hostWriteLimits.entries} log entries per commit`);
-  if (records.length > hostWriteLimits.records) throw invalid(`at most ${hostWriteLimits.records} records per commit`);
-  const args: string[] = [String(maxLen), String(entries.length)];
-  for (const [where, fields] of entries) {
-    if (typeof fields !== 'object' || fields === null) throw invalid(`${where} must be an object of string fields`);
-    const pairs = Object.entries(fields);
-    if (pairs.length === 0) throw invalid(`${where} needs at least one field`);
-    if (pairs.length > hostWriteLimits.fieldsPerEntry) throw invalid(`${where} has more than ${hostWriteLimits.fieldsPerEntry} fields`);
-    args.push(String(pairs.length));
-    for (const [field, value] of pairs) {
-      if (field === previousEntryField) throw invalid(`${where} uses the reserved field ${previousEntryField}`);
-      if (typeof value !== 'string') throw invalid(`${where}.${field} must be a string`);
-      args.push(field, value);
-    }
+  for (let index = 0; index < leading.length; index++) {
+    const fields = leading[index] as EventLogFields;
+    appendEntry(args, refs === undefined ? fields : refs.fields(fields), 'best-effort entries', index);
+  }
+  for (let index = 0; index < events.length; index++) {
+    const fields = eventFields(events[index] as LoggedEvent, index);
+    appendEntry(args, refs === undefined ? fields : refs.fields(fields), 'events', index);
+  }
+  for (let index = 0; index < extra.length; index++) appendEntry(args, extra[index] as EventLogFields, 'entries', index);
+  for (let index = 0; index < carriedEntries.length; index++) {
+    appendEntry(args, carriedEntries[index] as EventLogFields, 'hostValues entries', index);
   }
   const keys: string[] = [];
   const seen = new Set<string>();
-  records.forEach((record, index) => {
-    if (typeof record !== 'object' || record === null) throw invalid(`records[${index}] must be an object`);
-    let suffix: string;
-    try {
-      suffix = checkRecordSuffix(record.suffix);
-    } catch (error) {
-      throw invalid(`records[${index}]: ${(error as Error).message}`);
-    }
-    if (seen.has(suffix)) throw invalid(`records[${index}] repeats the suffix ${suffix}`);
-    seen.add(suffix);
-    if (record.remove === true) {
-      // The scripts read a `-` TTL as a deletion (see includes/hostWrites.lua).
-      keys.push(recordKey(prefix, rootId, suffix));
-      args.push('', '-');
-      return;
-    }
-    if (typeof record.value !== 'string') throw invalid(`records[${index}].value must be a string`);
-    const ttl = record.ttlMs;
-    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl < 1)) {
-      throw invalid(`records[${index}].ttlMs must be a positive safe integer`);
-    }
-    keys.push(recordKey(prefix, rootId, suffix));
-    args.push(record.value, ttl === undefined ? '0' : String(ttl));
-  });
+  for (let index = 0; index < direct.length; index++) appendRecord(keys, args, seen, prefix, rootId, direct[index] as HostRecord, index);
+  for (let index = 0; index < carriedRecords.length; index++) {
+    appendRecord(keys, args, seen, prefix, rootId, carriedRecords[index] as HostRecord, direct.length + index);
+  }
   if (clears.length > hostWriteLimits.inboxClears) throw invalid(`at most ${hostWriteLimits.inboxClears} inbox clears per commit`);
   clears.forEach((effectId, index) => {
     let key: string;
