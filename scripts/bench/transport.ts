@@ -26,11 +26,15 @@ import { spawnReady } from './scope-serve.js';
  * `bullmq no-op` side); demo.echo of `v<n>` (a delta per character) is reported beside it.
  *
  * Sequential (one at a time, alternating the sides in rounds so load drift hits all alike) and 50 in
- * flight; AOF off, then `appendfsync always` (BENCH_TRANSPORT_FSYNC=0 skips it).
+ * flight; AOF off, then `appendfsync always` (BENCH_TRANSPORT_FSYNC=0 skips it). Each side first runs
+ * BENCH_TRANSPORT_WARMUP (20) sequential runs unmeasured; BENCH_TRANSPORT_ROUNDS rounds of
+ * BENCH_TRANSPORT_N (100) follow.
  */
 
 const sequentialPerRound = Number(process.env.BENCH_TRANSPORT_N ?? 100);
 const rounds = Number(process.env.BENCH_TRANSPORT_ROUNDS ?? 3);
+/** Sequential runs per side before the measured rounds; each worker process compiles its hot code meanwhile. */
+const warmUpRuns = Number(process.env.BENCH_TRANSPORT_WARMUP ?? 20);
 const inFlight = 50;
 const concurrentTotal = Number(process.env.BENCH_TRANSPORT_CONC_N ?? 1_000);
 
@@ -197,7 +201,7 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
   ];
   const figures = new Map<Side, Figures>(sides.map((side) => [side, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0, workerCpuMs: 0 }]));
   try {
-    for (const side of sides) await sequential(side, redis, 20, 1_000_000, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0, workerCpuMs: 0 }); // warm-up
+    for (const side of sides) await sequential(side, redis, warmUpRuns, 1_000_000, { samples: [], hops: [], committedHops: [], perSecond: 0, commands: 0, workerCpuMs: 0 }); // warm-up
     for (let round = 0; round < rounds; round += 1) {
       for (const side of sides) await sequential(side, redis, sequentialPerRound, round * sequentialPerRound, figures.get(side)!);
     }
@@ -211,7 +215,7 @@ async function benchServer(title: string, server: RedisServer): Promise<void> {
     redis.disconnect();
   }
   const runs = sequentialPerRound * rounds;
-  console.log(`## transport: ${title} (sequential ${runs} per side; ${inFlight} in flight, ${concurrentTotal} per side)`);
+  console.log(`## transport: ${title} (sequential ${runs} per side after ${warmUpRuns} to warm up; ${inFlight} in flight, ${concurrentTotal} per side)`);
   console.log(
     ['side'.padEnd(18), 'p50 ms'.padStart(8), 'p99 ms'.padStart(8), 'hop p50'.padStart(8), 'hop p99'.padStart(8), 'commit p50'.padStart(11), 'commit p99'.padStart(11), 'cmds/run'.padStart(9), 'wkr cpu'.padStart(8), `/s@${inFlight}`.padStart(9)].join(' '),
   );
