@@ -425,6 +425,8 @@ describe('the console in a browser', { skip }, () => {
       assert.equal(preload?.initiator, 'link', JSON.stringify(lists));
       // When the app had the page (its mark), not when the network did: on a loaded machine the
       // answer's promise can still be queued behind the app's timer after the response has ended.
+      // A page later than the first render is marked after the filters appear, and before its rows.
+      await tab.locator('tbody tr[data-process-id]').first().waitFor();
       const pageIn = (await tab.evaluate(`performance.getEntriesByName('scope.console.first-page')[0]?.startTime ?? null`)) as number | null;
       const seen = JSON.stringify({ first, preload, pageIn });
       assert.ok(pageIn !== null && pageIn >= preload.end, `the app took the preload's answer: ${seen}`);
@@ -446,6 +448,46 @@ describe('the console in a browser', { skip }, () => {
       await tab.locator('#filter-after').waitFor();
       assert.equal(await tab.locator('#filter-after').inputValue(), '2020-01-02T03:04');
       assert.equal(await tab.locator('#filter-after').getAttribute('type'), 'datetime-local');
+    });
+  });
+
+  test('a slow first page: the first render shows "Loading…" after the app\'s whole wait, then the rows from the same one request', async () => {
+    await server.start('demo.echo', { value: 'slow first page' });
+    await inTab('slow-first-page', async (tab) => {
+      // The list's answer is held back past the app's 250 ms wait (main.tsx): a slow server, injected.
+      const holdMs = 600;
+      await tab.route('**/v1/processes?limit=20', async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, holdMs));
+        await route.continue();
+      });
+      await tab.addInitScript({
+        content: `new MutationObserver((_, observer) => {
+          if (document.querySelector('#app header') === null) return;
+          observer.disconnect();
+          window.firstRender = {
+            at: performance.now(),
+            rows: document.querySelectorAll('tbody tr[data-process-id]').length,
+            loading: document.querySelector('main p[role="status"]') !== null,
+          };
+        }).observe(document, { childList: true, subtree: true });`,
+      });
+      await tab.goto(`${server.base}/#/processes`);
+      // The app marks the page (main.tsx) before the view that awaits the same answer shows its rows.
+      await tab.locator('tbody tr[data-process-id]').first().waitFor({ timeout: 20_000 });
+      const first = (await tab.evaluate('window.firstRender')) as { at: number; rows: number; loading: boolean };
+      const pageIn = (await tab.evaluate(`performance.getEntriesByName('scope.console.first-page')[0].startTime`)) as number;
+      const lists = JSON.parse(
+        (await tab.evaluate(
+          `JSON.stringify(performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/v1/processes?limit=20')).map((e) => ({ initiator: e.initiatorType, start: e.startTime })))`,
+        )) as string,
+      ) as { initiator: string; start: number }[];
+      const seen = JSON.stringify({ first, pageIn, lists });
+      assert.equal(first.loading, true, `the first render came before the page: the loading state, ${seen}`);
+      assert.equal(first.rows, 0, seen);
+      assert.ok(pageIn > first.at, `the page came after that render: ${seen}`);
+      assert.ok(first.at - (lists[0]?.start ?? 0) >= 240, `the first render waited for the page first: ${seen}`);
+      assert.equal(lists[0]?.initiator, 'link', `the page came from the preload: ${seen}`);
+      assert.deepEqual(lists.filter((entry) => entry.start < pageIn), [lists[0]], `and from no second request: ${seen}`);
     });
   });
 
