@@ -70,6 +70,47 @@ describe('the console in a browser', { skip }, () => {
     await tab.screenshot({ path: join(readmeShots, `${name}.png`) });
   }
 
+  interface FirstRender {
+    readonly at: number;
+    readonly rows: number;
+    readonly loading: boolean;
+    readonly timeFilter: boolean;
+  }
+
+  /** Records what the app's first render put in the DOM (before anything else can change it), for {@link firstRenderOf}. */
+  async function recordFirstRender(tab: Page): Promise<void> {
+    await tab.addInitScript({
+      content: `new MutationObserver((_, observer) => {
+        if (document.querySelector('#app header') === null) return;
+        observer.disconnect();
+        window.firstRender = {
+          at: performance.now(),
+          rows: document.querySelectorAll('tbody tr[data-process-id]').length,
+          loading: document.querySelector('main p[role="status"]') !== null,
+          timeFilter: document.getElementById('filter-after') !== null,
+        };
+      }).observe(document, { childList: true, subtree: true });`,
+    });
+  }
+
+  async function firstRenderOf(tab: Page): Promise<FirstRender> {
+    return (await tab.evaluate('window.firstRender')) as FirstRender;
+  }
+
+  /** Every request the page made for the Processes view's first page, in order. */
+  async function firstPageRequests(tab: Page): Promise<{ initiator: string; start: number; end: number }[]> {
+    return JSON.parse(
+      (await tab.evaluate(
+        `JSON.stringify(performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/v1/processes?limit=20')).map((e) => ({ initiator: e.initiatorType, start: e.startTime, end: e.responseEnd })))`,
+      )) as string,
+    ) as { initiator: string; start: number; end: number }[];
+  }
+
+  /** When the app had its first page (main.tsx's mark), or null before. */
+  async function firstPageIn(tab: Page): Promise<number | null> {
+    return (await tab.evaluate(`performance.getEntriesByName('scope.console.first-page')[0]?.startTime ?? null`)) as number | null;
+  }
+
   /** Polls the API (not the page) until `predicate` holds: for preparing a scene, never for the assertion itself. */
   async function until<T>(read: () => Promise<T>, predicate: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
@@ -398,36 +439,20 @@ describe('the console in a browser', { skip }, () => {
     // A warm list path answers well within the app's first-page wait (a cold one can exceed it on a loaded machine).
     for (let warm = 0; warm < 3; warm += 1) await fetch(`${server.base}/v1/processes?limit=20`).then((response) => response.text());
     await inTab('first-load', async (tab) => {
-      // What the app's first render put in the DOM (recorded before anything else can change it).
-      await tab.addInitScript({
-        content: `new MutationObserver((_, observer) => {
-          if (document.querySelector('#app header') === null) return;
-          observer.disconnect();
-          window.firstRender = {
-            at: performance.now(),
-            rows: document.querySelectorAll('tbody tr[data-process-id]').length,
-            loading: document.querySelector('main p[role="status"]') !== null,
-            timeFilter: document.getElementById('filter-after') !== null,
-          };
-        }).observe(document, { childList: true, subtree: true });`,
-      });
+      await recordFirstRender(tab);
       await tab.goto(`${server.base}/#/processes`);
       await tab.locator('#filter-after').waitFor();
-      const first = (await tab.evaluate('window.firstRender')) as { at: number; rows: number; loading: boolean; timeFilter: boolean };
+      const first = await firstRenderOf(tab);
       // One request for the first page, made by the preload (not a second one by the script): the
       // refresh comes two seconds after the render, so anything before it would be a duplicate.
-      const lists = JSON.parse(
-        (await tab.evaluate(
-          `JSON.stringify(performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/v1/processes?limit=20')).map((e) => ({ initiator: e.initiatorType, start: e.startTime, end: e.responseEnd })))`,
-        )) as string,
-      ) as { initiator: string; start: number; end: number }[];
+      const lists = await firstPageRequests(tab);
       const [preload] = lists;
       assert.equal(preload?.initiator, 'link', JSON.stringify(lists));
       // When the app had the page (its mark), not when the network did: on a loaded machine the
       // answer's promise can still be queued behind the app's timer after the response has ended.
       // A page later than the first render is marked after the filters appear, and before its rows.
       await tab.locator('tbody tr[data-process-id]').first().waitFor();
-      const pageIn = (await tab.evaluate(`performance.getEntriesByName('scope.console.first-page')[0]?.startTime ?? null`)) as number | null;
+      const pageIn = await firstPageIn(tab);
       const seen = JSON.stringify({ first, preload, pageIn });
       assert.ok(pageIn !== null && pageIn >= preload.end, `the app took the preload's answer: ${seen}`);
       if (pageIn < first.at) {
@@ -460,34 +485,22 @@ describe('the console in a browser', { skip }, () => {
         await new Promise((resolve) => setTimeout(resolve, holdMs));
         await route.continue();
       });
-      await tab.addInitScript({
-        content: `new MutationObserver((_, observer) => {
-          if (document.querySelector('#app header') === null) return;
-          observer.disconnect();
-          window.firstRender = {
-            at: performance.now(),
-            rows: document.querySelectorAll('tbody tr[data-process-id]').length,
-            loading: document.querySelector('main p[role="status"]') !== null,
-          };
-        }).observe(document, { childList: true, subtree: true });`,
-      });
+      await recordFirstRender(tab);
       await tab.goto(`${server.base}/#/processes`);
       // The app marks the page (main.tsx) before the view that awaits the same answer shows its rows.
       await tab.locator('tbody tr[data-process-id]').first().waitFor({ timeout: 20_000 });
-      const first = (await tab.evaluate('window.firstRender')) as { at: number; rows: number; loading: boolean };
-      const pageIn = (await tab.evaluate(`performance.getEntriesByName('scope.console.first-page')[0].startTime`)) as number;
-      const lists = JSON.parse(
-        (await tab.evaluate(
-          `JSON.stringify(performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/v1/processes?limit=20')).map((e) => ({ initiator: e.initiatorType, start: e.startTime })))`,
-        )) as string,
-      ) as { initiator: string; start: number }[];
+      const first = await firstRenderOf(tab);
+      const pageIn = await firstPageIn(tab);
+      const lists = await firstPageRequests(tab);
+      const [preload] = lists;
       const seen = JSON.stringify({ first, pageIn, lists });
+      assert.equal(preload?.initiator, 'link', `the page came from the preload: ${seen}`);
+      assert.ok(pageIn !== null, `the app had the page when its rows showed: ${seen}`);
       assert.equal(first.loading, true, `the first render came before the page: the loading state, ${seen}`);
       assert.equal(first.rows, 0, seen);
       assert.ok(pageIn > first.at, `the page came after that render: ${seen}`);
-      assert.ok(first.at - (lists[0]?.start ?? 0) >= 240, `the first render waited for the page first: ${seen}`);
-      assert.equal(lists[0]?.initiator, 'link', `the page came from the preload: ${seen}`);
-      assert.deepEqual(lists.filter((entry) => entry.start < pageIn), [lists[0]], `and from no second request: ${seen}`);
+      assert.ok(first.at - preload.start >= 240, `the first render waited for the page first: ${seen}`);
+      assert.deepEqual(lists.filter((entry) => entry.start < pageIn), [preload], `and from no second request: ${seen}`);
     });
   });
 
