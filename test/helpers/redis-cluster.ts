@@ -10,8 +10,9 @@ import { requireRedisServer, spawnRedisServer } from './redis-server.js';
  * each `--cluster-enabled yes` with its own temp directory and node config file, AOF and RDB off.
  * The slots are assigned directly (`CLUSTER ADDSLOTSRANGE` on each node, then `CLUSTER MEET`), which
  * needs no TTY and no confirmation, unlike `redis-cli --cluster create`, and takes well under a
- * second. Ready means `cluster_state:ok` and all 16384 slots assigned on every node, observed by
- * polling `CLUSTER INFO` against a deadline; with replicas, also every master listing its replica online.
+ * second. A node is up once the server answering on its port reports the pid we spawned. Ready means
+ * `cluster_state:ok` and all 16384 slots assigned on every node, observed by polling `CLUSTER INFO`
+ * against a deadline; with replicas, also every master listing its replica online.
  */
 
 export interface RedisClusterNode {
@@ -42,15 +43,23 @@ function cli(port: number, ...args: string[]): string {
   return result.stdout;
 }
 
-function ping(port: number): boolean {
-  const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'PING'], { encoding: 'utf8', timeout: 2_000 });
-  return result.status === 0 && result.stdout.trim() === 'PONG';
+/**
+ * The pid of the redis-server answering on `port`, or undefined when none answers. Readiness compares
+ * it with the pid we spawned: a PING alone cannot tell our node from another test file's server that
+ * won the race for the same free port (ours then exits, but may not have yet).
+ */
+function serverPid(port: number): number | undefined {
+  const result = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'INFO', 'server'], { encoding: 'utf8', timeout: 2_000 });
+  if (result.status !== 0) return undefined;
+  const match = /^process_id:(\d+)/m.exec(result.stdout);
+  return match === null ? undefined : Number(match[1]);
 }
 
-async function until(what: string, deadlineMs: number, check: () => boolean): Promise<void> {
+/** Polls `check` until it holds; `what` may be a function, read at the deadline, that tells what was last seen. */
+async function until(what: string | (() => string), deadlineMs: number, check: () => boolean): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`redis cluster: ${what} not reached within ${deadlineMs} ms`);
+    if (Date.now() > deadline) throw new Error(`redis cluster: ${typeof what === 'string' ? what : what()} not reached within ${deadlineMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -75,6 +84,28 @@ function launch(port: number, dir: string, nodeTimeoutMs: number): ChildProcess 
     '--loglevel', 'warning',
   ];
   return spawnRedisServer(args, 'ignore');
+}
+
+/** Attempts at a node before giving up: each lost race for a free port costs one. */
+const launchAttempts = 5;
+
+/**
+ * Launches one node on a free port and waits until that very process answers on it. A node that
+ * exits first lost its port (data or bus, the port + 10000) to another process between `freePort`
+ * and its bind; it is retried on a fresh port.
+ */
+async function launchNode(dir: string, nodeTimeoutMs: number, timeoutMs: number): Promise<{ port: number; child: ChildProcess }> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    const child = launch(port, dir, nodeTimeoutMs);
+    let exited = false;
+    await until(`redis-server ${child.pid} answering on ${port}`, timeoutMs, () => {
+      exited = child.exitCode !== null || child.signalCode !== null;
+      return exited || serverPid(port) === child.pid;
+    });
+    if (!exited) return { port, child };
+    if (attempt === launchAttempts) throw new Error(`redis cluster: no node could start in ${launchAttempts} attempts (the last, on port ${port}, exited with ${child.exitCode ?? child.signalCode})`);
+  }
 }
 
 /** Starts a 3-master cluster; call `stop()` in an `after` hook. */
@@ -110,24 +141,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    for (let index = 0; index < masters; index += 1) {
-      const port = await freePort();
-      ports.push(port);
-      children.push(launch(port, dir, options.nodeTimeoutMs ?? 5_000));
-    }
-    if (options.replicas === true) {
-      for (let index = 0; index < masters; index += 1) {
-        const port = await freePort();
-        replicaPorts.push(port);
-        children.push(launch(port, dir, options.nodeTimeoutMs ?? 5_000));
-      }
-    }
-    for (const [index, port] of [...ports, ...replicaPorts].entries()) {
-      await until(`PING on ${port}`, timeoutMs, () => {
-        const child = children[index] as ChildProcess;
-        if (child.exitCode !== null) throw new Error(`redis-server on ${port} exited with ${child.exitCode}`);
-        return ping(port);
-      });
+    const nodeCount = options.replicas === true ? 2 * masters : masters;
+    for (let index = 0; index < nodeCount; index += 1) {
+      const node = await launchNode(dir, options.nodeTimeoutMs ?? 5_000, timeoutMs);
+      children.push(node.child);
+      (index < masters ? ports : replicaPorts).push(node.port);
     }
     // Contiguous slot ranges, one per master, then every node meets the first.
     for (const [index, port] of ports.entries()) {
@@ -138,7 +156,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     const [seed] = ports as [number];
     const all = [...ports, ...replicaPorts];
     for (const port of all.slice(1)) cli(port, 'CLUSTER', 'MEET', '127.0.0.1', String(seed));
-    await until('every node knows every node', timeoutMs, () => all.every((port) => cli(port, 'CLUSTER', 'INFO').includes(`cluster_known_nodes:${all.length}\r`)));
+    let knownNodes: string[] = [];
+    await until(() => `every node knows every node (${all.length}; known: ${knownNodes.join(', ')})`, timeoutMs, () => {
+      knownNodes = all.map((port) => `${port}: ${/cluster_known_nodes:(\d+)/.exec(cli(port, 'CLUSTER', 'INFO'))?.[1] ?? '?'}`);
+      return knownNodes.every((entry) => entry.endsWith(`: ${all.length}`));
+    });
     for (const [index, port] of replicaPorts.entries()) {
       const masterId = cli(ports[index] as number, 'CLUSTER', 'MYID').trim();
       cli(port, 'CLUSTER', 'REPLICATE', masterId);
