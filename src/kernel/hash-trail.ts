@@ -54,17 +54,23 @@ export class HashTrail {
     }
     hash ??= createHash('sha256');
     // The pieces between two kept states go to the hash as one string: a tree has a few hundred
-    // pieces, and one update per piece cost about a third more than hashing the joined text.
-    let run = '';
+    // pieces, and one update per piece cost about a third more than hashing the joined text. The
+    // run is joined with Array.join, which writes one flat string; `+=` would build a rope that the
+    // hash first copies flat again (a 52 KB agent tree: ~30% more time in the hash).
+    const run: string[] = [];
+    let runLength = 0;
     for (let index = from; index < pieces.length; index += 1) {
-      run += pieces[index] as string;
-      if (run.length >= checkpointSpacing && index + 1 < pieces.length) {
-        hash.update(run);
+      const piece = pieces[index] as string;
+      run.push(piece);
+      runLength += piece.length;
+      if (runLength >= checkpointSpacing && index + 1 < pieces.length) {
+        hash.update(run.join(''));
         kept.push({ index: index + 1, state: hash.copy() });
-        run = '';
+        run.length = 0;
+        runLength = 0;
       }
     }
-    hash.update(run);
+    hash.update(run.join(''));
     return new HashTrail(pieces, kept, Digest.finish(hash));
   }
 }
