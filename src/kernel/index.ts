@@ -10,7 +10,7 @@
 export { maxPayloadDepth, Payload } from './payload.js';
 export { Digest, computeDigest } from './digest.js';
 export { canonicalize, encodeCanonical, maxPayloadBytes } from './canonical-json.js';
-export { Schema, SchemaValidationError, type SchemaViolation } from './schema.js';
+export { createSchemaAjv, Schema, SchemaValidationError, type SchemaViolation } from './schema.js';
 export {
   ProcessId,
   EffectId,

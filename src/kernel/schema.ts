@@ -197,25 +197,33 @@ let sharedAjv: Ajv2020 | undefined;
  */
 const validators = new Map<string, ValidateFunction>();
 
+/**
+ * A new Ajv with the kernel's JSON Schema dialect (draft 2020-12, formats): strict about the schema,
+ * never coercing, defaulting or removing, and only own properties count. A host that validates
+ * other JSON the way deployment schemas do (gate answers) builds its own instance with this.
+ */
+export function createSchemaAjv(): Ajv2020 {
+  const instance = new Ajv2020({
+    strict: true,
+    strictTuples: false,
+    strictTypes: false,
+    strictRequired: false,
+    allowUnionTypes: true,
+    // Inherited names (`toString`, `constructor`) must not satisfy `required` and friends.
+    ownProperties: true,
+    // A compiled schema's `$id` must not become a global name other schemas could resolve.
+    addUsedSchema: false,
+    // Validation never rewrites the instance.
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+  });
+  addFormats(instance);
+  return instance;
+}
+
 function ajv(): Ajv2020 {
-  if (sharedAjv === undefined) {
-    sharedAjv = new Ajv2020({
-      strict: true,
-      strictTuples: false,
-      strictTypes: false,
-      strictRequired: false,
-      allowUnionTypes: true,
-      // Inherited names (`toString`, `constructor`) must not satisfy `required` and friends.
-      ownProperties: true,
-      // A compiled schema's `$id` must not become a global name other schemas could resolve.
-      addUsedSchema: false,
-      // Validation never rewrites the instance.
-      coerceTypes: false,
-      useDefaults: false,
-      removeAdditional: false,
-    });
-    addFormats(sharedAjv);
-  }
+  sharedAjv ??= createSchemaAjv();
   return sharedAjv;
 }
 

@@ -35,6 +35,8 @@ const pinned = [
   'isParkedTree',
   // What the Host needs to cancel a stored tree no node can run (a superseded tree: src/server/succession.ts).
   'cancelStoredTree', 'StoredCancellation', 'StoredCancellationOptions',
+  // The kernel's JSON Schema dialect, for host-owned gates' answer schemas (src/server/gates/answer-schema.ts).
+  'createSchemaAjv',
 ].sort();
 
 /** Every name `src/kernel/index.ts` exports, types included, as the compiler sees them. */

@@ -1,9 +1,6 @@
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsCjs from 'ajv-formats';
+import type { Ajv2020, ValidateFunction } from 'ajv/dist/2020.js';
 import { createHash } from 'node:crypto';
-import { SchemaValidationError, type SchemaViolation } from '../../kernel/index.js';
-
-const addFormats = addFormatsCjs as unknown as typeof addFormatsCjs.default;
+import { createSchemaAjv, SchemaValidationError, type SchemaViolation } from '../../kernel/index.js';
 
 /**
  * The answer schemas of host-owned gates: any caller's JSON Schema (draft 2020-12), checked as a
@@ -17,22 +14,8 @@ const compiled = new Map<string, { readonly schema: object | boolean; readonly v
 let sharedAjv: Ajv2020 | undefined;
 
 function ajv(): Ajv2020 {
-  if (sharedAjv === undefined) {
-    // The kernel's settings (src/kernel/schema.ts): strict, no coercion, own properties only.
-    sharedAjv = new Ajv2020({
-      strict: true,
-      strictTuples: false,
-      strictTypes: false,
-      strictRequired: false,
-      allowUnionTypes: true,
-      ownProperties: true,
-      addUsedSchema: false,
-      coerceTypes: false,
-      useDefaults: false,
-      removeAdditional: false,
-    });
-    addFormats(sharedAjv);
-  }
+  // The kernel's dialect, so an answer schema means what it would in a deployment's contract.
+  sharedAjv ??= createSchemaAjv();
   return sharedAjv;
 }
 
