@@ -56,14 +56,17 @@ import { CountingCommitter } from './counting-committer.js';
  * memory and allocating nothing (`busyWait`): no sleep, no HTTP, no client. What it adds over `instant` is
  * what 50 ms of wall time between turns costs the work after it on this machine (presumably caches the
  * host's other work reclaims meanwhile); when `paused` is close to `embedded`, the model client and HTTP
- * are not where the embedded overhead goes. (Until 2026-12-07 the wait read the clock in a tight loop,
- * and every read allocated: 16 MB of garbage and a scavenge per turn, which this line then counted.)
+ * are not where the embedded overhead goes. `BENCH_AGENT_PAUSE_MS` sets the wait, to see how the
+ * overhead grows with it. (Until 2026-12-07 the wait read the clock in a tight loop, and every read
+ * allocated: 16 MB of garbage and a scavenge per turn, which this line then counted.)
  */
 
 const turns = 20;
 const modelDelayMs = 50;
 const runs = Number(process.env.BENCH_AGENT_RUNS ?? 3);
 const warmupRuns = Number(process.env.BENCH_AGENT_WARMUP ?? 40);
+/** The `paused` line's busy wait (default the model's 50 ms): its overhead against the wait's length shows what the wait itself costs. */
+const pauseMs = Number(process.env.BENCH_AGENT_PAUSE_MS ?? modelDelayMs);
 const committerNames = new Set((process.env.BENCH_AGENT_COMMITTERS ?? 'embedded,instant,paused,redis').split(','));
 const systemPrompt = 'bench.agent: search once per turn, then answer.';
 
@@ -239,7 +242,7 @@ export async function benchAgent(): Promise<void> {
     for (let run = 0; run < warmupRuns; run += 1) await runOnce(atOnce, new MemoryTreeCommitter());
     if (committerNames.has('embedded')) await measure('embedded', remote, () => new MemoryTreeCommitter());
     if (committerNames.has('instant')) await measure('instant', atOnce, () => new MemoryTreeCommitter());
-    if (committerNames.has('paused')) await measure('paused', { pauseMs: modelDelayMs }, () => new MemoryTreeCommitter());
+    if (committerNames.has('paused')) await measure('paused', { pauseMs }, () => new MemoryTreeCommitter());
     if (committerNames.has('redis')) await measure('redis', remote, (run) => {
       const committer = new RedisTreeCommitter({ redis, keyPrefix: `benchagent${process.pid}r${run + 1}`, timeoutMs: 30_000 });
       committers.push(committer);
