@@ -99,10 +99,15 @@ async function launchNode(dir: string, nodeTimeoutMs: number, timeoutMs: number)
     const port = await freePort();
     const child = launch(port, dir, nodeTimeoutMs);
     let exited = false;
-    await until(`redis-server ${child.pid} answering on ${port}`, timeoutMs, () => {
-      exited = child.exitCode !== null || child.signalCode !== null;
-      return exited || serverPid(port) === child.pid;
-    });
+    try {
+      await until(`redis-server ${child.pid} answering on ${port}`, timeoutMs, () => {
+        exited = child.exitCode !== null || child.signalCode !== null;
+        return exited || serverPid(port) === child.pid;
+      });
+    } catch (error) {
+      child.kill('SIGKILL'); // not yet among the cluster's children, so stop() would not end it
+      throw error;
+    }
     if (!exited) return { port, child };
     if (attempt === launchAttempts) throw new Error(`redis cluster: no node could start in ${launchAttempts} attempts (the last, on port ${port}, exited with ${child.exitCode ?? child.signalCode})`);
   }
