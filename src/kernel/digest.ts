@@ -4,15 +4,38 @@ import { ErrorCode, KernelError } from './errors.js';
 const digestPattern = /^sha256:[0-9a-f]{64}$/;
 
 /**
+ * Bytes whose digest is worth computing only when it is read: a tree snapshot, hashed whole at
+ * every commit otherwise, although the embedded committer never reads the text (see `Digest.deferred`).
+ */
+export interface DeferredBytes {
+  /** The lowercase hex sha256 of the bytes. */
+  sha256Hex(): string;
+  /** Whether `other` holds the same bytes, when that is cheaper to tell than hashing both; undefined when it cannot tell. */
+  sameBytes(other: DeferredBytes): boolean | undefined;
+}
+
+/**
  * A canonical SHA-256 content identity: `sha256:` followed by 64 lowercase hex digits.
  * Digests identify exact bytes, not semantic JSON equality.
  */
 export class Digest {
-  readonly #text: string;
+  /** Undefined until a deferred digest is first read. */
+  #text: string | undefined;
+  #bytes: DeferredBytes | undefined;
 
-  private constructor(text: string) {
+  private constructor(text: string | undefined, bytes?: DeferredBytes) {
     this.#text = text;
+    this.#bytes = bytes;
     Object.freeze(this);
+  }
+
+  /**
+   * The digest of `bytes`, hashed when its text is first needed. Comparing two digests that are
+   * both still deferred asks the bytes (`sameBytes`) rather than hashing them; a digest compared
+   * with itself is equal without either.
+   */
+  static deferred(bytes: DeferredBytes): Digest {
+    return new Digest(undefined, bytes);
   }
 
   /** Validates a canonical `sha256:<lowercase hex>` identity; uppercase hex is rejected. */
@@ -45,18 +68,33 @@ export class Digest {
 
   /** The 64 lowercase hex digits without the `sha256:` prefix. */
   get hex(): string {
-    return this.#text.slice(7);
+    return this.#resolved().slice(7);
   }
 
   equals(other: Digest | undefined): boolean {
-    return other !== undefined && other.#text === this.#text;
+    if (other === undefined) return false;
+    if (other === this) return true;
+    if (this.#bytes !== undefined && other.#bytes !== undefined) {
+      const same = this.#bytes.sameBytes(other.#bytes);
+      if (same !== undefined) return same;
+    }
+    return other.#resolved() === this.#resolved();
   }
 
   toString(): string {
-    return this.#text;
+    return this.#resolved();
   }
 
   toJSON(): string {
+    return this.#resolved();
+  }
+
+  #resolved(): string {
+    if (this.#text === undefined) {
+      this.#text = `sha256:${(this.#bytes as DeferredBytes).sha256Hex()}`;
+      // The bytes' owner may go; the text is all a digest needs from now on.
+      this.#bytes = undefined;
+    }
     return this.#text;
   }
 }

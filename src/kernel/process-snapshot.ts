@@ -713,6 +713,27 @@ export class ProcessSnapshot {
     return this.#digest;
   }
 
+  /** Same canonical bytes: told from the sizes when they differ, else piece by piece (most are shared string objects). */
+  sameBytes(other: ProcessSnapshot): boolean {
+    if (other === this) return true;
+    if (other.encodedSize !== this.encodedSize) return false;
+    const mine = this.pieces();
+    const theirs = other.pieces();
+    if (mine.length === theirs.length) {
+      let index = 0;
+      for (; index < mine.length; index += 1) {
+        const piece = mine[index] as string;
+        const their = theirs[index] as string;
+        if (piece.length !== their.length) break;
+        // Every piece before this one had the same length, so both start at the same offset.
+        if (piece !== their) return false;
+      }
+      if (index === mine.length) return true;
+    }
+    // Pieces cut at different places can still spell the same text.
+    return other.json() === this.json();
+  }
+
   /** Same canonical record and same location. */
   equals(other: ProcessSnapshot | undefined): boolean {
     return other instanceof ProcessSnapshot && other.json() === this.json() && other.relation.equals(this.relation);

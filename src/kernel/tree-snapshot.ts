@@ -1,6 +1,6 @@
 // Over 500 lines: the tree snapshot and its strict decoder, whose cross-process rules need the whole tree at once.
 import { parseJson, quoteString, utf8Length, type JsonNode } from './canonical-json.js';
-import { describe, Digest } from './digest.js';
+import { describe, Digest, sha256Hex, type DeferredBytes } from './digest.js';
 import { ChildSpec, Effect, EffectRequest, type ChildWaitSpec } from './effect.js';
 import { ErrorCode, KernelError } from './errors.js';
 import { EffectId, ProcessId, TreeIncarnationId } from './identity.js';
@@ -51,6 +51,11 @@ function failTree(message: string): never {
 }
 
 const utf8Encoder = new TextEncoder();
+
+/** A tree's bytes as its deferred digest sees them: another tree's are compared without hashing. */
+interface TreeBytes extends DeferredBytes {
+  readonly tree: TreeSnapshot;
+}
 
 export class TreeSnapshot {
   readonly #incarnationId: TreeIncarnationId;
@@ -228,22 +233,48 @@ export class TreeSnapshot {
     return TreeSnapshot.fromWire(node, '', inputBytes);
   }
 
-  /** sha256 of the canonical bytes (computed once); stores must use it as the head digest. */
+  /**
+   * sha256 of the canonical bytes; stores must use it as the head digest. It is hashed when first
+   * read (then kept): the embedded committer compares heads by identity and never reads it, and a
+   * tree was hashed whole at every commit for nothing (18% of bench:agent's CPU).
+   */
   get digest(): Digest {
     if (this.#digest === undefined) {
-      if (this.#size < checkpointSpacing) {
-        // Too short for a trail to keep any hash state: one hash call over the assembled text (which
-        // a store sends anyway) costs less than one update per piece.
-        this.#digest = Digest.of(this.json());
-      } else {
-        // Resumed from the tree this one was derived from: only the pieces after the first change
-        // (back to the last kept hash state) are hashed again.
-        this.#trail = HashTrail.of(this.#hashPieces(), this.#resumeFrom);
-        this.#digest = this.#trail.digest;
-      }
-      this.#resumeFrom = undefined;
+      const tree = this;
+      const bytes: TreeBytes = {
+        tree,
+        sha256Hex: () => tree.#sha256Hex(),
+        sameBytes: (other) => ('tree' in other && other.tree instanceof TreeSnapshot ? tree.#sameBytes(other.tree) : undefined),
+      };
+      this.#digest = Digest.deferred(bytes);
     }
     return this.#digest;
+  }
+
+  #sha256Hex(): string {
+    let hex: string;
+    if (this.#size < checkpointSpacing) {
+      // Too short for a trail to keep any hash state: one hash call over the assembled text (which
+      // a store sends anyway) costs less than one update per piece.
+      hex = sha256Hex(this.json());
+    } else {
+      // Resumed from the tree this one was derived from: only the pieces after the first change
+      // (back to the last kept hash state) are hashed again.
+      this.#trail = HashTrail.of(this.#hashPieces(), this.#resumeFrom);
+      hex = this.#trail.digest.hex;
+    }
+    this.#resumeFrom = undefined;
+    return hex;
+  }
+
+  /**
+   * Whether `other` has these canonical bytes, told without hashing: unchanged Process records are
+   * shared between a tree and the trees derived from it, so only the changed ones are compared.
+   */
+  #sameBytes(other: TreeSnapshot): boolean {
+    if (other === this) return true;
+    if (other.#size !== this.#size || other.#head !== this.#head || other.#tail !== this.#tail || other.#processes.length !== this.#processes.length) return false;
+    return this.#processes.every((process, index) => process.sameBytes(other.#processes[index] as ProcessSnapshot));
   }
 
   /** The canonical text as the processes' own pieces (see `ProcessSnapshot.pieces`). */

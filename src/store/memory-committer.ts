@@ -4,6 +4,8 @@ import { maxUint64 } from '../kernel/wire.js';
 interface Head {
   readonly snapshot: TreeSnapshot;
   readonly sequence: bigint;
+  /** The commit that installed this head: a retry of it is the only duplicate that can succeed. */
+  readonly commit: TreeCheckpoint | EffectBoundary | TreeActivation;
 }
 
 /**
@@ -15,8 +17,12 @@ interface Head {
  */
 export class MemoryTreeCommitter implements TreeStore {
   readonly #heads = new Map<string, Head>();
-  /** identity → content digest; identities already hash the root, so one map serves every tree. */
-  readonly #facts = new Map<string, string>();
+  /**
+   * Every commit identity applied; identities already hash the root, so one set serves every tree.
+   * A duplicate is accepted only as a retry of the commit that installed the head, so only that
+   * commit's content is ever compared, and no digest is computed unless a duplicate arrives.
+   */
+  readonly #applied = new Set<string>();
 
   async commitCheckpoint(checkpoint: TreeCheckpoint): Promise<void> {
     if (checkpoint.kind === 'start') this.#createHead(checkpoint);
@@ -31,11 +37,8 @@ export class MemoryTreeCommitter implements TreeStore {
     const root = activation.rootId.toString();
     const head = this.#heads.get(root);
     const prospective = activation.snapshot;
-    const fact = this.#facts.get(activation.identity());
-    if (fact !== undefined) {
-      if (fact === activation.contentDigest().toString() && head?.sequence === 0n && head.snapshot.digest.equals(prospective.digest)) {
-        return;
-      }
+    if (this.#applied.has(activation.identity())) {
+      if (isRetryOfHead(head, activation)) return;
       throw commitConflict();
     }
     if (
@@ -45,8 +48,8 @@ export class MemoryTreeCommitter implements TreeStore {
     ) {
       throw treeIncarnationConflict();
     }
-    this.#facts.set(activation.identity(), activation.contentDigest().toString());
-    this.#heads.set(root, { snapshot: prospective, sequence: 0n });
+    this.#applied.add(activation.identity());
+    this.#heads.set(root, { snapshot: prospective, sequence: 0n, commit: activation });
   }
 
   async loadTree(rootId: ProcessId): Promise<TreeSnapshot | undefined> {
@@ -56,20 +59,13 @@ export class MemoryTreeCommitter implements TreeStore {
   #createHead(checkpoint: TreeCheckpoint): void {
     const root = checkpoint.rootId.toString();
     const head = this.#heads.get(root);
-    const fact = this.#facts.get(checkpoint.identity());
-    if (fact !== undefined) {
-      if (
-        fact === checkpoint.contentDigest().toString() &&
-        head?.sequence === 1n &&
-        head.snapshot.digest.equals(checkpoint.snapshot.digest)
-      ) {
-        return;
-      }
+    if (this.#applied.has(checkpoint.identity())) {
+      if (isRetryOfHead(head, checkpoint)) return;
       throw commitConflict();
     }
     if (head !== undefined) throw treeIncarnationConflict();
-    this.#facts.set(checkpoint.identity(), checkpoint.contentDigest().toString());
-    this.#heads.set(root, { snapshot: checkpoint.snapshot, sequence: 1n });
+    this.#applied.add(checkpoint.identity());
+    this.#heads.set(root, { snapshot: checkpoint.snapshot, sequence: 1n, commit: checkpoint });
   }
 
   #advanceHead(commit: TreeCheckpoint | EffectBoundary): void {
@@ -80,21 +76,21 @@ export class MemoryTreeCommitter implements TreeStore {
     if (head === undefined || !head.snapshot.incarnationId.equals(prospective.incarnationId)) {
       throw treeIncarnationConflict();
     }
-    const fact = this.#facts.get(commit.identity());
-    if (fact !== undefined) {
-      if (
-        fact === commit.contentDigest().toString() &&
-        head.sequence === commit.sequence &&
-        head.snapshot.digest.equals(prospective.digest)
-      ) {
-        return;
-      }
+    if (this.#applied.has(commit.identity())) {
+      if (isRetryOfHead(head, commit)) return;
       throw commitConflict();
     }
     if (head.sequence === maxUint64 || commit.sequence !== head.sequence + 1n || !head.snapshot.digest.equals(commit.previous)) {
       throw treeIncarnationConflict();
     }
-    this.#facts.set(commit.identity(), commit.contentDigest().toString());
-    this.#heads.set(root, { snapshot: prospective, sequence: commit.sequence });
+    this.#applied.add(commit.identity());
+    this.#heads.set(root, { snapshot: prospective, sequence: commit.sequence, commit });
   }
+}
+
+/** True when `commit` repeats, with the same content, the commit that installed `head`. */
+function isRetryOfHead(head: Head | undefined, commit: TreeCheckpoint | EffectBoundary | TreeActivation): boolean {
+  if (head === undefined) return false;
+  if (head.commit === commit) return true;
+  return head.commit.identity() === commit.identity() && head.commit.contentDigest().equals(commit.contentDigest());
 }
