@@ -11,9 +11,11 @@ interface Head {
 /**
  * The reference TreeCommitter: the full compare-and-swap, writer-fencing and deduplication protocol
  * in volatile memory. Each method runs its checks and writes synchronously, which makes it atomic
- * on Node's single thread. Heads and facts live as long as this instance (also after a tree is
- * released), so replay protection outlasts any caller that might retry; retention grows with the
- * number of commits.
+ * on Node's single thread. Heads and applied identities live as long as this instance (also after
+ * a tree is released), so replay protection outlasts any caller that might retry; retention grows
+ * with the number of commits. Heads are compared by their digests, which stay unhashed while the
+ * writer hands back the very digest object of the head it read (`Digest.deferred`): each head keeps
+ * the tree before it reachable through its commit's `previous` until the next commit replaces it.
  */
 export class MemoryTreeCommitter implements TreeStore {
   readonly #heads = new Map<string, Head>();
