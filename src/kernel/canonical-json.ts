@@ -1936,6 +1936,27 @@ function openFrame(value: object, ancestors: Set<object>, depth: number): Encode
  * text that precedes it (separator, and for objects the quoted name and colon); undefined when
  * the container is exhausted.
  */
+/** `"name":` and `,"name":` of member names met before: a state's few names repeat in every record. */
+const memberTexts = new Map<string, readonly [string, string]>();
+const maxMemberTexts = 4096;
+const maxCachedNameLength = 64;
+
+/** The text that introduces member `key`: its quoted name and colon, after a comma unless it is the first. */
+function memberText(key: string, afterComma: boolean): string {
+  let texts = memberTexts.get(key);
+  if (texts === undefined) {
+    if (!isWellFormed(key)) throw cannotEncode(`member name ${describe(key)} holds a lone surrogate`);
+    const first = `${quote(key)}:`;
+    texts = [first, `,${first}`];
+    if (key.length <= maxCachedNameLength) {
+      // Payloads keyed by ids would fill the cache with names never seen again: start it afresh.
+      if (memberTexts.size >= maxMemberTexts) memberTexts.clear();
+      memberTexts.set(key, texts);
+    }
+  }
+  return texts[afterComma ? 1 : 0];
+}
+
 function nextChild(frame: EncodeFrame): string | undefined {
   const keys = frame.keys;
   if (keys === undefined) {
@@ -1949,11 +1970,10 @@ function nextChild(frame: EncodeFrame): string | undefined {
     const key = keys[frame.index++]!;
     const value = resolveValue((frame.source as Record<string, unknown>)[key], key);
     if (value === undefined) continue;
-    if (!isWellFormed(key)) throw cannotEncode(`member name ${describe(key)} holds a lone surrogate`);
-    const prefix = frame.wrote ? ',' : '';
+    const wrote = frame.wrote;
     frame.wrote = true;
     frame.value = value;
-    return `${prefix}${quote(key)}:`;
+    return memberText(key, wrote);
   }
   return undefined;
 }

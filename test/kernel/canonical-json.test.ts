@@ -326,6 +326,19 @@ describe('nodeFromValue and encodeCanonical', () => {
     assert.equal(encodeCanonical([{ toJSON: (key: string) => key }]), '["0"]');
   });
 
+  test('member names are written the same the first time and every later time, escaped, and a lone surrogate is always refused', () => {
+    const names = ['role', '<tag>', 'a\u2028b', 'é', 'x'.repeat(100)];
+    const value = Object.fromEntries(names.map((name, index) => [name, index]));
+    const text = encodeCanonical(value);
+    assert.equal(text, canonicalize(JSON.stringify(value)));
+    for (let round = 0; round < 3; round += 1) assert.equal(encodeCanonical([value, { role: round }]), `[${text},{"role":${round}}]`);
+    for (let round = 0; round < 2; round += 1) assert.throws(() => encodeCanonical({ ok: 1, '\ud800': 1 }), hasCode('invalid_payload'));
+    // More distinct names than the cache keeps: it starts afresh and still writes every name right.
+    const many = Object.fromEntries(Array.from({ length: 5000 }, (_, index) => [`k${index}`, index]));
+    assert.equal(encodeCanonical(many), canonicalize(JSON.stringify(many)));
+    assert.equal(encodeCanonical(value), text);
+  });
+
   test('prefer the exact node of a toJsonNode source', () => {
     const source = { [toJsonNode]: (): JsonNode => ({ kind: 'number', text: '1.50' }), toJSON: () => 1.5 };
     assert.equal(encodeCanonical({ v: source }), '{"v":1.50}');
