@@ -1,6 +1,6 @@
 import { ProcessId, WaitId } from '../../src/kernel/identity.js';
 import { invalidState, stateInteger, stateRecord } from '../internal/machine.js';
-import { contextBytes } from './context.js';
+import { contextFits } from './context.js';
 import { chatMessages, type ChatMessage, type ToolCall } from './model-wire.js';
 import { maxSteerBytes, maxPendingSteers } from './steer.js';
 
@@ -178,7 +178,7 @@ export function checkState(value: unknown, limits: StateLimits): InteractionStat
     if (record.batch !== undefined) throw invalidState(kind, 'a model call and a tool batch cannot run at once');
     if (calls !== undefined) throw invalidState(kind, 'a model call is in flight while tool calls have no results');
     if (turns === 0) throw invalidState(kind, 'a model call is in flight but no turn was counted');
-    if (contextBytes(limits.system, messages) > limits.maxContextBytes) throw invalidState(kind, `the context sent exceeds maxContextBytes ${limits.maxContextBytes}`);
+    if (!contextFits(limits.system, messages, limits.maxContextBytes)) throw invalidState(kind, `the context sent exceeds maxContextBytes ${limits.maxContextBytes}`);
   } else if (calls !== undefined) {
     if (record.batch === undefined) throw invalidState(kind, 'the last assistant message called tools but no batch runs them');
     checkBatch(record.batch, calls, limits);

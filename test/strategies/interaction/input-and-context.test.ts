@@ -5,6 +5,7 @@
  * outcome that is not definite.
  */
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { test } from 'node:test';
 import { Budget } from '../../../src/kernel/budget.js';
 import { CapabilitySet } from '../../../src/kernel/capability.js';
@@ -20,7 +21,7 @@ import { machineDefinition, objectOf } from '../../../strategies/internal/machin
 import { Payload } from '../../../src/kernel/payload.js';
 import { Settlement } from '../../../src/kernel/settlement.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
-import { contextBytes, droppedToolResult } from '../../../strategies/interaction/context.js';
+import { contextBytes, contextBytesBound, contextFits, droppedToolResult, reduceContext } from '../../../strategies/interaction/context.js';
 import { pendingToolInputs } from '../../../strategies/interaction/pending-inputs.js';
 import { steerRequest } from '../../../strategies/interaction/steer.js';
 import { call, deployment, latch, modelRequests, setup, stopReply, ToolDispatcher, toolsReply } from './harness.js';
@@ -185,4 +186,28 @@ test('the context size is the UTF-8 length of the JSON sent, system prompt first
   assert.equal(contextBytes('sys ✓', messages), new TextEncoder().encode(sent).length);
   assert.equal(contextBytes('', messages), new TextEncoder().encode(JSON.stringify(messages)).length);
   assert.ok(contextBytes('', messages) > JSON.stringify(messages).length, 'bytes, not UTF-16 code units');
+});
+
+test('the context bound is never below the exact size, so a context is refused or reduced exactly when its exact size is over', () => {
+  const text = fc.string({ unit: 'binary', maxLength: 40 });
+  const message = fc.oneof(
+    fc.record({ role: fc.constantFrom('user' as const, 'assistant' as const), content: fc.option(text, { nil: null }) }),
+    fc.record({ role: fc.constant('tool' as const), toolCallId: text, content: text }),
+    fc.record({
+      role: fc.constant('assistant' as const),
+      content: fc.option(text, { nil: null }),
+      toolCalls: fc.array(fc.record({ id: text, name: text, arguments: text }), { maxLength: 3 }),
+    }),
+  );
+  fc.assert(
+    fc.property(text, fc.array(message, { maxLength: 8 }), (system, messages) => {
+      const exact = contextBytes(system, messages as never);
+      assert.ok(contextBytesBound(system, messages as never) >= exact);
+      assert.equal(contextFits(system, messages as never, exact), true);
+      assert.equal(contextFits(system, messages as never, exact - 1), false);
+      const reduced = reduceContext(system, messages as never, exact);
+      assert.ok(reduced.ok && reduced.dropped === 0 && reduced.messages.length === messages.length);
+    }),
+    { seed: 20261207, numRuns: 300 },
+  );
 });
