@@ -1931,11 +1931,6 @@ function openFrame(value: object, ancestors: Set<object>, depth: number): Encode
   return new EncodeFrame(value);
 }
 
-/**
- * Advances a frame to its next child: stores the resolved child in `frame.value` and returns the
- * text that precedes it (separator, and for objects the quoted name and colon); undefined when
- * the container is exhausted.
- */
 /** `"name":` and `,"name":` of member names met before: a state's few names repeat in every record. */
 const memberTexts = new Map<string, readonly [string, string]>();
 const maxMemberTexts = 4096;
@@ -1957,6 +1952,11 @@ function memberText(key: string, afterComma: boolean): string {
   return texts[afterComma ? 1 : 0];
 }
 
+/**
+ * Advances a frame to its next child: stores the resolved child in `frame.value` and returns the
+ * text that precedes it (separator, and for objects the quoted name and colon); undefined when
+ * the container is exhausted.
+ */
 function nextChild(frame: EncodeFrame): string | undefined {
   const keys = frame.keys;
   if (keys === undefined) {

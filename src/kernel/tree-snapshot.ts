@@ -382,10 +382,7 @@ export class TreeSnapshot {
 
   /** Same canonical bytes, compared piece by piece (cached records, no assembly). */
   equals(other: TreeSnapshot | undefined): boolean {
-    if (!(other instanceof TreeSnapshot)) return false;
-    if (other === this) return true;
-    if (other.#head !== this.#head || other.#tail !== this.#tail || other.#processes.length !== this.#processes.length) return false;
-    return this.#processes.every((process, index) => process.json() === (other.#processes[index] as ProcessSnapshot).json());
+    return other instanceof TreeSnapshot && this.#sameBytes(other);
   }
 
   toString(): string {
