@@ -53,6 +53,14 @@ export interface EventLogOptions {
    * Default false: each append is issued at once.
    */
   readonly coalesceAppends?: boolean;
+  /**
+   * With `coalesceAppends`, how long appends wait (ms) instead of the end of the turn, so that the
+   * tree's next commit usually carries them: a quick effect's attempt events then cost no script of
+   * their own, and no command of this node's meets a worker's claim in Redis. Readers through this
+   * log flush first and see them at once; a tail on another node sees them up to this much later,
+   * and a crash in between loses them (best-effort entries may show gaps). Default 0: end of turn.
+   */
+  readonly appendDelayMs?: number;
   /** The shared tail's reads: entries per read, longest BLOCK, entries a tail may leave unread; its grouping (Redis Cluster). */
   readonly tail?: Pick<SharedTailOptions<EventLogEntry>, 'count' | 'blockMs' | 'maxBuffered' | 'group' | 'connect'>;
 }
@@ -77,7 +85,9 @@ export class RedisEventLog implements EventLog {
   #unsent = new Map<string, LogRecord[]>();
   /** Other best-effort writes riding with the next flush ({@link RedisEventLog.alongside}). */
   #riders: (() => void)[] = [];
-  #flushScheduled = false;
+  readonly #appendDelayMs: number;
+  /** The pending end-of-turn or delayed flush (see `appendDelayMs`). */
+  #flushTimer: NodeJS.Immediate | NodeJS.Timeout | undefined;
   #failed = 0;
   #closed = false;
   /** The deployment refs in the heads of the trees this log writes and reads (log-refs.ts). */
@@ -93,6 +103,9 @@ export class RedisEventLog implements EventLog {
     this.#maxLen = String(maxLen);
     this.#onAppendError = options.onAppendError;
     this.#coalesce = options.coalesceAppends === true;
+    const delay = options.appendDelayMs ?? 0;
+    if (!Number.isSafeInteger(delay) || delay < 0) throw new TypeError(`appendDelayMs must be a non-negative integer, got ${String(delay)}`);
+    this.#appendDelayMs = delay;
     this.#tail = new SharedTail<EventLogEntry>({
       ...options.tail,
       redis: this.#redis,
@@ -110,8 +123,8 @@ export class RedisEventLog implements EventLog {
   /**
    * Best-effort append of attempt events and deltas, each linked to the entry before it. Issued
    * synchronously on the shared client (so ordered with the commits issued after it), or, when
-   * coalescing, at the end of this turn or at the next {@link RedisEventLog.flush}, whichever comes
-   * first; never awaited. A failure loses the entries and is counted.
+   * coalescing, at the end of this turn (or `appendDelayMs` later) or at the next
+   * {@link RedisEventLog.flush}, whichever comes first; never awaited. A failure loses the entries and is counted.
    */
   append(rootId: string, records: readonly LogRecord[]): void {
     if (this.#closed || records.length === 0) return;
@@ -129,7 +142,7 @@ export class RedisEventLog implements EventLog {
    * Runs `send` — another best-effort write on the same client (a record of who ran an attempt) —
    * with the next flush, so its command leaves in the same write to Redis as the appends (and, before
    * a commit, as the commit) instead of alone. Without coalescing it runs at once. `send` must not
-   * throw; it runs at most one event-loop turn later.
+   * throw; it runs at most one event-loop turn (or `appendDelayMs`) later.
    */
   alongside(send: () => void): void {
     if (this.#closed) return;
@@ -168,9 +181,12 @@ export class RedisEventLog implements EventLog {
   }
 
   #scheduleFlush(): void {
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(() => this.flush());
+    if (this.#flushTimer !== undefined) return;
+    if (this.#appendDelayMs === 0) {
+      this.#flushTimer = setImmediate(() => this.flush());
+    } else {
+      // Unreferenced: waiting entries never keep a process alive (close() flushes them).
+      this.#flushTimer = setTimeout(() => this.flush(), this.#appendDelayMs).unref();
     }
   }
 
@@ -180,7 +196,12 @@ export class RedisEventLog implements EventLog {
    * these entries.
    */
   flush(): void {
-    this.#flushScheduled = false;
+    if (this.#flushTimer !== undefined) {
+      // An earlier flush (before a commit, a read) leaves the timer nothing to do: drop it.
+      if (this.#appendDelayMs === 0) clearImmediate(this.#flushTimer as NodeJS.Immediate);
+      else clearTimeout(this.#flushTimer as NodeJS.Timeout);
+      this.#flushTimer = undefined;
+    }
     if (this.#unsent.size === 0 && this.#riders.length === 0) return;
     const unsent = this.#unsent;
     const riders = this.#riders;

@@ -25,6 +25,11 @@ export interface RedisTreeCommitterOptions {
   /** Called with each failed best-effort log append ({@link RedisEventLog.append}). */
   readonly onLogAppendError?: (error: unknown, lost: number) => void;
   /**
+   * How long best-effort log entries wait for the tree's next commit to carry them (ms; default
+   * {@link defaultLogAppendDelayMs}); see the event log's `appendDelayMs`.
+   */
+  readonly logAppendDelayMs?: number;
+  /**
    * After each commit and purge script, `WAIT <replicas> <timeoutMs>`: the call is acknowledged only
    * once that many replicas hold its writes; fewer in time rejects with `committer_unavailable` (the
    * commit may have landed). Absent: no WAIT, and a failover may lose acknowledged commits (docs/redis.md).
@@ -118,6 +123,7 @@ export class RedisTreeCommitter implements TreeStore {
       maxLen: this.#maxLen,
       onAppendError: options.onLogAppendError,
       coalesceAppends: true,
+      appendDelayMs: options.logAppendDelayMs ?? defaultLogAppendDelayMs,
     });
   }
 
@@ -433,6 +439,13 @@ export class RedisTreeCommitter implements TreeStore {
 
 /** Best-effort entries a commit carries at most (more leave as their own appendLog scripts, first). */
 const maxCarriedEntries = 256;
+
+/**
+ * Best-effort entries wait this long (ms) for a commit to carry them. An effect that settles within
+ * it has its attempt events written by the settled boundary's script instead of a script of their
+ * own, sent while the worker claims; deltas stay live (issue 13 allows batches up to 10 ms).
+ */
+export const defaultLogAppendDelayMs = 5;
 
 /** A commit refused with one of these wrote nothing, its carried entries included. */
 const refusedCodes: ReadonlySet<string> = new Set([ErrorCode.commitConflict, ErrorCode.treeIncarnationConflict, ErrorCode.invalidCommit]);

@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { TreeCheckpoint } from '../../../src/kernel/commit.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import { deltaType, type LogRecord } from '../../../src/store/event-log.js';
 import { RedisEventLog } from '../../../src/store/redis/event-log.js';
-import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
+import { defaultLogAppendDelayMs, RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
 
-// The committer's best-effort appends wait for the end of the turn and leave as one script per tree,
-// yet an append still lands before whatever the committer sends after it.
+// The committer's best-effort appends wait (for the end of the turn, or a few ms by default, so that a
+// commit can carry them) and leave as one script per tree, yet an append still lands before whatever
+// the committer sends after it.
 
 let server: RedisServer;
 let redis: Redis;
@@ -48,8 +50,13 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** A committer whose appends wait only for the end of the turn. */
+function turnEndStore(): RedisTreeCommitter {
+  return new RedisTreeCommitter({ redis, keyPrefix: prefix(), logAppendDelayMs: 0 });
+}
+
 test('appends of one turn leave as one script, in order', async () => {
-  const store = new RedisTreeCommitter({ redis, keyPrefix: prefix() });
+  const store = turnEndStore();
   const root = ProcessId.newRoot().toString();
   const before = await scriptCalls();
   store.events.append(root, deltas(root, 3));
@@ -95,7 +102,7 @@ test('a plain event log (no coalescing asked) issues each append at once', async
 });
 
 test('a write riding alongside leaves with the next flush: after the turn, or before a commit sent first, never before', async () => {
-  const store = new RedisTreeCommitter({ redis, keyPrefix: prefix() });
+  const store = turnEndStore();
   const key = `${prefix()}:rider`;
   store.events.alongside(() => void redis.set(key, 'one'));
   // Issued now on the same connection, so it is served before the rider, which waits for the turn.
@@ -183,4 +190,71 @@ test("queued entries that would push a commit past its entry bound go first on t
     [...Array.from({ length: 100 }, () => deltaType), ...Array.from({ length: 1_000 }, () => 'host.marker')],
   );
   await store.close();
+});
+
+test('by default an append waits past the end of its turn, at most 10 ms', async () => {
+  assert.ok(defaultLogAppendDelayMs > 0 && defaultLogAppendDelayMs <= 10, `default delay ${defaultLogAppendDelayMs} ms`);
+  const keyPrefix = prefix();
+  const store = new RedisTreeCommitter({ redis, keyPrefix });
+  const root = ProcessId.newRoot().toString();
+  const appended = performance.now();
+  store.events.append(root, deltas(root, 1));
+  await nextTurn();
+  const length = await redis.xlen(`${keyPrefix}:{${root}}:events`);
+  // Conclusive only when the turn and the round trip took less than the delay (a loaded machine may not).
+  if (performance.now() - appended < defaultLogAppendDelayMs) assert.equal(length, 0, 'still waiting after the turn');
+  await store.close();
+  assert.equal(await redis.xlen(`${keyPrefix}:{${root}}:events`), 1);
+});
+
+test('an append waits past the turn, so a commit sent within the delay carries it: no script of its own', async () => {
+  const keyPrefix = prefix();
+  const store = new RedisTreeCommitter({ redis, keyPrefix, logAppendDelayMs: 60_000 });
+  const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
+  const root = trees.rootId.toString();
+  const before = await scriptCalls();
+  store.events.append(root, deltas(root, 2));
+  await nextTurn();
+  // A round trip on the committer's own connection, after the turn: a turn-end flush would be in.
+  assert.equal(await redis.xlen(`${keyPrefix}:{${root}}:events`), 0, 'still waiting after the turn');
+  await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), {
+    entries: [{ name: 'host.marker', event: JSON.stringify({ process_id: root }) }],
+  });
+  assert.equal((await scriptCalls()) - before, 1, 'the commit script alone');
+  const raw = await store.events.entriesAfter(root, '0', 100);
+  assert.deepEqual(raw.map((entry) => entry.fields.name), [deltaType, deltaType, 'host.marker']);
+  await store.close();
+});
+
+test('a delayed append with no commit after it is sent once its delay has passed', async () => {
+  const keyPrefix = prefix();
+  const store = new RedisTreeCommitter({ redis, keyPrefix, logAppendDelayMs: 20 });
+  const root = ProcessId.newRoot().toString();
+  const key = `${keyPrefix}:{${root}}:events`;
+  const reader = redis.duplicate();
+  try {
+    // Blocks until the entry arrives (or 10 s pass): the delay's flush is what ends it.
+    const arrived = reader.xread('BLOCK', 10_000, 'STREAMS', key, '0');
+    store.events.append(root, deltas(root, 1));
+    const reply = await arrived;
+    assert.equal(reply?.[0]?.[1].length, 1, 'the entry arrived without a commit or a read through the log');
+  } finally {
+    reader.disconnect();
+  }
+  await store.close();
+});
+
+test('closing the log sends the appends still waiting for their delay', async () => {
+  const keyPrefix = prefix();
+  const store = new RedisTreeCommitter({ redis, keyPrefix, logAppendDelayMs: 60_000 });
+  const root = ProcessId.newRoot().toString();
+  store.events.append(root, deltas(root, 3));
+  await store.close();
+  assert.equal(await redis.xlen(`${keyPrefix}:{${root}}:events`), 3);
+});
+
+test('an append delay must be a non-negative integer', () => {
+  for (const appendDelayMs of [-1, 1.5, Number.NaN]) {
+    assert.throws(() => new RedisEventLog({ redis, coalesceAppends: true, appendDelayMs }), /appendDelayMs must be a non-negative integer/);
+  }
 });
