@@ -83,7 +83,8 @@ export interface Backend {
 }
 
 /** Which parts of the configuration the backend reads. */
-export type BackendConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'eventLogMaxLen' | 'idempotencyTtlMs'>;
+export type BackendConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'eventLogMaxLen' | 'idempotencyTtlMs'> &
+  Partial<Pick<ServerConfig, 'logAppendDelayMs'>>;
 
 export interface BackendOptions {
   readonly config: BackendConfig;
@@ -159,6 +160,7 @@ function redisBackend(options: BackendOptions): Backend {
     redis,
     keyPrefix: config.keyPrefix,
     eventLogMaxLen: config.eventLogMaxLen,
+    ...(config.logAppendDelayMs === undefined ? {} : { logAppendDelayMs: config.logAppendDelayMs }),
     ...(options.storageTimeoutMs === undefined ? {} : { timeoutMs: options.storageTimeoutMs }),
     ...(config.redisWait === undefined ? {} : { waitReplicas: config.redisWait }),
     onLogAppendError: (error, lost) => {

@@ -6,6 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import { Budget, CapabilitySet, KernelError, maxPayloadBytes, Quota, TreeLimits } from '../kernel/index.js';
 import type { RedisTarget } from '../store/redis/connection.js';
 import { checkKeyPrefix } from '../store/redis/keys.js';
+import { defaultLogAppendDelayMs } from '../store/redis/redis-committer.js';
 import { defaultTransportTiming, type TransportTiming } from '../transport/bullmq/transport-options.js';
 import { AuthorityShapeError, excessOf, parseBudget, parseCapabilities, parseTreeLimits, type Grant } from './authority.js';
 import { type ModelConfig, readModelConfig } from './model/model-config.js';
@@ -36,6 +37,7 @@ import { type ModelConfig, readModelConfig } from './model/model-config.js';
  * | `SCOPE_MAX_HEAP_BYTES`   | 90% of the heap limit | shed load past this heap use (bytes or `<n>MiB`; 0 = off) |
  * | `SCOPE_MAX_RSS_BYTES`    | 0 (off)            | shed load past this resident set size (bytes or `<n>MiB`) |
  * | `SCOPE_EVENT_LOG_MAXLEN` | 10000              | entries kept per tree log (approximate in Redis)          |
+ * | `SCOPE_LOG_APPEND_DELAY_MS` | 5               | Redis mode: best-effort log entries wait this long (0–10 ms) for the tree's next commit to carry them; 0 = end of turn |
  * | `SCOPE_SHUTDOWN_MS`      | 10000              | graceful shutdown deadline, split across the named phases by the shares in src/server/shutdown.ts |
  * | `SCOPE_HIBERNATE_AFTER_MS` | 300000           | a parked tree idle this long leaves memory (its head stays; the next command restores it); 0 = never |
  * | `SCOPE_TIMER_POLL_MS`    | 1000               | how often each node reads the durable timer index for timers due soon (src/server/timers/) |
@@ -121,6 +123,8 @@ export interface ServerConfig {
   readonly sse: SseConfig;
   /** Entries kept per tree log. */
   readonly eventLogMaxLen: number;
+  /** Redis mode: how long best-effort log entries wait for the tree's next commit to carry them (ms). */
+  readonly logAppendDelayMs: number;
   /** Graceful shutdown deadline (ms), split across the shutdown phases (src/server/shutdown.ts). */
   readonly shutdownMs: number;
   /** A parked tree idle this long is released from memory (0: never). */
@@ -341,6 +345,8 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     maxRssBytes: size('SCOPE_MAX_RSS_BYTES', 0),
   });
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
+  // Above 10 ms a tail on another node would no longer look live (issue 13's bound for batching).
+  const logAppendDelayMs = integer('SCOPE_LOG_APPEND_DELAY_MS', defaultLogAppendDelayMs, 0, 10);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
   const hibernateAfterMs = integer('SCOPE_HIBERNATE_AFTER_MS', 300_000, 0, 30 * 86_400_000);
   const timerPollMs = integer('SCOPE_TIMER_POLL_MS', 1_000, 10, 60_000);
@@ -458,6 +464,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     bodyLimit,
     sse: Object.freeze(sse),
     eventLogMaxLen,
+    logAppendDelayMs,
     shutdownMs,
     hibernateAfterMs,
     timerPollMs,

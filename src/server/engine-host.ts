@@ -112,7 +112,7 @@ import { timerWake } from './timers/timer-wake.js';
 
 /** Which parts of {@link ServerConfig} the Host reads. */
 export type HostConfig = Pick<ServerConfig, 'mode' | 'redisUrl' | 'redisCluster' | 'redisWait' | 'keyPrefix' | 'demos' | 'eventLogMaxLen' | 'shutdownMs' | 'idempotencyTtlMs' | 'grants'> &
-  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'timerPollMs' | 'control' | 'gates'>>;
+  Partial<Pick<ServerConfig, 'transport' | 'transportTiming' | 'tenantGrants' | 'node' | 'hibernateAfterMs' | 'timerPollMs' | 'logAppendDelayMs' | 'control' | 'gates'>>;
 
 export interface EngineHostOptions {
   readonly config: HostConfig;

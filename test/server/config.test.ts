@@ -20,6 +20,7 @@ test('defaults: embedded mode on 127.0.0.1:3000 with demos, 1 MiB bodies and the
   assert.equal(config.requestTimeoutMs, 30_000);
   assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 0, maxHeapBytes: Math.floor(getHeapStatistics().heap_size_limit * 0.9), maxRssBytes: 0 });
   assert.equal(config.eventLogMaxLen, 10_000);
+  assert.equal(config.logAppendDelayMs, 5);
   assert.equal(config.shutdownMs, 10_000);
   assert.equal(config.hibernateAfterMs, 300_000);
   assert.equal(config.idempotencyTtlMs, 86_400_000);
@@ -52,6 +53,7 @@ test('every variable is read', () => {
     SCOPE_MAX_HEAP_BYTES: '512MiB',
     SCOPE_MAX_RSS_BYTES: '1073741824',
     SCOPE_EVENT_LOG_MAXLEN: '500',
+    SCOPE_LOG_APPEND_DELAY_MS: '0',
     SCOPE_SHUTDOWN_MS: '2500',
     SCOPE_HIBERNATE_AFTER_MS: '0',
     SCOPE_IDEMPOTENCY_TTL_MS: '60000',
@@ -72,6 +74,7 @@ test('every variable is read', () => {
   assert.equal(config.requestTimeoutMs, 5_000);
   assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 250, maxHeapBytes: 512 * 1024 * 1024, maxRssBytes: 1024 * 1024 * 1024 });
   assert.equal(config.eventLogMaxLen, 500);
+  assert.equal(config.logAppendDelayMs, 0, 'zero: appends leave at the end of the turn');
   assert.equal(config.shutdownMs, 2_500);
   assert.equal(config.hibernateAfterMs, 0, 'zero turns hibernation off');
   assert.equal(config.idempotencyTtlMs, 60_000);
@@ -95,6 +98,7 @@ test('one error lists every bad variable, never a secret', () => {
       SCOPE_SSE_KEEPALIVE_MS: '60000',
       SCOPE_SSE_BUFFER: '0',
       SCOPE_EVENT_LOG_MAXLEN: '-5',
+      SCOPE_LOG_APPEND_DELAY_MS: '11',
       SCOPE_SHUTDOWN_MS: 'soon',
       SCOPE_HIBERNATE_AFTER_MS: '-1',
       SCOPE_GRANTS: '{"budget":{"steps":{"maximum":"many"}}}',
@@ -115,6 +119,7 @@ test('one error lists every bad variable, never a secret', () => {
     'SCOPE_SSE_KEEPALIVE_MS',
     'SCOPE_SSE_BUFFER',
     'SCOPE_EVENT_LOG_MAXLEN',
+    'SCOPE_LOG_APPEND_DELAY_MS',
     'SCOPE_SHUTDOWN_MS',
     'SCOPE_HIBERNATE_AFTER_MS',
     'SCOPE_GRANTS',
