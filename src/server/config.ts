@@ -345,7 +345,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     maxRssBytes: size('SCOPE_MAX_RSS_BYTES', 0),
   });
   const eventLogMaxLen = integer('SCOPE_EVENT_LOG_MAXLEN', 10_000, 1, 10_000_000);
-  // Above 10 ms a tail on another node would no longer look live (issue 13's bound for batching).
+  // Above 10 ms a live SSE stream (it follows the log) would no longer look live (issue 13's bound for batching).
   const logAppendDelayMs = integer('SCOPE_LOG_APPEND_DELAY_MS', defaultLogAppendDelayMs, 0, 10);
   const shutdownMs = integer('SCOPE_SHUTDOWN_MS', 10_000, 0, 600_000);
   const hibernateAfterMs = integer('SCOPE_HIBERNATE_AFTER_MS', 300_000, 0, 30 * 86_400_000);

@@ -56,9 +56,10 @@ export interface EventLogOptions {
   /**
    * With `coalesceAppends`, how long appends wait (ms) instead of the end of the turn, so that the
    * tree's next commit usually carries them: a quick effect's attempt events then cost no script of
-   * their own, and no command of this node's meets a worker's claim in Redis. Readers through this
-   * log flush first and see them at once; a tail on another node sees them up to this much later,
-   * and a crash in between loses them (best-effort entries may show gaps). Default 0: end of turn.
+   * their own, and no command of this node's meets a worker's claim in Redis. A read through this log
+   * (a page, a length, opening a tail) sends them first; a tail already open (an SSE stream, on this
+   * node or another) sees them up to this much later, and a crash in between loses them (best-effort
+   * entries may show gaps). Default 0: end of turn.
    */
   readonly appendDelayMs?: number;
   /** The shared tail's reads: entries per read, longest BLOCK, entries a tail may leave unread; its grouping (Redis Cluster). */

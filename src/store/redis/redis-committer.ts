@@ -443,7 +443,8 @@ const maxCarriedEntries = 256;
 /**
  * Best-effort entries wait this long (ms) for a commit to carry them. An effect that settles within
  * it has its attempt events written by the settled boundary's script instead of a script of their
- * own, sent while the worker claims; deltas stay live (issue 13 allows batches up to 10 ms).
+ * own, sent while the worker claims. Open SSE streams (they tail the log) see deltas that much later;
+ * issue 13 allows batches of up to 10 ms for live streaming.
  */
 export const defaultLogAppendDelayMs = 5;
 
