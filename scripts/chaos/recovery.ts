@@ -19,7 +19,8 @@ export type RestoreOutcome = 'restored' | 'finished' | 'refused';
  * the caller, who retries its command.
  */
 export async function operatorRestore(client: Client, owners: Owners, rootId: string): Promise<RestoreOutcome> {
-  // An operator leaves a finished tree alone (its restore would only append restored events).
+  // An operator leaves a finished tree alone (its restore would only append restored events). The tree may
+  // still finish between this look and the restore; the reader check allows for that (checks.ts).
   const view = await client.request('GET', `/v1/processes/${encodeURIComponent(rootId)}`, { deadlineMs: 30_000 });
   if (view.status !== 200 || view.body?.result !== null) return 'finished';
   const answer = await client.request('POST', `/v1/trees/${encodeURIComponent(rootId)}/restore`, {

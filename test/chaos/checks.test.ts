@@ -86,6 +86,20 @@ test('a broken log link, an old incarnation committing again, or a head no entry
 test('a reader that missed, repeated or reordered a committed event is a violation', () => {
   const tree = goodTree();
   assert.match(checkReader({ rootId: root, ids: ['10-0', '14-0', '15-0'], committedIds: ['10-0', '14-0', '15-0'] }, tree).join('\n'), /#2 is 12-0 in the log but 14-0/);
+  // A stream ends with the root's finish: a restore of the finished tree appends restored events it cannot see.
+  const finished: StoredTree = {
+    ...tree,
+    entries: [
+      entry('10-0', '0', 'agent.process.started'),
+      entry('11-0', '10-0', 'agent.process.finished'),
+      entry('12-0', '11-0', 'agent.process.restored', { incarnation: 'incarnation:2' }),
+    ],
+  };
+  assert.deepEqual(checkReader({ rootId: root, ids: ['10-0', '11-0'], committedIds: ['10-0', '11-0'], ended: true }, finished), []);
+  assert.match(checkReader({ rootId: root, ids: ['10-0', '11-0'], committedIds: ['10-0', '11-0'] }, finished).join('\n'), /#3 is 12-0 in the log but absent/, 'a stream that did not end owes it');
+  const appended: StoredTree = { ...finished, entries: [...finished.entries, entry('13-0', '12-0', 'agent.signal.accepted', { signalId: 'late' })] };
+  assert.match(checkReader({ rootId: root, ids: ['10-0', '11-0'], committedIds: ['10-0', '11-0'], ended: true }, appended).join('\n'), /#3 is 12-0 in the log but absent/, 'anything but restored events after the finish still counts');
+  assert.match(checkReader({ rootId: root, ids: ['10-0'], committedIds: ['10-0'], ended: true }, finished).join('\n'), /#2 is 11-0 in the log but absent/, 'the finish itself is owed');
   assert.match(checkReader({ rootId: root, ids: ['10-0', '12-0', '12-0'], committedIds: ['10-0', '12-0', '12-0'] }, tree).join('\n'), /got message 12-0 twice/);
   assert.match(checkReader({ rootId: root, ids: ['12-0', '10-0'], committedIds: ['12-0', '10-0'] }, tree).join('\n'), /got 10-0 after 12-0/);
 });
