@@ -51,6 +51,14 @@ export interface ParseJsonOptions {
  */
 export const toJsonNode: unique symbol = Symbol.for('scope.kernel.toJsonNode');
 
+/**
+ * Kernel-internal (not in index.ts): a method key through which a value hands {@link encodeCanonical}
+ * its exact canonical text, spliced verbatim instead of walked or re-written. Only a Payload has it: its
+ * text is canonical by construction, and the canonical text of a composite is made of its members'
+ * canonical texts, so splicing changes no byte and saves re-encoding a large embedded value.
+ */
+export const canonicalText: unique symbol = Symbol('scope.kernel.canonicalText');
+
 /** A value that supplies its own JSON node (see {@link toJsonNode}). */
 export interface JsonNodeSource {
   [toJsonNode](): JsonNode;
@@ -1873,12 +1881,14 @@ function cannotEncode(problem: string): KernelError {
 }
 
 /**
- * Applies {@link toJsonNode} (to a NodeText) or `toJSON(key)`, and rejects what has no JSON form;
+ * Applies {@link canonicalText} or {@link toJsonNode} (to a NodeText) or `toJSON(key)`, and rejects what has no JSON form;
  * returns undefined for a value JSON omits (undefined).
  */
 function resolveValue(input: unknown, key: string | number): unknown {
   let value = input;
   if (typeof value === 'object' && value !== null) {
+    const text = (value as { [canonicalText]?: unknown })[canonicalText];
+    if (typeof text === 'function') return new NodeText(text.call(value) as string);
     const source = (value as Partial<JsonNodeSource>)[toJsonNode];
     if (typeof source === 'function') return new NodeText(write(source.call(value), true));
     const toJSON = (value as { toJSON?: unknown }).toJSON;

@@ -1,5 +1,6 @@
 import {
   canonicalize,
+  canonicalText,
   closingQuote,
   encodeCanonical,
   maxJsonDepth,
@@ -121,6 +122,23 @@ export class Payload implements JsonNodeSource {
   }
 
   /**
+   * The array of every item of `arrays` (array payloads), in order: `[1,2]` and `[3]` make `[1,2,3]`.
+   * The parts' canonical texts are joined, not re-encoded, so a long array that grows at its end (a
+   * conversation) costs what its new items cost. Throws `invalid_payload` when a part is not an array
+   * or the result exceeds {@link maxPayloadBytes}; the depth is the deepest part's, already bounded.
+   */
+  static concatArrays(arrays: readonly Payload[]): Payload {
+    const inner: string[] = [];
+    for (const [index, part] of arrays.entries()) {
+      if (!(part instanceof Payload) || part.#json.charCodeAt(0) !== 0x5b) {
+        throw new KernelError(ErrorCode.invalidPayload, `invalid payload: concatArrays part ${index} is not an array payload`);
+      }
+      if (part.#json.length > 2) inner.push(part.#json.slice(1, -1));
+    }
+    return Payload.#bounded(`[${inner.join(',')}]`);
+  }
+
+  /**
    * The payload of a parsed or hand-built node; throws `invalid_payload` for an invalid node or one over
    * the byte bound. A decoder's path: the node's depth was bounded by the record it was parsed from, so
    * a record the kernel wrote always decodes. New values from outside come in through `encode` or `parse`.
@@ -196,6 +214,11 @@ export class Payload implements JsonNodeSource {
   /** The exact node, so encoding a record that holds this payload keeps its number literals. */
   [toJsonNode](): JsonNode {
     return this.node();
+  }
+
+  /** The canonical text itself, which `encodeCanonical` splices verbatim (the same bytes as writing {@link node}). */
+  [canonicalText](): string {
+    return this.#json;
   }
 
   static {

@@ -13,6 +13,7 @@ import type { Signal } from '../../src/kernel/signal.js';
 import { Transition } from '../../src/kernel/transition.js';
 import { machineDefinition, objectOf } from '../internal/machine.js';
 import { reduceContext } from './context.js';
+import { contextPayload, encodeWithContext, extended, restoredContext } from './context-encoding.js';
 import { decodeModelReply, modelChatEffect, type ChatMessage, type ModelReply, type ToolSpec } from './model-wire.js';
 import { answeredChildren, isWaitAnswer, protocol, startResult, waitOpening, type AnsweredChild } from './protocol.js';
 import { type Batch, type BatchCall, batchCalls, checkState, type InteractionState, interactionStateKind, phaseOf, runningCalls, type StateLimits } from './state.js';
@@ -137,29 +138,32 @@ export function define(config: InteractionConfig): Definition {
     signalSchema: steerSignalSchema,
   });
   const children = [...new Map(bindings.map((binding) => [binding.deployment.ref.toString(), binding.deployment])).values()];
+  // What every model call sends besides the context, encoded once.
+  const toolsPayload = Payload.encode(specs);
+  const systemPayload = config.system === '' ? undefined : Payload.encode([{ role: 'system', content: config.system }]);
 
   /** The model boundary: pending steers join the context, the reducer bounds it, the model is called. */
   const callModel = (state: InteractionState, consumed: number): Next => {
     if (state.turns >= limits.maxTurns) return failed(state, consumed, 'execution', 'interaction.turns.exhausted', `the interaction may call the model at most ${limits.maxTurns} times`);
-    const steered: ChatMessage[] = [...state.messages, ...state.steers.map((content): ChatMessage => ({ role: 'user', content }))];
+    const steered = extended(state.messages, state.steers.map((content): ChatMessage => ({ role: 'user', content })));
     const reduced = reduceContext(config.system, steered, limits.maxContextBytes);
     if (!reduced.ok) {
       return failed(state, consumed, 'execution', 'interaction.context_too_large', `the context is ${reduced.bytes} bytes with every tool result dropped, more than maxContextBytes ${limits.maxContextBytes}`);
     }
     const { batch: _batch, ...rest } = state;
-    const sent: ChatMessage[] = config.system === '' ? [...reduced.messages] : [{ role: 'system', content: config.system }, ...reduced.messages];
+    const context = contextPayload(reduced.messages);
+    const sent = systemPayload === undefined ? context : Payload.concatArrays([systemPayload, context]);
     return {
       state: { ...rest, messages: reduced.messages, steers: [], model: true, turns: state.turns + 1 },
-      transition: Transition.continue(consumed, [modelChatEffect({ messages: sent, tools: specs })]),
+      transition: Transition.continue(consumed, [modelChatEffect({ messages: sent, tools: toolsPayload })]),
     };
   };
 
   /** The feedback the model sees before another attempt; the attempt counter is the caller's. */
   const retry = (state: InteractionState, consumed: number, content: string | null, feedback: string): Next => {
-    const messages: ChatMessage[] = [...state.messages];
-    if (content !== null && content !== '') messages.push({ role: 'assistant', content });
-    messages.push({ role: 'user', content: feedback });
-    return callModel({ ...state, messages }, consumed);
+    const added: ChatMessage[] = content !== null && content !== '' ? [{ role: 'assistant', content }] : [];
+    added.push({ role: 'user', content: feedback });
+    return callModel({ ...state, messages: extended(state.messages, added) }, consumed);
   };
 
   const complete = (state: InteractionState, after: InteractionState, content: string, consumed: number): Next => {
@@ -209,7 +213,7 @@ export function define(config: InteractionConfig): Definition {
       if (reply.finishReason !== 'tool_calls') return failed(state, consumed, 'contract', 'interaction.model.finish_reason_invalid', `the model called tools with finish reason ${reply.finishReason}; only tool_calls runs tools`);
       if (new Set(calls.map((call) => call.id)).size !== calls.length) return failed(state, consumed, 'contract', 'interaction.model.reply_invalid', 'the model reply calls two tools with one id');
       const assistant: ChatMessage = { role: 'assistant', content: reply.message.content, toolCalls: calls };
-      return advanceBatch({ ...after, messages: [...after.messages, assistant], batch: { calls: calls.map(() => ({})) } }, consumed);
+      return advanceBatch({ ...after, messages: extended(after.messages, [assistant]), batch: { calls: calls.map(() => ({})) } }, consumed);
     }
     if (reply.finishReason !== 'stop') return failed(state, consumed, 'contract', 'interaction.model.finish_reason_invalid', `the model stopped with finish reason ${reply.finishReason}`);
     return complete(state, after, reply.message.content ?? '', consumed);
@@ -253,7 +257,7 @@ export function define(config: InteractionConfig): Definition {
       return { state: { ...state, waits, batch: { calls: entries, opening: true } }, transition: Transition.continue(consumed, [wait]) };
     }
     const results = toolCalls.map((call, index): ChatMessage => ({ role: 'tool', toolCallId: call.id, content: (entries[index] as BatchCall).result as string }));
-    return callModel({ ...state, messages: [...state.messages, ...results] }, consumed);
+    return callModel({ ...state, messages: extended(state.messages, results) }, consumed);
   };
 
   /** What a drained tool child means: a result, or (not definite) the Process's failure. */
@@ -309,6 +313,12 @@ export function define(config: InteractionConfig): Definition {
       return { messages: [{ role: 'user', content: task }], turns: 0, truncations: 0, rejections: 0, steers: [], waits: 0 };
     },
     check: (value) => checkState(value, limits),
+    checkDecoded(value, payload) {
+      const state = checkState(value, limits);
+      restoredContext(payload, state.messages);
+      return state;
+    },
+    encode: encodeWithContext,
     step(incoming, signals): Next {
       // A failing Step keeps the state it began with: whatever it built on the way is not a state.
       const next = advance(incoming, signals);

@@ -65,7 +65,13 @@ export interface ModelReply {
   readonly model: string;
 }
 
-export function modelChatEffect(request: ModelRequest): Effect {
+/** A request whose parts are already canonical payloads (the interaction's context and tool specs): spliced, not re-encoded. */
+export interface EncodedModelRequest {
+  readonly messages: Payload;
+  readonly tools: Payload;
+}
+
+export function modelChatEffect(request: ModelRequest | EncodedModelRequest): Effect {
   return Effect.dispatcher(Payload.encode({ operation: modelChatOperation, messages: request.messages, tools: request.tools }));
 }
 

@@ -24,6 +24,16 @@ export interface StateMachine<S extends object> {
   initial(input: Payload): S;
   /** Validates a decoded state; throws for anything malformed. */
   check(value: unknown): S;
+  /**
+   * Optional: the canonical payload of a state, byte for byte `Payload.encode(state)`. A machine with a
+   * large state that grows at its end supplies it to re-encode only what a Step changed.
+   */
+  encode?(state: S): Payload;
+  /**
+   * Optional, beside `encode`: `check(value)` told the payload `value` was decoded from, so that it can
+   * recognise a payload its `encode` made (the candidate of the Step just taken).
+   */
+  checkDecoded?(value: unknown, payload: Payload): S;
   /** The child Deployments this demo binds statically (`Definition.childDeployments`); default none. */
   readonly childDeployments?: readonly Deployment[];
   /** One Step: a pure function of the state and the delivered window. */
@@ -34,7 +44,8 @@ export interface StateMachine<S extends object> {
 export function machineDefinition<S extends object>(machine: StateMachine<S>): Definition {
   const restoreState = (state: ExecutionState): S => {
     if (!(state instanceof ExecutionState)) throw invalidState(machine.stateKind, 'restore needs an ExecutionState');
-    return machine.check(state.decode<unknown>(machine.stateKind));
+    const value = state.decode<unknown>(machine.stateKind);
+    return machine.checkDecoded === undefined ? machine.check(value) : machine.checkDecoded(value, state.payload);
   };
   return Object.freeze({
     descriptor: (): Descriptor => machine.descriptor,
@@ -67,7 +78,8 @@ class MachineExecution<S extends object> implements Execution {
   }
 
   snapshot(): ExecutionState {
-    return ExecutionState.encode(this.#machine.stateKind, this.#state);
+    const machine = this.#machine;
+    return ExecutionState.encode(machine.stateKind, machine.encode === undefined ? this.#state : machine.encode(this.#state));
   }
 }
 

@@ -48,6 +48,40 @@ describe('Payload', () => {
     assert.equal(Payload.encode(inner), inner);
   });
 
+  test('an embedded payload is spliced as its canonical text: the same bytes as encoding its value', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ stringUnit: 'binary' }), fc.jsonValue({ stringUnit: 'binary' }), (first, second) => {
+        const spliced = Payload.encode({ b: Payload.encode(first), a: [Payload.encode(second), { z: Payload.encode(first) }] });
+        const plain = Payload.encode({ b: first, a: [second, { z: first }] });
+        assert.equal(spliced.json(), plain.json());
+      }),
+    );
+  });
+
+  test('concatArrays joins the items of array payloads in order, as encoding the joined array would', () => {
+    const joined = Payload.concatArrays([Payload.parse('[1, 2.50]'), Payload.encode([]), Payload.encode([{ b: 1, a: '<' }])]);
+    assert.equal(joined.json(), '[1,2.50,{"a":"\\u003c","b":1}]');
+    assert.equal(Payload.concatArrays([]).json(), '[]');
+    assert.equal(Payload.concatArrays([Payload.encode([]), Payload.encode([])]).json(), '[]');
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.jsonValue({ stringUnit: 'binary' }), { maxLength: 4 }), { maxLength: 5 }), (parts) => {
+        const joinedParts = Payload.concatArrays(parts.map((part) => Payload.encode(part)));
+        const whole = Payload.encode(parts.flat());
+        assert.equal(joinedParts.json(), whole.json());
+        assert.ok(joinedParts.digest().equals(whole.digest()));
+      }),
+    );
+  });
+
+  test('concatArrays refuses a part that is not an array payload, naming it', () => {
+    for (const part of [Payload.encode({}), Payload.encode('[1]'), Payload.encode(null), { json: () => '[1]' }]) {
+      assert.throws(
+        () => Payload.concatArrays([Payload.encode([1]), part as Payload]),
+        (error: unknown) => error instanceof KernelError && error.code === 'invalid_payload' && /part 1 is not an array payload/.test(error.message),
+      );
+    }
+  });
+
   test('encode rejects values without a faithful JSON form', () => {
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;

@@ -5,7 +5,7 @@
  * `ask` tool, and an Engine with an observation recorder.
  */
 import { Budget } from '../../../src/kernel/budget.js';
-import type { Dispatcher, ReplayPolicy } from '../../../src/kernel/definition.js';
+import type { Definition, Dispatcher, ReplayPolicy } from '../../../src/kernel/definition.js';
 import { Deployment } from '../../../src/kernel/deployment.js';
 import { Digest } from '../../../src/kernel/digest.js';
 import type { EffectRequest } from '../../../src/kernel/effect.js';
@@ -128,11 +128,16 @@ export interface Setup {
 /** An interaction over the test ToolSet (plus `extraSpecs` the ToolSet does not have), on a memory Engine. */
 export function setup(
   replies: readonly (ModelReply | ScriptedCall)[],
-  options: Partial<Omit<InteractionConfig, 'tools'>> & { readonly extraSpecs?: readonly ToolSpec[]; readonly tools?: ToolDispatcher } = {},
+  options: Partial<Omit<InteractionConfig, 'tools'>> & {
+    readonly extraSpecs?: readonly ToolSpec[];
+    readonly tools?: ToolDispatcher;
+    /** Wraps the agent's Definition (a test that watches its snapshots and restores). */
+    readonly wrap?: (definition: Definition) => Definition;
+  } = {},
 ): Setup {
   const tools = options.tools ?? new ToolDispatcher();
   const toolSet = deployment(testTools.definition, 'test.tools', tools);
-  const { extraSpecs, tools: _tools, ...config } = options;
+  const { extraSpecs, tools: _tools, wrap, ...config } = options;
   const model = scriptedModel(replies);
   const definition = define({
     name: 'test.agent',
@@ -146,5 +151,5 @@ export function setup(
   });
   const recorder = new ObservationRecorder();
   const engine = new Engine({ committer: new MemoryTreeCommitter(), eventListeners: [recorder], deltaListeners: [recorder] });
-  return { engine, recorder, model, tools, agent: deployment(definition, 'test.agent', model) };
+  return { engine, recorder, model, tools, agent: deployment(wrap === undefined ? definition : wrap(definition), 'test.agent', model) };
 }
