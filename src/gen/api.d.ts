@@ -476,7 +476,7 @@ export interface paths {
         put?: never;
         /**
          * Take the tree over from its stored head
-         * @description A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner's lease is gone is taken over here. A tree whose deployment version this node does not hold is refused with `deployment_drift`; `{"allowDrift": true}` moves it on to a successor tree instead (the answer is this tree, superseded, naming the successor).
+         * @description A new incarnation fences the previous writer. Restoring a tree this server already owns returns it as it is. With other nodes on the same Redis, a tree a live other node owns is restored there (the request is forwarded) unless `force=true`; a tree whose owner's lease is gone is taken over here. A finished tree that no server holds is restored as well: its log gains `agent.process.restored` events after its end, which a stream that already ended at the finish does not deliver (a new stream does). Reads, signals and controls need no restore for a finished tree (they answer from its head). A tree whose deployment version this node does not hold is refused with `deployment_drift`; `{"allowDrift": true}` moves it on to a successor tree instead (the answer is this tree, superseded, naming the successor).
          */
         post: operations["restoreTree"];
         delete?: never;
