@@ -36,7 +36,9 @@ import { CountingCommitter } from './counting-committer.js';
  * Embedded (memory committer) and Redis (a private redis-server, appendonly no). Per turn: wall time, the model wait (time inside the
  * model dispatcher: the 50 ms delay plus HTTP and stream parsing), Scope's overhead (the rest: steps,
  * commits, the tool child, the search), and commits (every activation, Effect boundary and checkpoint
- * the committer acknowledged, the tool children's included). `BENCH_AGENT_RUNS` (default 3) runs per
+ * the committer acknowledged, the tool children's included). Beside them, the process CPU of the median run per
+ * turn, split into Scope's and the model dispatcher's (the openai client, undici and stream parsing; the
+ * busy wait on `paused`): CPU counts every thread of the process, and no idle wait. `BENCH_AGENT_RUNS` (default 3) runs per
  * committer after a warm-up; the median run is shown; `BENCH_AGENT_TURNS` (default 20) sets the turns
  * per run (a longer run shows how a turn's cost grows with the context); `BENCH_AGENT_COMMITTERS` (default
  * `embedded,instant,paused,redis`) picks the lines (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
@@ -89,16 +91,19 @@ const script = {
   ],
 };
 
-/** Measures the time spent inside the model dispatcher. */
+/** Measures the time spent inside the model dispatcher, and the process CPU used meanwhile (the model client's). */
 class TimedModel implements Dispatcher {
   waitMs = 0;
+  cpuMs = 0;
   calls = 0;
   constructor(private readonly inner: Dispatcher) {}
   async dispatch(request: EffectRequest, emit: DeltaEmitter | undefined, signal: AbortSignal): Promise<Settlement> {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     try {
       return await this.inner.dispatch(request, emit, signal);
     } finally {
+      this.cpuMs += cpuMsSince(cpu);
       this.waitMs += performance.now() - started;
       this.calls += 1;
     }
@@ -124,6 +129,7 @@ function busyWait(started: number, ms: number): number {
 /** Answers each model call from the script in-process: at once (`instant`), or after a busy wait of `pauseMs` (`paused`). */
 class InstantModel implements Dispatcher {
   waitMs = 0;
+  cpuMs = 0;
   calls = 0;
   constructor(private readonly pauseMs = 0) {}
   /** Keeps the busy wait's arithmetic observable, so it is not optimised away. */
@@ -131,7 +137,9 @@ class InstantModel implements Dispatcher {
   async dispatch(): Promise<Settlement> {
     if (this.pauseMs > 0) {
       const started = performance.now();
+      const cpu = process.cpuUsage();
       this.spin ^= busyWait(started, this.pauseMs);
+      this.cpuMs += cpuMsSince(cpu);
       this.waitMs += performance.now() - started;
     }
     const reply = script.conversations[0]?.replies[this.calls] as (typeof script.conversations)[0]['replies'][number] | undefined;
@@ -148,9 +156,18 @@ class InstantModel implements Dispatcher {
   }
 }
 
+/** Process CPU (every thread: the JS thread, GC helpers, libuv) since `start`, in ms. */
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
 interface Run {
   readonly ms: number;
   readonly modelMs: number;
+  /** Process CPU during the run, and the part of it spent while the model dispatcher ran. */
+  readonly cpuMs: number;
+  readonly modelCpuMs: number;
   readonly commits: number;
 }
 
@@ -180,11 +197,13 @@ async function runOnce(source: ModelSource, committer: TreeCommitter): Promise<R
   const counting = new CountingCommitter(committer);
   const engine = new Engine({ committer: counting });
   const started = performance.now();
+  const cpu = process.cpuUsage();
   const result = await engine.run(agent, Payload.encode({ task: 'Research durable execution.' }));
   const ms = performance.now() - started;
+  const cpuMs = cpuMsSince(cpu);
   await engine.close();
   if (result.status !== 'completed' || model.calls !== turns) throw new Error(`the bench agent did not complete its ${turns} turns: ${result.termination.json()} after ${model.calls} model calls`);
-  return { ms, modelMs: model.waitMs, commits: counting.commits };
+  return { ms, modelMs: model.waitMs, cpuMs, modelCpuMs: model.cpuMs, commits: counting.commits };
 }
 
 async function measure(label: string, source: ModelSource, make: (run: number) => TreeCommitter): Promise<void> {
@@ -199,6 +218,7 @@ async function measure(label: string, source: ModelSource, make: (run: number) =
   console.log(
     `${label.padEnd(15)} ${perTurn.toFixed(1).padStart(6)} ms/turn = model wait ${model.toFixed(1).padStart(5)} ms + Scope ${overhead.toFixed(2).padStart(5)} ms ` +
       `(${((overhead / modelDelayMs) * 100).toFixed(1)}% of the ${modelDelayMs} ms call)  ${(median.commits / turns).toFixed(1)} commits/turn  ` +
+      `CPU: Scope ${((median.cpuMs - median.modelCpuMs) / turns).toFixed(2)} ms/turn, model dispatcher ${(median.modelCpuMs / turns).toFixed(2)} ms/call  ` +
       `(runs ${sorted.map((sample) => sample.ms.toFixed(0)).join(', ')} ms)`,
   );
 }
