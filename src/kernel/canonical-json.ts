@@ -1881,8 +1881,8 @@ function cannotEncode(problem: string): KernelError {
 }
 
 /**
- * Applies {@link canonicalText} or {@link toJsonNode} (to a NodeText) or `toJSON(key)`, and rejects what has no JSON form;
- * returns undefined for a value JSON omits (undefined).
+ * Applies {@link canonicalText} or {@link toJsonNode} (to a NodeText) or `toJSON(key)`, and rejects
+ * what has no JSON form; returns undefined for a value JSON omits (undefined).
  */
 function resolveValue(input: unknown, key: string | number): unknown {
   let value = input;
