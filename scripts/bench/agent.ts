@@ -33,16 +33,17 @@ import { CountingCommitter } from './counting-committer.js';
  * scripted OpenAI-compatible model server (`scope model-server`, in a process of its own as a model API
  * would be; `BENCH_AGENT_MODEL_INPROCESS=1` runs it in the bench's process) over real HTTP, every model
  * reply delayed by 50 ms, through the real model dispatcher (the official openai client, streaming).
- * Embedded (memory committer) and Redis (a private redis-server, appendonly no). Per turn: wall time, the model wait (time inside the
- * model dispatcher: the 50 ms delay plus HTTP and stream parsing), Scope's overhead (the rest: steps,
- * commits, the tool child, the search), and commits (every activation, Effect boundary and checkpoint
- * the committer acknowledged, the tool children's included). Beside them, the process CPU of the median run per
- * turn, split into Scope's and the model dispatcher's (the openai client, undici and stream parsing; the
- * busy wait on `paused`): CPU counts every thread of the process, and no idle wait. `BENCH_AGENT_RUNS` (default 3) runs per
- * committer after a warm-up; the median run is shown; `BENCH_AGENT_TURNS` (default 20) sets the turns
- * per run (a longer run shows how a turn's cost grows with the context); `BENCH_AGENT_COMMITTERS` (default
- * `embedded,instant,paused,redis`) picks the lines (e.g. `embedded` alone under `--cpu-prof`). Goal: embedded
- * overhead < 5% of the 50 ms call.
+ * Embedded (memory committer) and Redis (a private redis-server, appendonly no). Per turn: wall time,
+ * the model wait (time inside the model dispatcher: the 50 ms delay plus HTTP and stream parsing),
+ * Scope's overhead (the rest: steps, commits, the tool child, the search), and commits (every
+ * activation, Effect boundary and checkpoint the committer acknowledged, the tool children's included).
+ * Beside them, the process CPU of the median run per turn, split into Scope's and the model
+ * dispatcher's (the openai client, undici and stream parsing; the busy wait on `paused`): CPU counts
+ * every thread of the process, and no idle wait. `BENCH_AGENT_RUNS` (default 3) runs per committer
+ * after a warm-up; the median run is shown; `BENCH_AGENT_TURNS` (default 20) sets the turns per run (a
+ * longer run shows how a turn's cost grows with the context); `BENCH_AGENT_COMMITTERS` (default
+ * `embedded,instant,paused,redis`) picks the lines (e.g. `embedded` alone under `--cpu-prof`). Goal:
+ * embedded overhead < 5% of the 50 ms call.
  *
  * A service runs thousands of turns, so its code is optimised by the JIT; a fresh process is not. The
  * `embedded (cold)` line is measured first, after one warm-up run; then `BENCH_AGENT_WARMUP` (default 40)
