@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { ProcessId } from '../../src/kernel/identity.js';
 import { createBackend } from '../../src/server/backend.js';
@@ -25,8 +24,8 @@ after(async () => {
   await server?.stop();
 });
 
-/** Appends one delta through a Redis backend configured with `delay`; the stream's length after one turn and a round trip. */
-async function lengthAfterTurn(delay: string): Promise<{ length: number; elapsedMs: number }> {
+/** A Redis backend configured with `delay`, a fresh root, and the length of its event stream. */
+function backendWith(delay: string) {
   const keyPrefix = `delay${process.pid}x${delay}`;
   const backend = createBackend({
     config: testConfig({ SCOPE_REDIS_URL: server.url, SCOPE_KEY_PREFIX: keyPrefix, SCOPE_LOG_APPEND_DELAY_MS: delay }),
@@ -34,23 +33,40 @@ async function lengthAfterTurn(delay: string): Promise<{ length: number; elapsed
     redis,
   });
   const root = ProcessId.newRoot().toString();
-  const appended = performance.now();
-  backend.log.append(root, [{ type: deltaType, processId: root, data: JSON.stringify({ process_id: root }) }]);
-  await new Promise((resolve) => setImmediate(resolve));
-  // The backend's own client: a flush issued before this command is served before it.
-  const length = await redis.xlen(`${keyPrefix}:{${root}}:events`);
-  const elapsedMs = performance.now() - appended;
-  await backend.close(1_000);
-  assert.equal(await redis.xlen(`${keyPrefix}:{${root}}:events`), 1, 'closing the backend sends what waited');
-  return { length, elapsedMs };
+  return {
+    backend,
+    append: () => backend.log.append(root, [{ type: deltaType, processId: root, data: JSON.stringify({ process_id: root }) }]),
+    // The backend's own client: a flush issued before this command is served before it.
+    length: () => redis.xlen(`${keyPrefix}:{${root}}:events`),
+  };
 }
 
+const endOfTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 test('SCOPE_LOG_APPEND_DELAY_MS=0: a best-effort entry leaves at the end of its turn', async () => {
-  assert.equal((await lengthAfterTurn('0')).length, 1);
+  const { backend, append, length } = backendWith('0');
+  append();
+  await endOfTurn();
+  assert.equal(await length(), 1);
+  await backend.close(1_000);
 });
 
-test('SCOPE_LOG_APPEND_DELAY_MS=10: a best-effort entry still waits after its turn', async () => {
-  const { length, elapsedMs } = await lengthAfterTurn('10');
-  // Conclusive only when the turn and the round trip took less than the delay (a loaded machine may not).
-  if (elapsedMs < 10) assert.equal(length, 0);
+test('SCOPE_LOG_APPEND_DELAY_MS=10: a best-effort entry waits 10 ms (mocked clock), and closing the backend sends what waits', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const first = backendWith('10');
+  first.append();
+  await endOfTurn();
+  assert.equal(await first.length(), 0, 'still waiting after its turn');
+  t.mock.timers.tick(9);
+  assert.equal(await first.length(), 0, 'still waiting at 9 ms');
+  t.mock.timers.tick(1);
+  assert.equal(await first.length(), 1, 'sent at 10 ms');
+  await first.backend.close(1_000);
+
+  const second = backendWith('10');
+  second.append();
+  await endOfTurn();
+  assert.equal(await second.length(), 0);
+  await second.backend.close(1_000);
+  assert.equal(await second.length(), 1, 'closing the backend sends what waited');
 });
