@@ -111,6 +111,19 @@ describe('the console in a browser', { skip }, () => {
     return (await tab.evaluate(`performance.getEntriesByName('scope.console.first-page')[0]?.startTime ?? null`)) as number | null;
   }
 
+  /**
+   * Waits until `selector` matches exactly `count` elements. The predicate is a function, not a
+   * string: Playwright evaluates a string predicate again on every poll, and the console's CSP
+   * (script-src 'self') refuses that eval once the check has to poll.
+   */
+  async function countReaches(tab: Page, selector: string, count: number, timeout = 20_000): Promise<void> {
+    await tab.waitForFunction(
+      ([target, expected]) => (globalThis as any).document.querySelectorAll(target).length === expected,
+      [selector, count] as const,
+      { timeout },
+    );
+  }
+
   /** Polls the API (not the page) until `predicate` holds: for preparing a scene, never for the assertion itself. */
   async function until<T>(read: () => Promise<T>, predicate: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
@@ -198,11 +211,7 @@ describe('the console in a browser', { skip }, () => {
       const root = tab.locator(`.tree-node[data-process-id="${rootId}"]`);
       await tab.locator(`.tree-node[data-process-id="${rootId}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
       const children = root.locator(':scope > ul > li.tree-node');
-      await tab.waitForFunction(
-        `document.querySelectorAll('.tree-node[data-status="completed"]').length === ${values.length + 1}`,
-        undefined,
-        { timeout: 20_000 },
-      );
+      await countReaches(tab, '.tree-node[data-status="completed"]', values.length + 1);
       assert.equal(await children.count(), values.length);
       for (let index = 0; index < values.length; index += 1) assert.match((await children.nth(index).textContent()) ?? '', /demo\.echo.*completed/);
       await tab.locator('[data-stream="ended"]').waitFor();
@@ -329,7 +338,7 @@ describe('the console in a browser', { skip }, () => {
         if (request.method() === 'POST') controls.push(`${new URL(request.url()).pathname} ${request.postData() ?? ''}`);
       });
       await tab.goto(`${server.base}/#/processes?deployment=demo.sleep&status=running`);
-      await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 10`);
+      await countReaches(tab, 'tbody tr[data-process-id]', 10);
       await tab.getByLabel('Action', { exact: true }).selectOption('cancel');
       await tab.getByRole('button', { name: 'Dry run: count matching processes' }).click();
       const confirmation = tab.getByRole('alertdialog');
@@ -422,7 +431,7 @@ describe('the console in a browser', { skip }, () => {
       assert.ok(affected >= 2, `the root and the survey at least: ${affected}`);
       await tab.locator(`.tree-node[data-process-id="${rootId}"][data-status="canceled"]`).waitFor({ timeout: 20_000 });
       await tab.locator(`.tree-node[data-process-id="${survey}"][data-status="canceled"]`).waitFor({ timeout: 20_000 });
-      await tab.waitForFunction(`document.querySelectorAll('.tree-node[data-status="canceled"]').length === ${affected}`, undefined, { timeout: 20_000 });
+      await countReaches(tab, '.tree-node[data-status="canceled"]', affected);
       const statuses = await tab.locator('.tree-node').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-status')));
       assert.ok(
         statuses.every((status) => status === 'canceled' || status === 'completed'),
@@ -514,13 +523,13 @@ describe('the console in a browser', { skip }, () => {
         if (url.pathname.startsWith('/v1/')) lists.push(url.pathname + url.search);
       });
       await tab.goto(`${server.base}/#/processes`);
-      await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 20`);
+      await countReaches(tab, 'tbody tr[data-process-id]', 20);
       await tab.getByRole('button', { name: 'Next page' }).waitFor();
       assert.ok(lists.length >= 1);
       for (const path of lists) assert.equal(path, '/v1/processes?limit=20', `only the first page is asked for: ${lists.join(' ')}`);
       await tab.getByRole('button', { name: 'Next page' }).click();
-      await tab.waitForFunction(`location.hash.includes('cursor=')`);
-      await tab.waitForFunction(`document.querySelectorAll('tbody tr[data-process-id]').length === 20`);
+      await tab.waitForFunction(() => (globalThis as any).location.hash.includes('cursor='));
+      await countReaches(tab, 'tbody tr[data-process-id]', 20);
       const paged = lists.filter((path) => path.includes('cursor='));
       assert.ok(paged.length >= 1, 'the next page follows the cursor');
       assert.ok(paged.every((path) => path.includes('limit=20')));
