@@ -248,12 +248,13 @@ export class EffectBoundary {
   /** Covers the whole boundary; equal identity and content still never authorise historical replay. */
   contentDigest(): Digest {
     this.#contentDigest ??= Digest.of(
+      // Members in canonical order: encodeWire then skips its sort.
       encodeWire({
-        Sequence: this.sequence,
-        Kind: this.kind,
-        ProcessID: this.processId.toString(),
         EffectID: this.effectId.toString(),
+        Kind: this.kind,
         Previous: this.previous.toString(),
+        ProcessID: this.processId.toString(),
+        Sequence: this.sequence,
         Snapshot: this.snapshot.digest.toString(),
       }),
     );

@@ -156,14 +156,15 @@ export class Delta {
   }
 
   toWire(): WireValue {
+    // Members in canonical order: encodeWire then skips its sort.
     return {
       attempt_id: this.#attemptId.toString(),
-      process_id: this.#processId.toString(),
       effect_id: this.#effectId.toString(),
-      tree_incarnation_id: this.#treeIncarnationId?.toString(),
       effect_sequence: this.#effectSequence,
       emitted_at: this.#emittedAt,
       payload: new RawJson(this.#payload.json()),
+      process_id: this.#processId.toString(),
+      tree_incarnation_id: this.#treeIncarnationId?.toString(),
     };
   }
 

@@ -595,10 +595,11 @@ export class Effect {
   }
 
   toWire(): WireValue {
+    // Members in canonical order: encodeWire then skips its sort.
     return {
-      target: this.#target,
       payload: new RawJson(this.#payload.json()),
       required_capabilities: this.#requiredCapabilities.size === 0 ? undefined : this.#requiredCapabilities.toWire(),
+      target: this.#target,
     };
   }
 

@@ -1201,18 +1201,19 @@ export class Event {
   }
 
   toWire(): WireValue {
+    // Members in canonical order: encodeWire then skips its sort.
     return {
-      process_sequence: this.#processSequence,
-      process_id: this.#processId.toString(),
       deployment_ref: this.#deploymentRef.wire(),
-      relation: this.#relation.toWire(),
-      tree_incarnation_id: this.#treeIncarnationId?.toString(),
-      step_sequence: this.#stepSequence,
       effect_id: this.#effectId?.toString(),
       name: this.#name,
-      phase: this.phase,
       occurred_at: this.#occurredAt,
       payload: new RawJson(this.#payload.json()),
+      phase: this.phase,
+      process_id: this.#processId.toString(),
+      process_sequence: this.#processSequence,
+      relation: this.#relation.toWire(),
+      step_sequence: this.#stepSequence,
+      tree_incarnation_id: this.#treeIncarnationId?.toString(),
     };
   }
 

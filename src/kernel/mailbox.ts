@@ -304,12 +304,13 @@ export class MailboxRecord {
     switch (this.kind) {
       case 'external':
       case 'settlement':
+        // Members in canonical order (here and below): encodeWire then skips its sort.
         return {
           id: this.id.toString(),
-          wait_id: this.waitId?.toString(),
-          status: this.status,
           payload: this.#payload === undefined ? undefined : new RawJson(this.#payload.json()),
           payload_digest: this.#payload === undefined ? this.payloadDigest.toString() : undefined,
+          status: this.status,
+          wait_id: this.waitId?.toString(),
         };
       case 'wait_opening': {
         const opens = this.opens as WaitOpening;
@@ -323,9 +324,9 @@ export class MailboxRecord {
       }
       case 'child_wait_answer':
         return {
-          wait_id: (this.waitId as WaitId).toString(),
           answered: this.#answered?.map((id) => id.toString()),
           payload_digest: this.#payload === undefined ? this.payloadDigest.toString() : undefined,
+          wait_id: (this.waitId as WaitId).toString(),
         };
     }
   }

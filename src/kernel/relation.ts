@@ -133,11 +133,12 @@ export class ProcessRelation {
   }
 
   toWire(): WireValue {
+    // Members in canonical order: encodeWire then skips its sort.
     return {
-      parent_id: this.#parentId?.toString(),
-      root_id: this.#rootId.toString(),
       child_key: this.#childKey?.toString(),
       depth: this.#depth,
+      parent_id: this.#parentId?.toString(),
+      root_id: this.#rootId.toString(),
     };
   }
 

@@ -134,14 +134,15 @@ export class TreeLimits implements TreeLimitsConfig {
   }
 
   toWire(): WireValue {
+    // Members in canonical order: encodeWire then skips its sort.
     return {
-      max_depth: this.maxDepth,
-      max_children: this.maxChildren.toWire(),
       max_active_children: this.maxActiveChildren,
-      max_tree_processes: this.maxTreeProcesses.toWire(),
+      max_children: this.maxChildren.toWire(),
+      max_depth: this.maxDepth,
       max_pending_signals: this.maxPendingSignals,
-      max_snapshot_bytes: this.maxSnapshotBytes.toWire(),
       max_process_snapshot_bytes: this.maxProcessSnapshotBytes.toWire(),
+      max_snapshot_bytes: this.maxSnapshotBytes.toWire(),
+      max_tree_processes: this.maxTreeProcesses.toWire(),
     };
   }
 

@@ -73,10 +73,11 @@ export class Usage {
 }
 
 function toWire(usage: UsageConfig): WireValue {
+  // Members in canonical order: encodeWire then skips its sort.
   return {
-    committed_steps: usage.committedSteps,
-    prepared_effects: usage.preparedEffects,
     accepted_signals: usage.acceptedSignals,
+    committed_steps: usage.committedSteps,
     dropped_deltas: usage.droppedDeltas,
+    prepared_effects: usage.preparedEffects,
   };
 }

@@ -83,6 +83,19 @@ function memberPrefix(name: string): { readonly text: string; readonly byteLengt
   return prefix;
 }
 
+/**
+ * A record's member names sorted by UTF-16 code units (the default sort's order, which `<` on strings
+ * shares). The kernel writes its hot records with their members already in that order, so the check
+ * usually spares the sort and the arrays it allocates.
+ */
+function canonicalNames(record: { readonly [name: string]: WireValue | undefined }): string[] {
+  const names = Object.keys(record);
+  for (let index = 1; index < names.length; index++) {
+    if ((names[index - 1] as string) > (names[index] as string)) return names.sort();
+  }
+  return names;
+}
+
 /** Encodes a record canonically; `undefined` members are omitted (the wire's "optional"). */
 export function encodeWire(value: WireValue): string {
   if (typeof value === 'string') return quoteString(value);
@@ -100,8 +113,7 @@ export function encodeWire(value: WireValue): string {
     return `${text}]`;
   }
   const record = value as { readonly [name: string]: WireValue | undefined };
-  // Sorted by UTF-16 code units (the default sort), absent members skipped.
-  const names = Object.keys(record).sort();
+  const names = canonicalNames(record);
   let text = '{';
   let first = true;
   for (const name of names) {
@@ -161,7 +173,7 @@ class PieceWriter {
     const record = node as { readonly [name: string]: WireValue | undefined };
     this.#literal += '{';
     let first = true;
-    for (const name of Object.keys(record).sort()) {
+    for (const name of canonicalNames(record)) {
       const member = record[name];
       if (member === undefined) continue;
       this.#literal += (first ? '' : ',') + memberPrefix(name).text;
