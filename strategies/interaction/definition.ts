@@ -16,7 +16,7 @@ import { reduceContext } from './context.js';
 import { contextPayload, encodeWithContext, extended, restoredContext } from './context-encoding.js';
 import { decodeModelReply, modelChatEffect, type ChatMessage, type ModelReply, type ToolSpec } from './model-wire.js';
 import { answeredChildren, isWaitAnswer, protocol, startResult, waitOpening, type AnsweredChild } from './protocol.js';
-import { type Batch, type BatchCall, batchCalls, checkState, type InteractionState, interactionStateKind, phaseOf, runningCalls, type StateLimits } from './state.js';
+import { type Artifact, type Batch, type BatchCall, batchCalls, checkState, type InteractionState, interactionStateKind, phaseOf, runningCalls, type StateLimits } from './state.js';
 import { maxPendingSteers, steerOf, steerSignalSchema } from './steer.js';
 
 /**
@@ -32,6 +32,14 @@ import { maxPendingSteers, steerOf, steerSignalSchema } from './steer.js';
  * bounded). `length` gets model-visible feedback and one more bounded attempt; calls under any
  * other finish reason fail the Process.
  *
+ * Delegates ({@link DelegateBinding}) are called like tools but are Deployments of their own: the
+ * arguments are the child's input (typed by its Definition's input schema, which the model is
+ * offered as the call's parameters), and a completed child's output is a typed artifact (the Engine
+ * checked it against that Definition's output schema). The model is shown the artifact as JSON; the
+ * interaction keeps every artifact in its state (the context reducer never drops them) and hands
+ * them to the completion validator. A delegate call shares the batch, its window and its wait with
+ * the tool calls, so the results of a batch return to the model once every call drained.
+ *
  * Tool results: a child's output `{content}`; a failed child (an ordinary tool error) is
  * `{"error":{"code","message"}}`; a refused start is `{"error":{"code"}}`, its code only; an
  * unknown tool name `{"error":{"code":"interaction.tool.unknown",…}}`. A child whose outcome is not
@@ -44,7 +52,8 @@ import { maxPendingSteers, steerOf, steerSignalSchema } from './steer.js';
  * Failure codes (all `interaction.…`): `turns.exhausted`, `context_too_large`, `model.failed`,
  * `model.reply_invalid`, `model.finish_reason_invalid`, `model.truncated`, `completion.rejected`,
  * `validator.failed`, `tool.outcome_unknown`, `tool.not_completed`, `tool.output_invalid`,
- * `steer.too_many`, and the Step error `protocol.invalid`.
+ * `steer.too_many`, and the Step error `protocol.invalid`. A delegate call whose arguments are not
+ * JSON gets the model-visible error `interaction.delegate.arguments_invalid` and starts nothing.
  */
 
 /** One ToolSet deployment the interaction's tools bind to. */
@@ -57,7 +66,25 @@ export interface ToolBinding {
   readonly capabilities?: CapabilitySet;
 }
 
+/**
+ * A Deployment the model may hand a sub-task to: offered as a function called `name`, whose
+ * parameters are the input schema of the deployment's Definition; each call runs as a child Process
+ * of it (its own budget) and its output is a typed artifact.
+ */
+export interface DelegateBinding {
+  /** The function name the model calls (letters, digits, `_` and `-`; unique among tools and delegates). */
+  readonly name: string;
+  readonly description: string;
+  readonly deployment: Deployment;
+  /** Granted to every call's child (permanently, out of the interaction's budget). */
+  readonly budget: Budget;
+  readonly capabilities?: CapabilitySet;
+}
+
 type Json = unknown;
+
+/** What a model may call a function (the OpenAI Chat Completions rule). */
+const functionName = /^[A-Za-z0-9_-]{1,64}$/;
 
 export interface InteractionConfig {
   readonly name: string;
@@ -71,6 +98,8 @@ export interface InteractionConfig {
   /** The system prompt ('' for none). */
   readonly system: string;
   readonly tools: ToolBinding | readonly ToolBinding[];
+  /** Deployments the model may delegate sub-tasks to (default none). */
+  readonly delegates?: readonly DelegateBinding[];
   /** The most model calls a Process makes (1..1000). */
   readonly maxTurns: number;
   /** The most tool children running at once (1..64). */
@@ -82,7 +111,7 @@ export interface InteractionConfig {
   /** Completions refused before the Process fails (default 2). */
   readonly maxRejections?: number;
   /** Pure: a reason to refuse the final output (shown to the model), or undefined to accept it. */
-  readonly completionValidator?: (output: Json, messages: readonly ChatMessage[]) => string | undefined;
+  readonly completionValidator?: (output: Json, messages: readonly ChatMessage[], artifacts: readonly Artifact[]) => string | undefined;
 }
 
 function configError(message: string): never {
@@ -117,9 +146,24 @@ export function define(config: InteractionConfig): Definition {
       byName.set(spec.name, binding);
     }
   }
-  const specs = bindings.flatMap((binding) => binding.specs);
+  const delegates = new Map<string, DelegateBinding>();
+  const delegateSpecs: ToolSpec[] = [];
+  if (config.delegates !== undefined && !Array.isArray(config.delegates)) configError('delegates must be an array');
+  for (const delegate of config.delegates ?? []) {
+    if (!(delegate?.deployment instanceof Deployment) || !(delegate.budget instanceof Budget)) configError('a delegate is {name, description, deployment, budget}');
+    if (typeof delegate.name !== 'string' || !functionName.test(delegate.name)) configError(`a delegate name must match ${functionName.source}, got ${JSON.stringify(delegate.name)}`);
+    if (typeof delegate.description !== 'string') configError(`delegate ${delegate.name}: description must be a string`);
+    if (delegate.capabilities !== undefined && !(delegate.capabilities instanceof CapabilitySet)) configError(`delegate ${delegate.name}: capabilities must be a CapabilitySet`);
+    if (byName.has(delegate.name) || delegates.has(delegate.name)) configError(`two bindings offer a tool or delegate ${delegate.name}`);
+    const parameters = JSON.parse(delegate.deployment.definition.descriptor().inputSchema.json()) as unknown;
+    if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) configError(`delegate ${delegate.name}: its Definition's input schema must be an object schema`);
+    delegates.set(delegate.name, delegate);
+    delegateSpecs.push({ name: delegate.name, description: delegate.description, parameters: parameters as Record<string, unknown> });
+  }
+  const specs = [...bindings.flatMap((binding) => binding.specs), ...delegateSpecs];
   const limits: StateLimits = {
     system: config.system,
+    delegates: new Set(delegates.keys()),
     maxTurns: count('maxTurns', config.maxTurns, 1, 1000),
     maxToolConcurrency: count('maxToolConcurrency', config.maxToolConcurrency, 1, 64),
     maxContextBytes: count('maxContextBytes', config.maxContextBytes, 1024, 32 * 1024 * 1024),
@@ -137,7 +181,8 @@ export function define(config: InteractionConfig): Definition {
     outputSchema,
     signalSchema: steerSignalSchema,
   });
-  const children = [...new Map(bindings.map((binding) => [binding.deployment.ref.toString(), binding.deployment])).values()];
+  const bound = [...bindings.map((binding) => binding.deployment), ...[...delegates.values()].map((delegate) => delegate.deployment)];
+  const children = [...new Map(bound.map((deployment) => [deployment.ref.toString(), deployment])).values()];
   // What every model call sends besides the context, encoded once.
   const toolsPayload = Payload.encode(specs);
   const systemPayload = config.system === '' ? undefined : Payload.encode([{ role: 'system', content: config.system }]);
@@ -184,7 +229,7 @@ export function define(config: InteractionConfig): Definition {
     if (config.completionValidator !== undefined) {
       let reason: string | undefined;
       try {
-        reason = config.completionValidator(payload.decode<Json>(), after.messages);
+        reason = config.completionValidator(payload.decode<Json>(), after.messages, after.artifacts ?? []);
       } catch (error) {
         return failed(state, consumed, 'execution', 'interaction.validator.failed', `the completion validator failed: ${error instanceof Error ? error.message : String(error)}`);
       }
@@ -230,6 +275,25 @@ export function define(config: InteractionConfig): Definition {
       }),
     );
 
+  /** A delegate call's child, or (arguments that are not JSON) the model-visible error instead. */
+  const delegateStart = (state: InteractionState, index: number, delegate: DelegateBinding, args: string): Effect | { readonly result: string } => {
+    let input: Payload;
+    try {
+      input = Payload.encode(JSON.parse(args) as Json);
+    } catch {
+      return { result: errorResult({ code: 'interaction.delegate.arguments_invalid', message: `the arguments of ${delegate.name} are not JSON` }) };
+    }
+    return Effect.startChild(
+      ChildSpec.create({
+        key: ChildKey.parse(`delegate.${state.turns}.${index}`),
+        deploymentRef: delegate.deployment.ref,
+        input,
+        budget: delegate.budget,
+        capabilities: delegate.capabilities ?? CapabilitySet.empty,
+      }),
+    );
+  };
+
   /** Fills the concurrency window in call order, else waits for running children, else returns the results to the model. */
   const advanceBatch = (state: InteractionState, consumed: number): Next => {
     const batch = state.batch as Batch;
@@ -240,12 +304,18 @@ export function define(config: InteractionConfig): Definition {
     for (const [index, call] of toolCalls.entries()) {
       if (Object.keys(entries[index] as BatchCall).length > 0) continue;
       const binding = byName.get(call.name);
-      if (binding === undefined) {
+      const delegate = delegates.get(call.name);
+      if (binding === undefined && delegate === undefined) {
         entries[index] = { result: errorResult({ code: 'interaction.tool.unknown', message: `there is no tool called ${call.name}` }) };
         continue;
       }
       if (free === 0) break;
-      starts.push(startEffect(state, index, binding, call.name, call.arguments));
+      const start = delegate === undefined ? startEffect(state, index, binding as ToolBinding, call.name, call.arguments) : delegateStart(state, index, delegate, call.arguments);
+      if (!(start instanceof Effect)) {
+        entries[index] = start;
+        continue;
+      }
+      starts.push(start);
       entries[index] = { starting: true };
       free -= 1;
     }
@@ -260,10 +330,17 @@ export function define(config: InteractionConfig): Definition {
     return callModel({ ...state, messages: extended(state.messages, results) }, consumed);
   };
 
-  /** What a drained tool child means: a result, or (not definite) the Process's failure. */
-  const resultOf = (child: AnsweredChild, call: string): { readonly result: string } | { readonly failure: [FailureKind, string, string] } => {
+  /**
+   * What a drained child means: a result (a completed delegate's also an artifact, its output as
+   * JSON), or (not definite) the Process's failure.
+   */
+  const resultOf = (child: AnsweredChild, call: string, delegate: boolean): { readonly result: string; readonly artifact?: Json } | { readonly failure: [FailureKind, string, string] } => {
     if (child.unresolved > 0) {
       return { failure: ['external', 'interaction.tool.outcome_unknown', `tool call ${call}: child ${child.processId} drained with ${child.unresolved} unresolved effect(s); its result is not known, so the model is not shown one`] };
+    }
+    if (child.status === 'completed' && delegate) {
+      const output = Payload.encode(child.output ?? null);
+      return { result: output.json(), artifact: output.decode<Json>() };
     }
     if (child.status === 'completed') {
       const content = objectOf(Payload.encode(child.output ?? null))?.content;
@@ -278,14 +355,18 @@ export function define(config: InteractionConfig): Definition {
     const batch = state.batch as Batch;
     const toolCalls = batchCalls(state.messages) ?? protocol('a batch without tool calls');
     const entries: BatchCall[] = [...batch.calls];
+    const artifacts: Artifact[] = [...(state.artifacts ?? [])];
     for (const child of answeredChildren(answer)) {
       const index = entries.findIndex((entry) => entry.child === child.processId && entry.result === undefined);
       if (index < 0) protocol(`the answer reports ${child.processId}, which the batch did not await`);
-      const outcome = resultOf(child, (toolCalls[index] as { id: string }).id);
+      const toolCall = toolCalls[index] as { id: string; name: string };
+      const outcome = resultOf(child, toolCall.id, delegates.has(toolCall.name));
       if ('failure' in outcome) return failed(state, consumed, ...outcome.failure);
       entries[index] = { child: child.processId, result: outcome.result };
+      if ('artifact' in outcome) artifacts.push({ delegate: toolCall.name, turn: state.turns, call: toolCall.id, output: outcome.artifact });
     }
-    return advanceBatch({ ...state, batch: { calls: entries } }, consumed);
+    const withArtifacts = artifacts.length === 0 ? state : { ...state, artifacts };
+    return advanceBatch({ ...withArtifacts, batch: { calls: entries } }, consumed);
   };
 
   /** Steers anywhere in the window join the state; the rest are the framework signals the phase expects. */

@@ -9,5 +9,6 @@ import { defineToolSet } from './toolset.js';
  */
 export const interaction = Object.freeze({ define, toolSet: defineToolSet });
 
-export type { InteractionConfig, ToolBinding } from './definition.js';
+export type { DelegateBinding, InteractionConfig, ToolBinding } from './definition.js';
+export type { Artifact } from './state.js';
 export type { ToolSetConfig, ToolConfig, ToolSet } from './toolset.js';

@@ -7,7 +7,7 @@ import { maxSteerBytes, maxPendingSteers } from './steer.js';
 /**
  * The interaction's recoverable state: the working context and where the model/tool loop stands.
  *
- * `{"messages","turns","truncations","rejections","steers","waits","model"?,"batch"?}`
+ * `{"messages","turns","truncations","rejections","steers","waits","model"?,"batch"?,"artifacts"?}`
  *
  * - `messages`: the working context in model-wire form, without the system prompt (the
  *   Definition's); the first is the task (a user message). Tool results appear only once the
@@ -21,6 +21,8 @@ import { maxSteerBytes, maxPendingSteers } from './steer.js';
  *   `{"starting"?}` while its start is declared, `{"child"}` once started, `{"result"}` for a call
  *   that ended without a child (unknown tool, refused start), `{"child","result"}` once its child
  *   drained; plus the batch's child wait: `opening` (declared) or `waitId` (opened).
+ * - `artifacts` (absent while there is none): every completed delegate call's output, in the order
+ *   they drained, with the delegate's name, the model turn and the call id that asked for it.
  *
  * The phase is derived ({@link phaseOf}), never stored.
  */
@@ -38,6 +40,15 @@ export interface Batch {
   readonly waitId?: string;
 }
 
+/** A completed delegate call's typed output (its Definition's output schema held at completion). */
+export interface Artifact {
+  readonly delegate: string;
+  /** The model turn whose reply made the call. */
+  readonly turn: number;
+  readonly call: string;
+  readonly output: unknown;
+}
+
 export interface InteractionState {
   readonly messages: readonly ChatMessage[];
   readonly turns: number;
@@ -47,6 +58,7 @@ export interface InteractionState {
   readonly waits: number;
   readonly model?: true;
   readonly batch?: Batch;
+  readonly artifacts?: readonly Artifact[];
 }
 
 export type Phase = 'ready' | 'model' | 'starting' | 'opening' | 'waiting';
@@ -67,6 +79,8 @@ export function runningCalls(batch: Batch): number {
 /** The bounds a state is checked against (the Definition's configuration). */
 export interface StateLimits {
   readonly system: string;
+  /** The delegates' names: an artifact names one of them. */
+  readonly delegates: ReadonlySet<string>;
   readonly maxTurns: number;
   readonly maxToolConcurrency: number;
   readonly maxContextBytes: number;
@@ -149,6 +163,18 @@ function checkBatch(value: unknown, calls: readonly ToolCall[], limits: StateLim
   return batch;
 }
 
+function checkArtifacts(value: unknown, turns: number, limits: StateLimits): void {
+  if (!Array.isArray(value) || value.length === 0) throw invalidState(kind, 'artifacts, when present, is a non-empty array');
+  value.forEach((entry: unknown, index) => {
+    const artifact = stateRecord(kind, entry, ['delegate', 'turn', 'call', 'output'], []);
+    if (typeof artifact.delegate !== 'string' || !limits.delegates.has(artifact.delegate)) throw invalidState(kind, `artifacts[${index}] names no delegate of this interaction`);
+    const turn = stateInteger(kind, artifact, 'turn', 1);
+    if (turn > turns) throw invalidState(kind, `artifacts[${index}] comes from turn ${turn}, after the last turn ${turns}`);
+    if (index > 0 && turn < ((value[index - 1] as { turn: number }).turn)) throw invalidState(kind, `artifacts[${index}] is out of turn order`);
+    if (typeof artifact.call !== 'string' || artifact.call === '') throw invalidState(kind, `artifacts[${index}].call must be a call id`);
+  });
+}
+
 function checkSteers(value: unknown): string[] {
   if (!Array.isArray(value) || value.length > maxPendingSteers) throw invalidState(kind, `steers must be an array of at most ${maxPendingSteers}`);
   return value.map((steer: unknown, index) => {
@@ -164,7 +190,7 @@ function checkSteers(value: unknown): string[] {
  * maxContextBytes. Anything else is `invalid_execution_state`: refused, never repaired.
  */
 export function checkState(value: unknown, limits: StateLimits): InteractionState {
-  const record = stateRecord(kind, value, ['messages', 'turns', 'truncations', 'rejections', 'steers', 'waits'], ['model', 'batch']);
+  const record = stateRecord(kind, value, ['messages', 'turns', 'truncations', 'rejections', 'steers', 'waits'], ['model', 'batch', 'artifacts']);
   const messages = checkMessages(record.messages);
   const turns = stateInteger(kind, record, 'turns', 0);
   if (turns > limits.maxTurns) throw invalidState(kind, `turns ${turns} is beyond maxTurns ${limits.maxTurns}`);
@@ -172,6 +198,7 @@ export function checkState(value: unknown, limits: StateLimits): InteractionStat
   if (stateInteger(kind, record, 'rejections', 0) > limits.maxRejections) throw invalidState(kind, `rejections is beyond its bound ${limits.maxRejections}`);
   stateInteger(kind, record, 'waits', 0);
   checkSteers(record.steers);
+  if (record.artifacts !== undefined) checkArtifacts(record.artifacts, turns, limits);
   if (record.model !== undefined && record.model !== true) throw invalidState(kind, 'model must be true when present');
   const calls = batchCalls(messages);
   if (record.model === true) {

@@ -15,7 +15,7 @@ import { runDefinitionConformance } from '../../../src/testing/definition-confor
 import { define } from '../../../strategies/interaction/definition.js';
 import { encodeModelReply, type ModelReply } from '../../../strategies/interaction/model-wire.js';
 import { interactionStateKind } from '../../../strategies/interaction/state.js';
-import { call, deployment, stopReply, testTools, toolBudget, ToolDispatcher, toolsReply } from './harness.js';
+import { call, deployment, stopReply, summarizer, testTools, toolBudget, ToolDispatcher, toolsReply } from './harness.js';
 
 const root = ProcessId.parse('process:interaction');
 const effect = (step: number, index = 0): EffectId => EffectId.derive(root, BigInt(step), index);
@@ -68,6 +68,7 @@ const definition = define({
   description: 'An interaction under the conformance suite.',
   system: 'Be brief.',
   tools: { deployment: toolSet, specs: testTools.specs, budget: toolBudget() },
+  delegates: [{ name: 'summarize', description: 'Summarises a topic.', deployment: deployment(summarizer(), 'test.summarizer'), budget: toolBudget() }],
   maxTurns: 4,
   maxToolConcurrency: 2,
   maxContextBytes: 16 * 1024,
@@ -110,6 +111,21 @@ runDefinitionConformance('interaction', {
       name: 'waiting, a child drains with an unknown outcome',
       state: state({ messages: [task, assistant], waits: 1, batch: { calls: [{ child: child(2, 0) }, { child: child(2, 1) }, {}], waitId: waitOf(3).toString() } }),
       signals: [answer(3, [{ processId: child(2, 0), unresolved: 1 }])],
+    },
+    {
+      name: 'a delegate drains: its typed output becomes an artifact and the result',
+      state: state({
+        messages: [task, { role: 'assistant', content: null, toolCalls: [call('d1', 'summarize', { topic: 'trees' }), call('c2', 'lookup', { q: 'b' })] }],
+        waits: 1,
+        batch: { calls: [{ child: child(2, 0) }, { child: child(2, 1) }], waitId: waitOf(3).toString() },
+      }),
+      signals: [answer(3, [{ processId: child(2, 0), output: { summary: 'all about trees', words: 3 } }])],
+      followingSignals: [[opening(5)], [answer(5, [{ processId: child(2, 1), output: { content: 'B' } }])], [modelSettled(7, stopReply('done'))]],
+    },
+    {
+      name: 'a model call in flight with artifacts kept',
+      state: state({ model: true, artifacts: [{ delegate: 'summarize', turn: 1, call: 'd1', output: { summary: 's', words: 1 } }] }),
+      signals: [modelSettled(5, stopReply('done'))],
     },
     {
       name: 'a length-truncated reply gets one more attempt',

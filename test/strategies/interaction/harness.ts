@@ -18,6 +18,11 @@ import { define, type InteractionConfig } from '../../../strategies/interaction/
 import { decodeModelRequest, encodeModelReply, type ChatMessage, type ModelReply, type ToolCall, type ToolSpec } from '../../../strategies/interaction/model-wire.js';
 import { decodeToolRequest, toolErrorPayload, toolResultPayload } from '../../../strategies/interaction/tool-wire.js';
 import { defineToolSet } from '../../../strategies/interaction/toolset.js';
+import { Descriptor } from '../../../src/kernel/descriptor.js';
+import { Payload } from '../../../src/kernel/payload.js';
+import { Schema } from '../../../src/kernel/schema.js';
+import { Transition } from '../../../src/kernel/transition.js';
+import { machineDefinition } from '../../../strategies/internal/machine.js';
 
 export const call = (id: string, name: string, args: unknown = {}): ToolCall => ({ id, name, arguments: JSON.stringify(args) });
 
@@ -110,6 +115,28 @@ export const testTools = defineToolSet({
     },
   ],
 });
+
+/**
+ * A delegate's Definition: turns `{topic}` into `{summary, words}` in one Step. `claimed` makes it
+ * complete with an output its own schema refuses (`words` as text), which the Engine must not accept.
+ */
+export function summarizer(claimed: 'typed' | 'untyped' = 'typed'): Definition {
+  return machineDefinition<{ readonly topic: string }>({
+    descriptor: Descriptor.create({
+      name: `test.summarizer.${claimed}`,
+      description: 'Summarises a topic.',
+      inputSchema: Schema.of({ type: 'object', properties: { topic: { type: 'string', minLength: 1 } }, required: ['topic'], additionalProperties: false }),
+      outputSchema: Schema.of({ type: 'object', properties: { summary: { type: 'string' }, words: { type: 'integer' } }, required: ['summary', 'words'], additionalProperties: false }),
+    }),
+    stateKind: 'test.summarizer.state',
+    initial: (input) => ({ topic: input.decode<{ topic: string }>().topic }),
+    check: (value) => value as { readonly topic: string },
+    step: (state) => ({
+      state,
+      transition: Transition.complete(0, Payload.encode({ summary: `all about ${state.topic}`, words: claimed === 'typed' ? 3 : 'three' })),
+    }),
+  });
+}
 
 export function deployment(definition: Deployment['definition'], tag: string, dispatcher?: Dispatcher): Deployment {
   return Deployment.create({ definition, dispatcher, implementationDigest: Digest.of(`test:${tag}`), configurationDigest: Digest.of(`test:${tag}`) });

@@ -1,0 +1,120 @@
+/**
+ * Delegates (kernel-contract §6.4 "delegate bindings, typed delegate Artifacts"): Deployments the model
+ * calls like tools. Each call is a child Process of the delegate's own deployment; its output, typed
+ * by that Definition's output schema, goes back to the model as JSON and stays in the state as an
+ * artifact. Through a real Engine (memory committer) and a scripted model.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { KernelError } from '../../../src/kernel/errors.js';
+import { ExecutionState } from '../../../src/kernel/execution-state.js';
+import { Payload } from '../../../src/kernel/payload.js';
+import { define } from '../../../strategies/interaction/definition.js';
+import type { Artifact } from '../../../strategies/interaction/state.js';
+import { interactionStateKind } from '../../../strategies/interaction/state.js';
+import { call, deployment, modelRequests, setup, stopReply, summarizer, testTools, toolBudget, ToolDispatcher, toolsReply } from './harness.js';
+
+const input = Payload.encode({ task: 'Summarise trees and look up oaks.' });
+const typed = deployment(summarizer('typed'), 'test.summarizer.typed');
+const untyped = deployment(summarizer('untyped'), 'test.summarizer.untyped');
+const summarize = { name: 'summarize', description: 'Hands a topic to the summariser.', deployment: typed, budget: toolBudget() };
+
+test('a delegate is offered with its input schema, runs as a child of its own deployment, and its typed output returns as JSON and stays as an artifact', async () => {
+  const seen: Artifact[][] = [];
+  const { engine, model, recorder, agent, tools } = setup([toolsReply(call('d1', 'summarize', { topic: 'trees' }), call('c2', 'lookup', { q: 'oaks' })), stopReply('Trees, summarised.')], {
+    delegates: [summarize],
+    completionValidator: (_output, _messages, artifacts) => {
+      seen.push([...artifacts]);
+      return undefined;
+    },
+  });
+  const result = await engine.run(agent, input);
+  await engine.close();
+  assert.equal(result.status, 'completed', JSON.stringify(result.termination.toWire()));
+
+  const offered = (model.requests()[0]?.effect.payload.decode() as { tools: { name: string; parameters: unknown }[] }).tools;
+  assert.deepEqual(
+    offered.find((tool) => tool.name === 'summarize')?.parameters,
+    JSON.parse(typed.definition.descriptor().inputSchema.json()),
+    'the model sees the delegate Definition’s input schema as the parameters',
+  );
+  const starts = recorder.events().filter((event) => event.name === 'agent.process.started' && !event.processId.equals(event.relation.rootId));
+  assert.deepEqual(starts.map((event) => event.deploymentRef.name).sort(), ['test.summarizer.typed', 'test.tools'], 'the delegate call ran as a child of its own deployment');
+  assert.deepEqual(tools.began, ['oaks']);
+
+  const results = (modelRequests(model)[1] ?? []).filter((message) => message.role === 'tool');
+  assert.deepEqual(
+    results.map((message) => [message.toolCallId, message.content]),
+    [
+      ['d1', '{"summary":"all about trees","words":3}'],
+      ['c2', 'result of oaks'],
+    ],
+    'the artifact as canonical JSON, in call order with the tool result',
+  );
+  assert.deepEqual(seen, [[{ delegate: 'summarize', turn: 1, call: 'd1', output: { summary: 'all about trees', words: 3 } }]], 'the validator sees the typed artifact');
+});
+
+test('delegate arguments its input schema refuses reach the model as the start’s code; arguments that are not JSON start nothing', async () => {
+  const { engine, model, recorder, agent } = setup(
+    [toolsReply(call('d1', 'summarize', { topic: '' }), { id: 'd2', name: 'summarize', arguments: '{"topic":' }), stopReply('Nothing to summarise.')],
+    { delegates: [summarize] },
+  );
+  const result = await engine.run(agent, input);
+  await engine.close();
+  assert.equal(result.status, 'completed');
+  const results = (modelRequests(model)[1] ?? []).filter((message) => message.role === 'tool').map((message) => JSON.parse(message.content ?? '') as unknown);
+  assert.deepEqual(results[0], { error: { code: 'engine.child.input.invalid' } }, 'the refusal’s code only');
+  assert.equal((results[1] as { error: { code: string } }).error.code, 'interaction.delegate.arguments_invalid');
+  assert.equal(recorder.events().filter((event) => event.name === 'agent.process.started' && !event.processId.equals(event.relation.rootId)).length, 0, 'no child ran');
+});
+
+test('a delegate output its own schema refuses is not an artifact: the child fails, and the model sees an ordinary error', async () => {
+  const seen: Artifact[][] = [];
+  const { engine, model, agent } = setup([toolsReply(call('d1', 'claim', { topic: 'trees' })), stopReply('It failed.')], {
+    delegates: [{ ...summarize, name: 'claim', deployment: untyped }],
+    completionValidator: (_output, _messages, artifacts) => {
+      seen.push([...artifacts]);
+      return undefined;
+    },
+  });
+  const result = await engine.run(agent, input);
+  await engine.close();
+  assert.equal(result.status, 'completed');
+  const content = (modelRequests(model)[1] ?? []).find((message) => message.role === 'tool')?.content ?? '';
+  const error = (JSON.parse(content) as { error?: { code?: string; message?: string } }).error;
+  assert.match(error?.code ?? '', /output/, content);
+  assert.deepEqual(seen, [[]], 'no artifact from an output its schema refused');
+});
+
+test('a delegate configuration that cannot be offered is refused at definition time', () => {
+  const toolSet = deployment(testTools.definition, 'test.tools', new ToolDispatcher());
+  const base = { name: 'test.agent', description: 'x', system: '', tools: { deployment: toolSet, specs: testTools.specs, budget: toolBudget() }, maxTurns: 4, maxToolConcurrency: 2, maxContextBytes: 16 * 1024 };
+  const refuses = (delegates: unknown, pattern: RegExp) => assert.throws(() => define({ ...base, delegates: delegates as never }), (error: unknown) => error instanceof KernelError && pattern.test(error.message));
+  refuses([{ ...summarize, name: 'lookup' }], /two bindings offer a tool or delegate lookup/);
+  refuses([summarize, summarize], /two bindings offer a tool or delegate summarize/);
+  refuses([{ ...summarize, name: 'sum marize' }], /delegate name must match/);
+  refuses([{ ...summarize, budget: undefined }], /a delegate is/);
+  refuses('summarize', /delegates must be an array/);
+});
+
+test('restore refuses artifacts that break the interaction invariants', () => {
+  const toolSet = deployment(testTools.definition, 'test.tools', new ToolDispatcher());
+  const definition = define({ name: 'test.agent', description: 'x', system: '', tools: { deployment: toolSet, specs: testTools.specs, budget: toolBudget() }, delegates: [summarize], maxTurns: 4, maxToolConcurrency: 2, maxContextBytes: 16 * 1024 });
+  const base = { messages: [{ role: 'user', content: 'Go.' }], turns: 2, truncations: 0, rejections: 0, steers: [], waits: 1, model: true };
+  const artifact = { delegate: 'summarize', turn: 1, call: 'd1', output: { summary: 's', words: 1 } };
+  const restore = (artifacts: unknown) => definition.restore(ExecutionState.encode(interactionStateKind, { ...base, artifacts }), new AbortController().signal);
+  assert.doesNotThrow(() => restore([artifact, { ...artifact, turn: 2, call: 'd1' }]), 'the same call id in another turn is another artifact');
+  const broken: Record<string, unknown> = {
+    'an empty list (absent while there is none)': [],
+    'a delegate this interaction does not bind': [{ ...artifact, delegate: 'lookup' }],
+    'a turn after the last': [{ ...artifact, turn: 3 }],
+    'turn 0 (no model call made it)': [{ ...artifact, turn: 0 }],
+    'out of turn order': [{ ...artifact, turn: 2 }, artifact],
+    'no call id': [{ ...artifact, call: '' }],
+    'no output': [{ delegate: 'summarize', turn: 1, call: 'd1' }],
+    'an unknown member': [{ ...artifact, extra: true }],
+  };
+  for (const [name, artifacts] of Object.entries(broken)) {
+    assert.throws(() => restore(artifacts), (error: unknown) => error instanceof KernelError && error.code === 'invalid_execution_state', name);
+  }
+});
