@@ -37,8 +37,9 @@ import { maxPendingSteers, steerOf, steerSignalSchema } from './steer.js';
  * offered as the call's parameters), and a completed child's output is a typed artifact (the Engine
  * checked it against that Definition's output schema). The model is shown the artifact as JSON; the
  * interaction keeps every artifact in its state (the context reducer never drops them) and hands
- * them to the completion validator. A delegate call shares the batch, its window and its wait with
- * the tool calls, so the results of a batch return to the model once every call drained.
+ * them to the completion validator. A delegate call shares the batch and its wait with the tool
+ * calls, but not their window: a batch starts all its delegate calls at once and awaits them with the
+ * rest, and its results return to the model once every call drained.
  *
  * Tool results: a child's output `{content}`; a failed child (an ordinary tool error) is
  * `{"error":{"code","message"}}`; a refused start is `{"error":{"code"}}`, its code only; an
@@ -294,28 +295,37 @@ export function define(config: InteractionConfig): Definition {
     );
   };
 
-  /** Fills the concurrency window in call order, else waits for running children, else returns the results to the model. */
+  /**
+   * Starts every delegate call of a new batch at once, fills the tools' concurrency window in call
+   * order, else waits for running children, else returns the results to the model.
+   */
   const advanceBatch = (state: InteractionState, consumed: number): Next => {
     const batch = state.batch as Batch;
     const toolCalls = batchCalls(state.messages) ?? protocol('a batch without tool calls');
     const entries: BatchCall[] = [...batch.calls];
-    let free = limits.maxToolConcurrency - runningCalls(batch);
+    let free = limits.maxToolConcurrency - runningCalls(batch, toolCalls, delegates);
+    let windowFull = false;
     const starts: Effect[] = [];
     for (const [index, call] of toolCalls.entries()) {
       if (Object.keys(entries[index] as BatchCall).length > 0) continue;
-      const binding = byName.get(call.name);
       const delegate = delegates.get(call.name);
-      if (binding === undefined && delegate === undefined) {
+      if (delegate !== undefined) {
+        const start = delegateStart(state, index, delegate, call.arguments);
+        entries[index] = start instanceof Effect ? { starting: true } : start;
+        if (start instanceof Effect) starts.push(start);
+        continue;
+      }
+      if (windowFull) continue;
+      const binding = byName.get(call.name);
+      if (binding === undefined) {
         entries[index] = { result: errorResult({ code: 'interaction.tool.unknown', message: `there is no tool called ${call.name}` }) };
         continue;
       }
-      if (free === 0) break;
-      const start = delegate === undefined ? startEffect(state, index, binding as ToolBinding, call.name, call.arguments) : delegateStart(state, index, delegate, call.arguments);
-      if (!(start instanceof Effect)) {
-        entries[index] = start;
+      if (free === 0) {
+        windowFull = true;
         continue;
       }
-      starts.push(start);
+      starts.push(startEffect(state, index, binding, call.name, call.arguments));
       entries[index] = { starting: true };
       free -= 1;
     }

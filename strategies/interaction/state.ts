@@ -71,9 +71,9 @@ export function phaseOf(state: InteractionState): Phase {
   return batch.waitId === undefined ? 'opening' : 'waiting';
 }
 
-/** Calls whose child runs (started, not drained). */
-export function runningCalls(batch: Batch): number {
-  return batch.calls.filter((call) => call.child !== undefined && call.result === undefined).length;
+/** Tool calls (not delegate calls: those run outside the window) whose child runs (started, not drained). */
+export function runningCalls(batch: Batch, calls: readonly ToolCall[], delegates: ReadonlySet<string> | ReadonlyMap<string, unknown>): number {
+  return batch.calls.filter((call, index) => call.child !== undefined && call.result === undefined && !delegates.has((calls[index] as ToolCall).name)).length;
 }
 
 /** The bounds a state is checked against (the Definition's configuration). */
@@ -126,6 +126,7 @@ function checkBatch(value: unknown, calls: readonly ToolCall[], limits: StateLim
   const children = new Set<string>();
   let untouchedSeen = false;
   const entries = record.calls.map((entry: unknown, index) => {
+    const delegate = limits.delegates.has((calls[index] as ToolCall).name);
     const call = stateRecord(kind, entry, [], ['starting', 'child', 'result']);
     if (call.starting !== undefined && (call.starting !== true || call.child !== undefined || call.result !== undefined)) throw invalidState(kind, `batch call ${index}: a starting call has no child and no result yet`);
     if (call.child !== undefined) {
@@ -140,14 +141,18 @@ function checkBatch(value: unknown, calls: readonly ToolCall[], limits: StateLim
     }
     if (call.result !== undefined && typeof call.result !== 'string') throw invalidState(kind, `batch call ${index}: result must be a string`);
     const touched = Object.keys(call).length > 0;
-    if (touched && untouchedSeen) throw invalidState(kind, `batch call ${index} began before an earlier call: calls begin in call order`);
-    if (!touched) untouchedSeen = true;
+    // A batch starts its delegate calls at once; the other calls begin in call order, as the window allows.
+    if (delegate && !touched) throw invalidState(kind, `batch call ${index} is a delegate call the batch has not started`);
+    if (!delegate && touched && untouchedSeen) throw invalidState(kind, `batch call ${index} began before an earlier call: calls begin in call order`);
+    if (!delegate && !touched) untouchedSeen = true;
     return call as BatchCall;
   });
   const batch = record as unknown as Batch;
+  const windowed = entries.filter((_call, index) => !limits.delegates.has((calls[index] as ToolCall).name));
   const starting = entries.filter((call) => call.starting === true).length;
-  const running = runningCalls({ calls: entries });
-  if (starting + running > limits.maxToolConcurrency) throw invalidState(kind, `${starting + running} calls run at once, more than maxToolConcurrency ${limits.maxToolConcurrency}`);
+  const windowedStarting = windowed.filter((call) => call.starting === true).length;
+  const running = runningCalls({ calls: entries }, calls, limits.delegates);
+  if (windowedStarting + running > limits.maxToolConcurrency) throw invalidState(kind, `${windowedStarting + running} tool calls run at once, more than maxToolConcurrency ${limits.maxToolConcurrency}`);
   if (record.opening !== undefined && record.opening !== true) throw invalidState(kind, 'opening must be true when present');
   if (record.waitId !== undefined) {
     try {
@@ -159,7 +164,7 @@ function checkBatch(value: unknown, calls: readonly ToolCall[], limits: StateLim
   if (record.opening === true && record.waitId !== undefined) throw invalidState(kind, 'a batch wait is either opening or open');
   if (starting > 0 && (record.opening === true || record.waitId !== undefined)) throw invalidState(kind, 'a batch waits for its children only after their starts settled');
   if (starting === 0 && record.opening === undefined && record.waitId === undefined) throw invalidState(kind, 'a batch is starting children or waiting for them');
-  if (starting === 0 && running === 0) throw invalidState(kind, 'a batch waits for running children only');
+  if (starting === 0 && entries.every((call) => call.child === undefined || call.result !== undefined)) throw invalidState(kind, 'a batch waits for running children only');
   return batch;
 }
 

@@ -12,7 +12,7 @@ import { Payload } from '../../../src/kernel/payload.js';
 import { define } from '../../../strategies/interaction/definition.js';
 import type { Artifact } from '../../../strategies/interaction/state.js';
 import { interactionStateKind } from '../../../strategies/interaction/state.js';
-import { call, deployment, modelRequests, setup, stopReply, summarizer, testTools, toolBudget, ToolDispatcher, toolsReply } from './harness.js';
+import { call, deployment, latch, modelRequests, setup, stopReply, summarizer, testTools, toolBudget, ToolDispatcher, toolsReply } from './harness.js';
 
 const input = Payload.encode({ task: 'Summarise trees and look up oaks.' });
 const typed = deployment(summarizer('typed'), 'test.summarizer.typed');
@@ -52,6 +52,37 @@ test('a delegate is offered with its input schema, runs as a child of its own de
     'the artifact as canonical JSON, in call order with the tool result',
   );
   assert.deepEqual(seen, [[{ delegate: 'summarize', turn: 1, call: 'd1', output: { summary: 'all about trees', words: 3 } }]], 'the validator sees the typed artifact');
+});
+
+test('a batch starts all its delegate calls at once, outside the tools’ window, and returns every result in call order once all drained', async () => {
+  const tools = new ToolDispatcher();
+  const held = latch();
+  tools.holds.set('a', held.promise);
+  const { engine, model, recorder, agent } = setup(
+    [toolsReply(call('c1', 'lookup', { q: 'a' }), call('d1', 'summarize', { topic: 'x' }), call('c2', 'lookup', { q: 'b' }), call('d2', 'summarize', { topic: 'y' })), stopReply('done')],
+    { tools, delegates: [summarize], maxToolConcurrency: 1 },
+  );
+  const process = await engine.start(agent, input);
+  // Both delegates finish while `a` holds the one tool slot, so `b` has not begun.
+  const finishedDelegates = () => recorder.events().filter((event) => event.name === 'agent.process.finished' && event.deploymentRef.name === 'test.summarizer.typed').length;
+  await recorder.awaitEvent(() => finishedDelegates() === 2, { signal: AbortSignal.timeout(10_000) });
+  await tools.began$('a');
+  assert.deepEqual(tools.began, ['a'], 'the tool window (1) holds b back; the delegates did not wait for it');
+  held.open();
+  const result = await process.await();
+  await engine.close();
+  assert.equal(result.status, 'completed', JSON.stringify(result.termination.toWire()));
+  assert.deepEqual(tools.began, ['a', 'b']);
+  const results = (modelRequests(model)[1] ?? []).filter((message) => message.role === 'tool');
+  assert.deepEqual(
+    results.map((message) => [message.toolCallId, message.content]),
+    [
+      ['c1', 'result of a'],
+      ['d1', '{"summary":"all about x","words":3}'],
+      ['c2', 'result of b'],
+      ['d2', '{"summary":"all about y","words":3}'],
+    ],
+  );
 });
 
 test('delegate arguments its input schema refuses reach the model as the start’s code; arguments that are not JSON start nothing', async () => {
@@ -104,6 +135,18 @@ test('restore refuses artifacts that break the interaction invariants', () => {
   const artifact = { delegate: 'summarize', turn: 1, call: 'd1', output: { summary: 's', words: 1 } };
   const restore = (artifacts: unknown) => definition.restore(ExecutionState.encode(interactionStateKind, { ...base, artifacts }), new AbortController().signal);
   assert.doesNotThrow(() => restore([artifact, { ...artifact, turn: 2, call: 'd1' }]), 'the same call id in another turn is another artifact');
+  // The batch: delegate calls start with the batch and stay outside the tools' window.
+  const calls = [call('c1', 'lookup', { q: 'a' }), call('c2', 'lookup', { q: 'b' }), call('d1', 'summarize', { topic: 'x' }), call('c3', 'lookup', { q: 'c' })];
+  const batchState = (entries: unknown[]) =>
+    ExecutionState.encode(interactionStateKind, { ...base, model: undefined, messages: [base.messages[0], { role: 'assistant', content: null, toolCalls: calls }], waits: 0, batch: { calls: entries } });
+  assert.doesNotThrow(() => definition.restore(batchState([{ starting: true }, { starting: true }, { starting: true }, {}]), new AbortController().signal), 'two tools and a delegate start at once under maxToolConcurrency 2');
+  for (const [name, entries] of Object.entries({
+    'a delegate call the batch has not started': [{ starting: true }, { starting: true }, {}, {}],
+    'three tool calls running under maxToolConcurrency 2': [{ starting: true }, { starting: true }, { starting: true }, { starting: true }],
+  })) {
+    assert.throws(() => definition.restore(batchState(entries), new AbortController().signal), (error: unknown) => error instanceof KernelError && error.code === 'invalid_execution_state', name);
+  }
+
   const broken: Record<string, unknown> = {
     'an empty list (absent while there is none)': [],
     'a delegate this interaction does not bind': [{ ...artifact, delegate: 'lookup' }],
