@@ -276,13 +276,14 @@ export function define(config: InteractionConfig): Definition {
       }),
     );
 
-  /** A delegate call's child, or (arguments that are not JSON) the model-visible error instead. */
+  /** A delegate call's child, or (arguments that are not I-JSON) the model-visible error instead. */
   const delegateStart = (state: InteractionState, index: number, delegate: DelegateBinding, args: string): Effect | { readonly result: string } => {
     let input: Payload;
     try {
-      input = Payload.encode(JSON.parse(args) as Json);
+      // Parsed as a payload, not through JS values: number literals reach the child exactly as the model wrote them.
+      input = Payload.parse(args);
     } catch {
-      return { result: errorResult({ code: 'interaction.delegate.arguments_invalid', message: `the arguments of ${delegate.name} are not JSON` }) };
+      return { result: errorResult({ code: 'interaction.delegate.arguments_invalid', message: `the arguments of ${delegate.name} are not valid JSON` }) };
     }
     return Effect.startChild(
       ChildSpec.create({
