@@ -117,13 +117,13 @@ export const testTools = defineToolSet({
 });
 
 /**
- * A delegate's Definition: turns `{topic}` into `{summary, words}` in one Step. `claimed` makes it
+ * A delegate's Definition: turns `{topic}` into `{summary, words}` in one Step. `untyped` makes it
  * complete with an output its own schema refuses (`words` as text), which the Engine must not accept.
  */
-export function summarizer(claimed: 'typed' | 'untyped' = 'typed'): Definition {
+export function summarizer(output: 'typed' | 'untyped' = 'typed'): Definition {
   return machineDefinition<{ readonly topic: string }>({
     descriptor: Descriptor.create({
-      name: `test.summarizer.${claimed}`,
+      name: `test.summarizer.${output}`,
       description: 'Summarises a topic.',
       inputSchema: Schema.of({ type: 'object', properties: { topic: { type: 'string', minLength: 1 } }, required: ['topic'], additionalProperties: false }),
       outputSchema: Schema.of({ type: 'object', properties: { summary: { type: 'string' }, words: { type: 'integer' } }, required: ['summary', 'words'], additionalProperties: false }),
@@ -133,7 +133,7 @@ export function summarizer(claimed: 'typed' | 'untyped' = 'typed'): Definition {
     check: (value) => value as { readonly topic: string },
     step: (state) => ({
       state,
-      transition: Transition.complete(0, Payload.encode({ summary: `all about ${state.topic}`, words: claimed === 'typed' ? 3 : 'three' })),
+      transition: Transition.complete(0, Payload.encode({ summary: `all about ${state.topic}`, words: output === 'typed' ? 3 : 'three' })),
     }),
   });
 }
