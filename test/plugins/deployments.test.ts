@@ -17,7 +17,7 @@ test('GET /v1/deployments lists the six demos and the strategy examples with the
   assert.equal(response.status, 200);
   const items = response.body.items as Array<{ name: string; deploymentRef: string; inputSchema: unknown; outputSchema?: unknown; signalSchema?: unknown }>;
   const names = items.map((deployment) => deployment.name).sort();
-  assert.deepEqual(names, ['demo.approval', 'demo.counter', 'demo.echo', 'demo.fanout', 'demo.sleep', 'demo.unreliable', 'example.messaging.notify', 'example.workflow.batch', 'example.workflow.review', 'example.collaboration.research', 'example.collaboration.research.coordinator', 'example.collaboration.research.notes', 'example.collaboration.research.survey', 'example.planning.errands', 'example.agent.tools', 'example.agent.research', ...coordinationExampleNames].sort());
+  assert.deepEqual(names, ['demo.approval', 'demo.counter', 'demo.echo', 'demo.fanout', 'demo.sleep', 'demo.unreliable', 'example.messaging.notify', 'example.workflow.batch', 'example.workflow.review', 'example.collaboration.research', 'example.collaboration.research.coordinator', 'example.collaboration.research.notes', 'example.collaboration.research.survey', 'example.planning.errands', 'example.agent.tools', 'example.agent.research', 'example.agent.summarizer', 'example.agent.briefing', ...coordinationExampleNames].sort());
   for (const deployment of items) {
     assert.match(deployment.deploymentRef, new RegExp(`^${deployment.name.replaceAll('.', '\\.')}\\+sha256:[0-9a-f]{64}$`));
     assert.equal(typeof deployment.inputSchema, 'object');

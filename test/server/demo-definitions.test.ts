@@ -123,7 +123,7 @@ test('demo deployments have fixed refs, recomputed identically', () => {
   );
   assert.deepEqual(
     refs.map((ref) => ref.split('+')[0]),
-    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.workflow.review', 'example.workflow.batch', ...coordinationExampleNames, 'example.collaboration.research', 'example.collaboration.research.coordinator', 'example.collaboration.research.notes', 'example.collaboration.research.survey', 'example.planning.errands', 'example.agent.tools', 'example.agent.research'],
+    ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.workflow.review', 'example.workflow.batch', ...coordinationExampleNames, 'example.collaboration.research', 'example.collaboration.research.coordinator', 'example.collaboration.research.notes', 'example.collaboration.research.survey', 'example.planning.errands', 'example.agent.tools', 'example.agent.research', 'example.agent.summarizer', 'example.agent.briefing'],
   );
 });
 

@@ -21,7 +21,7 @@ test('the catalog lists the six demos with their exact refs and schemas; --no-de
   const host = embeddedHost();
   try {
     const names = host.deployments().map((deployment) => deployment.name);
-    assert.deepEqual(names, ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.workflow.review', 'example.workflow.batch', ...coordinationExampleNames, 'example.collaboration.research', 'example.collaboration.research.coordinator', 'example.collaboration.research.notes', 'example.collaboration.research.survey', 'example.planning.errands', 'example.agent.tools', 'example.agent.research']);
+    assert.deepEqual(names, ['demo.echo', 'demo.approval', 'demo.counter', 'demo.sleep', 'demo.unreliable', 'demo.fanout', 'example.messaging.notify', 'example.workflow.review', 'example.workflow.batch', ...coordinationExampleNames, 'example.collaboration.research', 'example.collaboration.research.coordinator', 'example.collaboration.research.notes', 'example.collaboration.research.survey', 'example.planning.errands', 'example.agent.tools', 'example.agent.research', 'example.agent.summarizer', 'example.agent.briefing']);
     const echo = host.deployment('demo.echo');
     assert.match(echo.deploymentRef, /^demo\.echo\+sha256:[0-9a-f]{64}$/);
     assert.equal(echo.signalSchema, false);

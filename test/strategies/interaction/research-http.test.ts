@@ -92,3 +92,35 @@ test('example.agent.research: children in call order, ask_human in /v1/waits, a 
   assert.equal(children.length, 3);
   assert.ok(children.every((entry) => entry.deployment.startsWith('example.agent.tools') && entry.status === 'completed'));
 });
+
+test('example.agent.briefing delegates to example.agent.summarizer: a sub-agent child whose typed output reaches the model as JSON', async () => {
+  process.env.SCOPE_TEST_RESEARCH_KEY = 'test-research-key';
+  const before = model.requests.length;
+  const { processId } = await start(server, 'example.agent.briefing', { task: 'Brief me on how Scope survives crashes.' });
+  const result = await resultOf(server, processId, 20_000);
+  assert.equal(result.status, 'completed', JSON.stringify(result));
+  assert.match(String(result.output), /stays Unknown until someone settles it/);
+
+  const requests = model.requests.slice(before).map((request) => (request.body as { messages: Message[]; tools: { function: { name: string; parameters: unknown } }[] }));
+  const briefing = requests.filter((request) => String(request.messages[0]?.content).startsWith('example.agent.briefing:'));
+  const summarizer = requests.filter((request) => String(request.messages[0]?.content).startsWith('example.agent.summarizer:'));
+  assert.equal(briefing.length, 2, 'the briefing: one batch, then the answer');
+  assert.equal(summarizer.length, 2, 'the sub-agent: a search, then its JSON');
+  const offered = briefing[0]?.tools.find((tool) => tool.function.name === 'summarize');
+  assert.deepEqual(offered?.function.parameters, { type: 'object', properties: { topic: { type: 'string', minLength: 1 } }, required: ['topic'], additionalProperties: false }, 'the delegate is offered with the sub-agent’s input schema');
+  const results = (briefing[1]?.messages ?? []).filter((message) => message.role === 'tool');
+  assert.deepEqual(results.map((message) => message.tool_call_id), ['call_summarize_1', 'call_search_1'], 'results in call order');
+  assert.deepEqual(JSON.parse(results[0]?.content ?? ''), { sources: ['Durable execution'], summary: 'A durable process commits every step before it acts, so a crash resumes it from its last commit.' }, 'the artifact, as JSON');
+  assert.match(results[1]?.content ?? '', /^Unknown effects:/);
+
+  // The tree: the briefing, its two children (the sub-agent and a search), and the sub-agent's own search.
+  const tree = await raw(server, 'GET', `/v1/trees/${encodeURIComponent(processId)}`);
+  const processes = tree.body.processes as { processId: string; parentId: string | null; deployment: string; status: string }[];
+  const children = processes.filter((entry) => entry.parentId === processId);
+  assert.deepEqual(children.map((entry) => entry.deployment.split('+')[0]).sort(), ['example.agent.summarizer', 'example.agent.tools']);
+  const subAgent = children.find((entry) => entry.deployment.startsWith('example.agent.summarizer'));
+  const grandchildren = processes.filter((entry) => entry.parentId === subAgent?.processId);
+  assert.equal(grandchildren.length, 1);
+  assert.ok(grandchildren[0]?.deployment.startsWith('example.agent.tools'));
+  assert.ok(processes.every((entry) => entry.status === 'completed'));
+});
