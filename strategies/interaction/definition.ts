@@ -265,16 +265,20 @@ export function define(config: InteractionConfig): Definition {
     return complete(state, after, reply.message.content ?? '', consumed);
   };
 
-  const startEffect = (state: InteractionState, index: number, binding: ToolBinding, name: string, args: string): Effect =>
+  /** A child of `binding`'s deployment under `key`, with the binding's budget and capabilities. */
+  const childStart = (key: string, binding: ToolBinding | DelegateBinding, input: Payload): Effect =>
     Effect.startChild(
       ChildSpec.create({
-        key: ChildKey.parse(`tool.${state.turns}.${index}`),
+        key: ChildKey.parse(key),
         deploymentRef: binding.deployment.ref,
-        input: Payload.encode({ tool: name, arguments: args }),
+        input,
         budget: binding.budget,
         capabilities: binding.capabilities ?? CapabilitySet.empty,
       }),
     );
+
+  const startEffect = (state: InteractionState, index: number, binding: ToolBinding, name: string, args: string): Effect =>
+    childStart(`tool.${state.turns}.${index}`, binding, Payload.encode({ tool: name, arguments: args }));
 
   /** A delegate call's child, or (arguments that are not I-JSON) the model-visible error instead. */
   const delegateStart = (state: InteractionState, index: number, delegate: DelegateBinding, args: string): Effect | { readonly result: string } => {
@@ -285,15 +289,7 @@ export function define(config: InteractionConfig): Definition {
     } catch {
       return { result: errorResult({ code: 'interaction.delegate.arguments_invalid', message: `the arguments of ${delegate.name} are not valid JSON` }) };
     }
-    return Effect.startChild(
-      ChildSpec.create({
-        key: ChildKey.parse(`delegate.${state.turns}.${index}`),
-        deploymentRef: delegate.deployment.ref,
-        input,
-        budget: delegate.budget,
-        capabilities: delegate.capabilities ?? CapabilitySet.empty,
-      }),
-    );
+    return childStart(`delegate.${state.turns}.${index}`, delegate, input);
   };
 
   /**
@@ -304,7 +300,7 @@ export function define(config: InteractionConfig): Definition {
     const batch = state.batch as Batch;
     const toolCalls = batchCalls(state.messages) ?? protocol('a batch without tool calls');
     const entries: BatchCall[] = [...batch.calls];
-    let free = limits.maxToolConcurrency - runningCalls(batch, toolCalls, delegates);
+    let free = limits.maxToolConcurrency - runningCalls(batch, toolCalls, limits.delegates);
     let windowFull = false;
     const starts: Effect[] = [];
     for (const [index, call] of toolCalls.entries()) {

@@ -72,7 +72,7 @@ export function phaseOf(state: InteractionState): Phase {
 }
 
 /** Tool calls (not delegate calls: those run outside the window) whose child runs (started, not drained). */
-export function runningCalls(batch: Batch, calls: readonly ToolCall[], delegates: ReadonlySet<string> | ReadonlyMap<string, unknown>): number {
+export function runningCalls(batch: Batch, calls: readonly ToolCall[], delegates: ReadonlySet<string>): number {
   return batch.calls.filter((call, index) => call.child !== undefined && call.result === undefined && !delegates.has((calls[index] as ToolCall).name)).length;
 }
 
