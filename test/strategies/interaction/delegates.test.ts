@@ -9,7 +9,11 @@ import { test } from 'node:test';
 import { KernelError } from '../../../src/kernel/errors.js';
 import { ExecutionState } from '../../../src/kernel/execution-state.js';
 import { Payload } from '../../../src/kernel/payload.js';
+import { Descriptor } from '../../../src/kernel/descriptor.js';
+import { Schema } from '../../../src/kernel/schema.js';
+import { Transition } from '../../../src/kernel/transition.js';
 import { define } from '../../../strategies/interaction/definition.js';
+import { machineDefinition } from '../../../strategies/internal/machine.js';
 import type { Artifact } from '../../../strategies/interaction/state.js';
 import { interactionStateKind } from '../../../strategies/interaction/state.js';
 import { call, deployment, latch, modelRequests, setup, stopReply, summarizer, testTools, toolBudget, ToolDispatcher, toolsReply } from './harness.js';
@@ -126,6 +130,15 @@ test('a delegate configuration that cannot be offered is refused at definition t
   refuses([{ ...summarize, name: 'sum marize' }], /delegate name must match/);
   refuses([{ ...summarize, budget: undefined }], /a delegate is/);
   refuses('summarize', /delegates must be an array/);
+  // The model is offered the input schema as function parameters, which must be an object schema.
+  const anyInput = machineDefinition<{ readonly done: true }>({
+    descriptor: Descriptor.create({ name: 'test.any_input', description: 'Takes anything.', inputSchema: Schema.of(true), outputSchema: Schema.of(true) }),
+    stateKind: 'test.any_input.state',
+    initial: () => ({ done: true }),
+    check: (value) => value as { readonly done: true },
+    step: (state) => ({ state, transition: Transition.complete(0, Payload.encode(null)) }),
+  });
+  refuses([{ ...summarize, deployment: deployment(anyInput, 'test.any_input') }], /delegate summarize: its Definition's input schema must be an object schema/);
 });
 
 test('restore refuses artifacts that break the interaction invariants', () => {
