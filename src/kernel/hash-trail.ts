@@ -24,12 +24,23 @@ export class HashTrail {
   readonly #pieces: readonly string[];
   readonly #checkpoints: readonly Checkpoint[];
   readonly digest: Digest;
+  /**
+   * The text this trail resumed from, by its digest, and how many leading pieces the two share: this
+   * text is that one's first `sharedPieces` pieces followed by {@link piecesFrom}(sharedPieces).
+   */
+  readonly base: { readonly digest: Digest; readonly sharedPieces: number } | undefined;
 
-  private constructor(pieces: readonly string[], checkpoints: readonly Checkpoint[], digest: Digest) {
+  private constructor(pieces: readonly string[], checkpoints: readonly Checkpoint[], digest: Digest, base: HashTrail['base']) {
     this.#pieces = pieces;
     this.#checkpoints = checkpoints;
     this.digest = digest;
+    this.base = base;
     Object.freeze(this);
+  }
+
+  /** The pieces from `index` on. */
+  piecesFrom(index: number): readonly string[] {
+    return this.#pieces.slice(index);
   }
 
   /** Hashes `pieces`, resuming from `previous` (the trail of an earlier version of the text) where they agree. */
@@ -37,11 +48,13 @@ export class HashTrail {
     const kept: Checkpoint[] = [];
     let hash: Hash | undefined;
     let from = 0;
+    let base: HashTrail['base'];
     if (previous !== undefined) {
       const before = previous.#pieces;
       const limit = Math.min(before.length, pieces.length);
       let same = 0;
       while (same < limit && before[same] === pieces[same]) same += 1;
+      base = { digest: previous.digest, sharedPieces: same };
       for (const checkpoint of previous.#checkpoints) {
         if (checkpoint.index > same) break;
         kept.push(checkpoint);
@@ -71,6 +84,6 @@ export class HashTrail {
       }
     }
     hash.update(run.join(''));
-    return new HashTrail(pieces, kept, Digest.finish(hash));
+    return new HashTrail(pieces, kept, Digest.finish(hash), base);
   }
 }

@@ -290,6 +290,21 @@ export class TreeSnapshot {
     return pieces;
   }
 
+  /**
+   * This tree's canonical text as an edit of the tree whose digest is `base`: that text's first
+   * `keptBytes` UTF-8 bytes followed by `tail`. Known only when this tree's digest was hashed
+   * resuming from `base`'s (trees of at least {@link checkpointSpacing} characters), so that a store
+   * holding `base`'s bytes can be sent the tail alone; undefined otherwise. Hashes the tree if it
+   * was not yet.
+   */
+  editOf(base: Digest): { readonly keptBytes: number; readonly tail: string } | undefined {
+    void this.digest.hex;
+    const from = this.#trail?.base;
+    if (this.#trail === undefined || from === undefined || !from.digest.equals(base)) return undefined;
+    const tail = this.#trail.piecesFrom(from.sharedPieces).join('');
+    return { keptBytes: this.#size - utf8Length(tail), tail };
+  }
+
   /** The canonical JSON text (assembled once, on first use). */
   json(): string {
     this.#json ??= [...this.#pieces()].join('');

@@ -12,6 +12,7 @@ import { commitConflict, ErrorCode, KernelError, treeIncarnationConflict } from 
  * | -1     | the identity is taken by other content, or history is replayed | `commit_conflict`             |
  * | -2     | absent head, another writer, not the successor, head moved     | `tree_incarnation_conflict`   |
  * | -4     | the caller broke the script's ARGV contract (reason follows)   | `invalid_commit`              |
+ * | -5     | a spliced snapshot does not fit the stored one (no writes)     | `stale` (the caller resends)  |
  * | other  | a reply no script produces                                     | `committer_unavailable`       |
  *
  * The pointer scripts (idempotency, start fence) answer a bare 1 or 0 instead: {@link mapFlagReply}.
@@ -28,9 +29,11 @@ export const scriptStatus = {
   commitConflict: -1,
   incarnationConflict: -2,
   invalidArguments: -4,
+  spliceStale: -5,
 } as const;
 
-export type ScriptOutcome = 'installed' | 'duplicate' | 'absent';
+/** `stale`: a commit sent as a splice of the stored snapshot found other bytes there; nothing was written. */
+export type ScriptOutcome = 'installed' | 'duplicate' | 'absent' | 'stale';
 
 /** A successful script reply: its outcome and, for `installed`, the appended event-log ids. */
 export interface ScriptResult {
@@ -69,6 +72,8 @@ export function mapScriptReply(what: string, reply: unknown): ScriptResult {
       return { outcome: 'duplicate', entryIds: [] };
     case scriptStatus.absent:
       return { outcome: 'absent', entryIds: [] };
+    case scriptStatus.spliceStale:
+      return { outcome: 'stale', entryIds: [] };
     case scriptStatus.commitConflict:
       throw commitConflict();
     case scriptStatus.incarnationConflict:

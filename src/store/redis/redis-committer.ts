@@ -1,5 +1,5 @@
 import { closeRedis, corked, duplicateRedis, isCluster, type RedisClient } from './connection.js';
-import { EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
+import { type Digest, EffectBoundary, ErrorCode, KernelError, type ProcessId, TreeActivation, TreeCheckpoint, treeIncarnationConflict, type TreeIncarnationId, TreeSnapshot, type TreeStore } from '../../kernel/index.js';
 import { committerUnavailable, mapScriptReply, StorageDeadlines, type ScriptResult } from './errors.js';
 import { RedisEventLog } from './event-log.js';
 import { type EventLogFields, logEntryFields } from './log-entry.js';
@@ -59,7 +59,7 @@ export interface StoredHead {
 export type Commit = TreeCheckpoint | EffectBoundary | TreeActivation;
 
 function receipt(result: ScriptResult): CommitReceipt {
-  if (result.outcome === 'absent') throw committerUnavailable('commit', 'unexpected reply status 0');
+  if (result.outcome === 'absent' || result.outcome === 'stale') throw committerUnavailable('commit', `unexpected reply (${result.outcome})`);
   return Object.freeze({ outcome: result.outcome, eventIds: Object.freeze([...result.entryIds]) });
 }
 
@@ -282,7 +282,7 @@ export class RedisTreeCommitter implements TreeStore {
     const root = checkpoint.rootId;
     const { snapshot } = checkpoint;
     const prefix = this.#prefix;
-    return this.#carrying(root, `commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', (leading, cut) => {
+    return this.#carrying(root, `commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', (leading, cut, whole) => {
       const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading, cut);
       const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), ...host.keys];
       const args = [
@@ -293,7 +293,7 @@ export class RedisTreeCommitter implements TreeStore {
         checkpoint.previous?.toString() ?? '',
         snapshot.digest.toString(),
         snapshot.incarnationId.toString(),
-        snapshot.json(),
+        snapshotArgument(snapshot, checkpoint.kind === 'start' || whole ? undefined : checkpoint.previous),
         ...host.args,
       ];
       return { keys, args };
@@ -304,7 +304,7 @@ export class RedisTreeCommitter implements TreeStore {
     const root = boundary.rootId;
     const { snapshot } = boundary;
     const prefix = this.#prefix;
-    return this.#carrying(root, `commitEffect(${boundary.kind})`, 'commitEffect', (leading, cut) => {
+    return this.#carrying(root, `commitEffect(${boundary.kind})`, 'commitEffect', (leading, cut, whole) => {
       const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading, cut);
       const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ...host.keys];
       const args = [
@@ -314,7 +314,7 @@ export class RedisTreeCommitter implements TreeStore {
         boundary.previous.toString(),
         snapshot.digest.toString(),
         snapshot.incarnationId.toString(),
-        snapshot.json(),
+        snapshotArgument(snapshot, whole ? undefined : boundary.previous),
         ...host.args,
       ];
       return { keys, args };
@@ -329,12 +329,16 @@ export class RedisTreeCommitter implements TreeStore {
    * (conflict, duplicate, bad arguments) wrote none of them: they are appended on their own. A commit
    * whose reply was lost may or may not have written them: they are counted lost, never written twice.
    * The receipt's ids are the commit's own entries, as without carrying.
+   *
+   * A large tree's snapshot goes as a splice of the stored one (see {@link snapshotArgument}); should
+   * the script find other bytes there, it writes nothing and the commit is sent again with the
+   * snapshot whole (`whole`), carrying the same entries.
    */
   async #carrying(
     rootId: ProcessId,
     what: string,
     name: string,
-    build: (leading: readonly EventLogFields[], cut: RefCut) => { readonly keys: readonly string[]; readonly args: readonly string[] },
+    build: (leading: readonly EventLogFields[], cut: RefCut, whole: boolean) => { readonly keys: readonly string[]; readonly args: readonly string[] },
   ): Promise<CommitReceipt> {
     const root = rootId.toString();
     const head = headKey(this.#prefix, root);
@@ -346,7 +350,7 @@ export class RedisTreeCommitter implements TreeStore {
         carried = this.#closed ? [] : this.events.takeUnsent(root, maxCarriedEntries);
         let encoded: { readonly keys: readonly string[]; readonly args: readonly string[] };
         try {
-          encoded = build(carried.map(logEntryFields), cut);
+          encoded = build(carried.map(logEntryFields), cut, false);
         } catch (error) {
           if (carried.length === 0) throw error;
           // Too many for one script beside the commit's own (or refused): they go first, on their own
@@ -354,10 +358,14 @@ export class RedisTreeCommitter implements TreeStore {
           this.events.resend(root, carried);
           carried = [];
           cut = this.events.refs.cut(head, true);
-          encoded = build([], cut);
+          encoded = build([], cut, false);
         }
         return this.#script(what, name, encoded.keys, encoded.args);
       });
+      if (result.outcome === 'stale') {
+        const encoded = build(carried.map(logEntryFields), cut, true);
+        result = await this.#script(what, name, encoded.keys, encoded.args);
+      }
     } catch (error) {
       if (error instanceof KernelError && refusedCodes.has(error.code)) this.events.resend(root, carried);
       else this.events.lost(error, carried.length);
@@ -429,7 +437,7 @@ export class RedisTreeCommitter implements TreeStore {
       const { reply, acknowledged } = await runScriptThenWait(this.#waitConnection(), name, keys, args, wait);
       const result = mapScriptReply(what, reply);
       // A refusal wrote nothing, so only a write (or the duplicate of one) needs its replicas.
-      if (result.outcome !== 'absent' && acknowledged < wait.replicas) {
+      if (result.outcome !== 'absent' && result.outcome !== 'stale' && acknowledged < wait.replicas) {
         throw committerUnavailable(what, `${acknowledged} of ${wait.replicas} replicas acknowledged within ${wait.timeoutMs} ms, so a failover could lose it; it may have landed`);
       }
       return result;
@@ -439,6 +447,22 @@ export class RedisTreeCommitter implements TreeStore {
 
 /** Best-effort entries a commit carries at most (more leave as their own appendLog scripts, first). */
 const maxCarriedEntries = 256;
+
+/**
+ * The snapshot argument of a commit script: the canonical bytes, or — for an advance of a tree large
+ * enough to be hashed in pieces, against the stored head `previous` — a splice `+<kept>,<total>,<tail>`
+ * (commitCheckpoint's and commitEffect's headers): the stored snapshot's first `kept` bytes are the
+ * same, so only the text after them travels. A history of thousands of retained signals is then not
+ * sent to Redis whole for each new one.
+ */
+function snapshotArgument(snapshot: TreeSnapshot, previous: Digest | undefined): string {
+  const edit = previous === undefined ? undefined : snapshot.editOf(previous);
+  if (edit === undefined || edit.keptBytes < minSplicedBytes) return snapshot.json();
+  return `+${edit.keptBytes},${snapshot.encodedSize},${edit.tail}`;
+}
+
+/** A kept prefix shorter than this is sent anyway: the splice would save less than it costs Redis. */
+const minSplicedBytes = 4096;
 
 /**
  * Best-effort entries wait this long (ms) for a commit to carry them. An effect that settles within

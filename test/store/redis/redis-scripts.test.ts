@@ -20,18 +20,19 @@ test('redis mapper: every script status maps to its outcome or kernel error', ()
   assert.deepEqual(mapScriptReply('op', [1, '1-0', '1-1']), { outcome: 'installed', entryIds: ['1-0', '1-1'] });
   assert.deepEqual(mapScriptReply('op', [2]), { outcome: 'duplicate', entryIds: [] });
   assert.deepEqual(mapScriptReply('op', [0]), { outcome: 'absent', entryIds: [] });
+  assert.deepEqual(mapScriptReply('op', [-5]), { outcome: 'stale', entryIds: [] }, 'a splice that did not fit: nothing written');
   assert.deepEqual(mapScriptReply('op', [1n]), { outcome: 'installed', entryIds: [] }, 'a bigint status');
   assert.throws(() => mapScriptReply('op', [-1]), isCode('commit_conflict', /idempotency content differs/));
   assert.throws(() => mapScriptReply('op', [-2]), isCode('tree_incarnation_conflict', /authoritative head changed/));
   assert.throws(() => mapScriptReply('op', [-4, 'bad ttl']), isCode('invalid_commit', /bad ttl.*nothing was written/));
   assert.throws(() => mapScriptReply('op', [-4]), isCode('invalid_commit', /no reason/));
   // The table is exhaustive: every named status is one of the cases above.
-  assert.deepEqual(Object.values(scriptStatus).sort((a, b) => a - b), [-4, -2, -1, 0, 1, 2]);
+  assert.deepEqual(Object.values(scriptStatus).sort((a, b) => a - b), [-5, -4, -2, -1, 0, 1, 2]);
 });
 
 test('redis mapper: anything else leaves the head unknown (committer_unavailable)', () => {
   const unknown = isCode('committer_unavailable', /^op: unexpected reply .*the tree head is unknown/);
-  for (const reply of [[3], [-3], [-5], [99], [1.5], ['1'], [], null, undefined, 'OK', 1, {}, [null], [1, 7], [1, null]]) {
+  for (const reply of [[3], [-3], [-6], [99], [1.5], ['1'], [], null, undefined, 'OK', 1, {}, [null], [1, 7], [1, null]]) {
     assert.throws(() => mapScriptReply('op', reply), unknown, JSON.stringify(reply) ?? String(reply));
   }
 });

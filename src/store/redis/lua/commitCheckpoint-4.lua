@@ -29,7 +29,8 @@
     ARGV[5]     previous head digest ('' for start)
     ARGV[6]     prospective snapshot digest
     ARGV[7]     prospective incarnation id
-    ARGV[8]     prospective snapshot bytes (canonical JSON, stored verbatim)
+    ARGV[8]     prospective snapshot bytes (canonical JSON, stored verbatim); an advance may send a
+                splice of the stored snapshot instead (see snapshotBytes in includes/head.lua)
     ARGV[9..]   host write set, absent when empty (see includes/hostWrites.lua)
 
   Output (array):
@@ -38,6 +39,7 @@
     { -1 }        commit conflict
     { -2 }        tree incarnation conflict
     { -4, why }   malformed arguments; nothing written
+    { -5 }        the splice does not fit the stored snapshot; nothing written (send the bytes whole)
 ]]
 --- @include "uint64"
 --- @include "hostWrites"
@@ -53,6 +55,7 @@ if op == 'start' and (sequence ~= '1' or previous ~= '') then
   return { invalidArguments, 'start installs sequence 1 without a previous digest' }
 end
 if snapshot == nil then return { invalidArguments, 'missing snapshot' } end
+if op == 'start' and string.byte(snapshot, 1) == 43 then return { invalidArguments, 'a start sends its snapshot whole' } end
 local plan, why = readHostWrites(9, eventsKey, 5)
 if plan == nil then return { invalidArguments, why } end
 
@@ -71,4 +74,7 @@ if fact then return answerFact(fact, content, headDigest, headSequence, digest, 
 if headSequence == maxUint64 or sequence ~= nextUint64(headSequence) or headDigest ~= previous then
   return { incarnationConflict }
 end
-return install(headKey, factsKey, identity, content, snapshot, digest, nil, sequence, plan)
+local bytes, malformed = snapshotBytes(headKey, snapshot)
+if bytes == nil then return { invalidArguments, malformed } end
+if not bytes then return { spliceStale } end
+return install(headKey, factsKey, identity, content, bytes, digest, nil, sequence, plan)

@@ -21,7 +21,8 @@
     ARGV[4]     previous head digest
     ARGV[5]     prospective snapshot digest
     ARGV[6]     prospective incarnation id
-    ARGV[7]     prospective snapshot bytes (canonical JSON, stored verbatim)
+    ARGV[7]     prospective snapshot bytes (canonical JSON, stored verbatim), or a splice of the stored
+                snapshot (see snapshotBytes in includes/head.lua)
     ARGV[8..]   host write set, absent when empty (see includes/hostWrites.lua)
 
   Output (array):
@@ -30,6 +31,7 @@
     { -1 }        commit conflict
     { -2 }        tree incarnation conflict
     { -4, why }   malformed arguments; nothing written
+    { -5 }        the splice does not fit the stored snapshot; nothing written (send the bytes whole)
 ]]
 --- @include "uint64"
 --- @include "hostWrites"
@@ -51,4 +53,7 @@ if fact then return answerFact(fact, content, headDigest, headSequence, digest, 
 if headSequence == maxUint64 or sequence ~= nextUint64(headSequence) or headDigest ~= previous then
   return { incarnationConflict }
 end
-return install(headKey, factsKey, identity, content, snapshot, digest, nil, sequence, plan)
+local bytes, malformed = snapshotBytes(headKey, snapshot)
+if bytes == nil then return { invalidArguments, malformed } end
+if not bytes then return { spliceStale } end
+return install(headKey, factsKey, identity, content, bytes, digest, nil, sequence, plan)
