@@ -45,7 +45,7 @@ async function echo(url: string, value: unknown): Promise<unknown> {
 }
 
 test('the build holds every run-time asset beside its JavaScript', () => {
-  for (const asset of ['src/store/redis/lua/commitCheckpoint-4.lua', 'src/server/examples/research-script.json', 'plugins/console/dist/index.html']) {
+  for (const asset of ['src/store/redis/lua/commitCheckpoint-5.lua', 'src/server/examples/research-script.json', 'plugins/console/dist/index.html']) {
     assert.ok(existsSync(join(outDir, asset)), `${asset} is missing from the build`);
   }
   assert.ok(existsSync(entry));

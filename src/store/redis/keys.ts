@@ -73,9 +73,20 @@ export function treeKeyBase(prefix: string, rootId: ProcessId | string): string 
   return `${prefix}:{${root(rootId)}}`;
 }
 
-/** The head hash: `snapshot`, `digest`, `incarnation`, `sequence` (decimal uint64). */
+/**
+ * The head hash: `digest`, `incarnation`, `sequence` (decimal uint64). (A head written before the
+ * snapshot key existed also holds `snapshot`: read when the snapshot key is absent.)
+ */
 export function headKey(prefix: string, rootId: ProcessId | string): string {
   return `${treeKeyBase(prefix, rootId)}:head`;
+}
+
+/**
+ * The head's snapshot: its canonical JSON bytes, a string of its own so that a commit can rewrite just
+ * the end of a large one in place (see snapshotWrite in lua/includes/head.lua).
+ */
+export function snapshotKey(prefix: string, rootId: ProcessId | string): string {
+  return `${treeKeyBase(prefix, rootId)}:snapshot`;
 }
 
 /** The facts hash: commit identity → content digest, kept for the life of the tree. */

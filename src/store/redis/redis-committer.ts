@@ -6,7 +6,7 @@ import { type EventLogFields, logEntryFields } from './log-entry.js';
 import type { RefCut } from './log-refs.js';
 import type { LogRecord } from '../event-log.js';
 import { checkMaxLen, defaultEventLogMaxLen, encodeHostWrites, type RedisCommitContext } from './host-writes.js';
-import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey } from './keys.js';
+import { checkKeyPrefix, checkRecordSuffix, defaultKeyPrefix, eventsKey, factsKey, headKey, ownerKey, purgedKey, recordKey, snapshotKey } from './keys.js';
 import { runScript, runScriptThenWait } from './scripts.js';
 
 export interface RedisTreeCommitterOptions {
@@ -144,7 +144,7 @@ export class RedisTreeCommitter implements TreeStore {
   }
 
   /**
-   * An activation guarded by the tree's owner record (lua/takeOverTree-4.lua): it installs only while
+   * An activation guarded by the tree's owner record (lua/takeOverTree-5.lua): it installs only while
    * the record still holds `expectedOwner` verbatim ('' = no record); otherwise, like a head that
    * moved, `tree_incarnation_conflict`. The new owner record belongs in `context.records`.
    */
@@ -152,7 +152,7 @@ export class RedisTreeCommitter implements TreeStore {
     const root = activation.rootId;
     const cut = this.events.refs.cut(headKey(this.#prefix, root), true);
     const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen, [], cut);
-    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ownerKey(this.#prefix, root), ...host.keys];
+    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ownerKey(this.#prefix, root), snapshotKey(this.#prefix, root), ...host.keys];
     const args = [...activationArgs(activation), expectedOwner, ...host.args];
     return receipt(this.#defining(root, cut, await this.#script('takeOverTree', 'takeOverTree', keys, args)));
   }
@@ -175,9 +175,16 @@ export class RedisTreeCommitter implements TreeStore {
 
   /** The head with its stored digest and sequence; the stored digest must match the bytes. */
   async loadHead(rootId: ProcessId): Promise<StoredHead | undefined> {
-    const [text, digest, sequence] = await this.#call('loadTree', () =>
-      this.#redis.hmget(headKey(this.#prefix, rootId), 'snapshot', 'digest', 'sequence'),
+    // One transaction: the head's fields and its snapshot bytes as of the same commit.
+    const replies = await this.#call('loadTree', () =>
+      this.#redis.multi().hmget(headKey(this.#prefix, rootId), 'digest', 'sequence', 'snapshot').get(snapshotKey(this.#prefix, rootId)).exec(),
     );
+    if (replies === null) throw committerUnavailable('loadTree', 'the transaction was not run');
+    const [[fieldsError, fields], [bytesError, bytes]] = replies as [[Error | null, (string | null)[]], [Error | null, string | null]];
+    if (fieldsError !== null || bytesError !== null) throw committerUnavailable('loadTree', `redis failed: ${(fieldsError ?? bytesError)?.message}`, fieldsError ?? bytesError);
+    const [digest, sequence, legacy] = fields;
+    // A head written before the snapshot had a key of its own keeps the bytes in its `snapshot` field.
+    const text = bytes ?? legacy;
     if (text === null || text === undefined) return undefined;
     const snapshot = TreeSnapshot.parse(text);
     if (digest !== snapshot.digest.toString() || typeof sequence !== 'string' || !/^(0|[1-9]\d{0,19})$/.test(sequence)) {
@@ -236,7 +243,7 @@ export class RedisTreeCommitter implements TreeStore {
           'only a tree whose processes are all terminal can be purged',
       );
     }
-    const keys = [headKey(this.#prefix, rootId), factsKey(this.#prefix, rootId), eventsKey(this.#prefix, rootId), purgedKey(this.#prefix, rootId)];
+    const keys = [headKey(this.#prefix, rootId), factsKey(this.#prefix, rootId), eventsKey(this.#prefix, rootId), purgedKey(this.#prefix, rootId), snapshotKey(this.#prefix, rootId)];
     const result = await this.#script('purgeTree', 'purgeTree', keys, [head.digest, String(this.#tombstoneTtlMs)]).catch((error: unknown) => {
       if (error instanceof KernelError && error.code === ErrorCode.treeIncarnationConflict) {
         throw treeIncarnationConflict('the head changed while purging');
@@ -284,7 +291,7 @@ export class RedisTreeCommitter implements TreeStore {
     const prefix = this.#prefix;
     return this.#carrying(root, `commitCheckpoint(${checkpoint.kind})`, 'commitCheckpoint', (leading, cut, whole) => {
       const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading, cut);
-      const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), ...host.keys];
+      const keys = [headKey(prefix, root), factsKey(prefix, root), purgedKey(prefix, root), eventsKey(prefix, root), snapshotKey(prefix, root), ...host.keys];
       const args = [
         checkpoint.kind === 'start' ? 'start' : 'advance',
         checkpoint.identity(),
@@ -306,7 +313,7 @@ export class RedisTreeCommitter implements TreeStore {
     const prefix = this.#prefix;
     return this.#carrying(root, `commitEffect(${boundary.kind})`, 'commitEffect', (leading, cut, whole) => {
       const host = encodeHostWrites(prefix, root, context, this.#maxLen, leading, cut);
-      const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), ...host.keys];
+      const keys = [headKey(prefix, root), factsKey(prefix, root), eventsKey(prefix, root), snapshotKey(prefix, root), ...host.keys];
       const args = [
         boundary.identity(),
         boundary.contentDigest().toString(),
@@ -380,7 +387,7 @@ export class RedisTreeCommitter implements TreeStore {
     const root = activation.rootId;
     const cut = this.events.refs.cut(headKey(this.#prefix, root), true);
     const host = encodeHostWrites(this.#prefix, root, context, this.#maxLen, [], cut);
-    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), ...host.keys];
+    const keys = [headKey(this.#prefix, root), factsKey(this.#prefix, root), eventsKey(this.#prefix, root), snapshotKey(this.#prefix, root), ...host.keys];
     const args = [...activationArgs(activation), ...host.args];
     return receipt(this.#defining(root, cut, await this.#script('activateTree', 'activateTree', keys, args)));
   }

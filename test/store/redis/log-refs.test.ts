@@ -225,12 +225,12 @@ test('the scripts check every entry and ref definition before writing: a malform
   }
   assert.equal(await redis.exists(events), 0, 'no entry was written');
   // A commit whose ref definition has no field/value separator is refused before its compare-and-swap.
-  const reply = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'no-separator', '+h']);
+  const reply = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, `${head}:snapshot`, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'no-separator', '+h']);
   assert.deepEqual(reply, [-4, `hash entry for ${head} needs a field and a value`]);
   assert.equal(await redis.exists(head), 0, 'nothing was written');
   // A ref whose head key holds another type is refused as a head key, and writes nothing either.
   await redis.set(head, 'not a hash');
-  const wrongType = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'ref:x {}', '+h']);
+  const wrongType = await runScript(redis, 'commitEffect', [head, `${head}:facts`, events, `${head}:snapshot`, head], ['id', 'content', '1', 'previous', 'digest', 'incarnation', '{}', '10', '0', 'ref:x {}', '+h']);
   assert.deepEqual(wrongType, [-4, `head key ${head} holds a string`]);
   assert.equal(await redis.get(head), 'not a hash');
   assert.equal(await redis.exists(`${head}:facts`), 0, 'no fact was written');

@@ -9,7 +9,7 @@ import type { TreeStore } from '../../../src/kernel/tree-committer.js';
 import { ProcessId, TreeIncarnationId } from '../../../src/kernel/identity.js';
 import type { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
 import { hostWritesValueKey } from '../../../src/store/redis/host-writes.js';
-import { eventsKey, factsKey, headKey, purgedKey, recordKey } from '../../../src/store/redis/keys.js';
+import { eventsKey, factsKey, headKey, purgedKey, recordKey, snapshotKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter, type RedisTreeCommitterOptions } from '../../../src/store/redis/redis-committer.js';
 import { runTreeCommitterConformance } from '../../../src/testing/committer-conformance.js';
 import { conformanceTrees, type ConformanceTrees } from '../../../src/testing/conformance-trees.js';
@@ -55,14 +55,14 @@ function fresh(): ConformanceTrees {
   return conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
 }
 
-test('redis committer: the head hash holds the snapshot verbatim, digest, incarnation and a decimal sequence', async () => {
+test('redis committer: the head hash holds digest, incarnation and a decimal sequence; the snapshot key the bytes verbatim', async () => {
   const store = committer();
   const trees = fresh();
   await store.commitCheckpoint(start(trees.running(0)));
   await store.commitCheckpoint(progress(2n, trees.running(0), trees.running(1)));
   const stored = await redis.hgetall(headKey(store.keyPrefix, trees.rootId));
-  assert.deepEqual(Object.keys(stored).sort(), ['digest', 'incarnation', 'sequence', 'snapshot']);
-  assert.equal(stored.snapshot, trees.running(1).json());
+  assert.deepEqual(Object.keys(stored).sort(), ['digest', 'incarnation', 'sequence']);
+  assert.equal(await redis.get(snapshotKey(store.keyPrefix, trees.rootId)), trees.running(1).json());
   assert.equal(stored.digest, trees.running(1).digest.toString());
   assert.equal(stored.incarnation, trees.incarnationId.toString());
   assert.equal(stored.sequence, '2');
@@ -72,6 +72,22 @@ test('redis committer: the head hash holds the snapshot verbatim, digest, incarn
   const head = await store.loadHead(trees.rootId);
   assert.equal(head?.sequence, 2n);
   assert.equal(head?.digest, trees.running(1).digest.toString());
+});
+
+test('redis committer: a head written with its bytes in the head hash (before the snapshot key) loads, and the next commit writes the key', async () => {
+  const store = committer();
+  const trees = fresh();
+  await store.commitCheckpoint(start(trees.running(0)));
+  // The earlier layout: the bytes in the head's `snapshot` field, no snapshot key.
+  const head = headKey(store.keyPrefix, trees.rootId);
+  await redis.hset(head, 'snapshot', trees.running(0).json());
+  await redis.del(snapshotKey(store.keyPrefix, trees.rootId));
+  const loaded = await store.loadHead(trees.rootId);
+  assert.equal(loaded?.snapshot.json(), trees.running(0).json());
+  assert.equal(loaded?.sequence, 1n);
+  await store.commitCheckpoint(progress(2n, trees.running(0), trees.running(1)));
+  assert.equal(await redis.get(snapshotKey(store.keyPrefix, trees.rootId)), trees.running(1).json());
+  assert.equal((await store.loadHead(trees.rootId))?.snapshot.json(), trees.running(1).json(), 'the key wins over the stale field');
 });
 
 test('redis committer: sequences are decimal strings: carries, beyond 2^53, and a head at 2^64-1 refuses to advance', async () => {
@@ -343,22 +359,28 @@ test('redis committer: purgeTree refuses when the head changes between its check
   await store.commitCheckpoint(start(trees.running(0)));
   await store.commitCheckpoint(TreeCheckpoint.create({ kind: 'terminal', sequence: 2n, previous: trees.running(0).digest, snapshot: trees.completed() }));
   // Race an activation in right after purgeTree has read the head: the script's digest check refuses.
-  const originalHmget = redis.hmget.bind(redis);
+  // (The head is read in one MULTI: the activation lands once that transaction has answered.)
+  const originalMulti = redis.multi.bind(redis);
   const activation = TreeActivation.create({
     previousIncarnationId: trees.incarnationId,
     previousDigest: trees.completed().digest,
     snapshot: trees.completed().withIncarnation(TreeIncarnationId.random()),
   });
-  (redis as unknown as { hmget: unknown }).hmget = async (...args: Parameters<typeof originalHmget>) => {
-    const reply = await originalHmget(...args);
-    (redis as unknown as { hmget: unknown }).hmget = originalHmget;
-    await store.activateTree(activation);
-    return reply;
+  (redis as unknown as { multi: unknown }).multi = (...args: Parameters<typeof originalMulti>) => {
+    (redis as unknown as { multi: unknown }).multi = originalMulti;
+    const transaction = originalMulti(...args);
+    const exec = transaction.exec.bind(transaction);
+    (transaction as unknown as { exec: unknown }).exec = async () => {
+      const replies = await exec();
+      await store.activateTree(activation);
+      return replies;
+    };
+    return transaction;
   };
   try {
     await assert.rejects(store.purgeTree(trees.rootId), isCode('tree_incarnation_conflict'));
   } finally {
-    (redis as unknown as { hmget: unknown }).hmget = originalHmget;
+    (redis as unknown as { multi: unknown }).multi = originalMulti;
   }
   assert.equal((await store.loadTree(trees.rootId))?.digest.equals(activation.snapshot.digest), true);
   assert.equal(await store.purgeTree(trees.rootId), 'purged');

@@ -97,10 +97,10 @@ const luaDirectory = new URL('../../../src/store/redis/lua/', import.meta.url);
 test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a documented header', () => {
   const files = readdirSync(luaDirectory).filter((file) => file.endsWith('.lua')).sort();
   assert.deepEqual(files, [
-    'activateTree-3.lua',
+    'activateTree-4.lua',
     'appendLog-1.lua',
-    'commitCheckpoint-4.lua',
-    'commitEffect-3.lua',
+    'commitCheckpoint-5.lua',
+    'commitEffect-4.lua',
     'fenceStart-2.lua',
     'idempotencyClaim-1.lua',
     'idempotencyCommitting-1.lua',
@@ -108,11 +108,11 @@ test('redis scripts: one file per command, named <command>-<numKeys>.lua, with a
     'idempotencyRelease-1.lua',
     'idempotencyReplace-1.lua',
     'indexEntriesRemove-1.lua',
-    'purgeTree-4.lua',
+    'purgeTree-5.lua',
     'reconcileCommit-2.lua',
     'registerNode-2.lua',
     'renewNodeLease-1.lua',
-    'takeOverTree-4.lua',
+    'takeOverTree-5.lua',
   ]);
   for (const file of files) {
     const source = readFileSync(new URL(file, luaDirectory), 'utf8');
@@ -167,9 +167,9 @@ test('redis gate scripts (lua/gates/): documented headers naming every key, load
 test('redis scripts: runScript refuses the wrong number of keys before sending', () => {
   const redis = new Redis({ lazyConnect: true, enableOfflineQueue: false });
   try {
-    assert.throws(() => runScript(redis, 'purgeTree', ['a', 'b', 'c'], []), /takes 4 keys, got 3/);
-    assert.throws(() => runScript(redis, 'purgeTree', ['a', 'b', 'c', 'd', 'e'], []), /takes 4 keys, got 5/);
-    assert.throws(() => runScript(redis, 'commitEffect', ['a', 'b'], []), /takes 3 or more keys, got 2/);
+    assert.throws(() => runScript(redis, 'purgeTree', ['a', 'b', 'c', 'd'], []), /takes 5 keys, got 4/);
+    assert.throws(() => runScript(redis, 'purgeTree', ['a', 'b', 'c', 'd', 'e', 'f'], []), /takes 5 keys, got 6/);
+    assert.throws(() => runScript(redis, 'commitEffect', ['a', 'b', 'c'], []), /takes 4 or more keys, got 3/);
     assert.throws(() => runScript(redis, 'noSuchScript', [], []), /no lua script noSuchScript/);
   } finally {
     redis.disconnect();

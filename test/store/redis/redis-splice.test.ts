@@ -20,7 +20,7 @@ import { Schema } from '../../../src/kernel/schema.js';
 import { SignalRequest } from '../../../src/kernel/signal.js';
 import { Transition } from '../../../src/kernel/transition.js';
 import { TreeSnapshot } from '../../../src/kernel/tree-snapshot.js';
-import { eventsKey, factsKey, headKey, purgedKey } from '../../../src/store/redis/keys.js';
+import { eventsKey, factsKey, headKey, purgedKey, snapshotKey } from '../../../src/store/redis/keys.js';
 import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { runScript } from '../../../src/store/redis/scripts.js';
 import { machineDefinition } from '../../../strategies/internal/machine.js';
@@ -107,7 +107,7 @@ async function largeTree(prefix: string): Promise<{ engine: Engine; committer: R
     await root.resume();
     await paused.after(round);
   }
-  const stored = async (): Promise<string> => (await redis.hget(headKey(prefix, root.id.toString()), 'snapshot')) as string;
+  const stored = async (): Promise<string> => (await redis.get(snapshotKey(prefix, root.id.toString()))) as string;
   return { engine, committer, root, stored };
 }
 
@@ -153,16 +153,20 @@ test('a large tree’s commits travel as splices, and the stored head stays its 
 test('a splice that does not fit the stored snapshot writes nothing, and the commit is sent whole', async () => {
   const { engine, root, stored } = await largeTree('splice2');
   const key = headKey('splice2', root.id.toString());
+  const bytesKey = snapshotKey('splice2', root.id.toString());
   const control = await scriptCalls(() => root.deliverSignals(add()));
   // The stored bytes are cut short behind the committer's back (the digest still names the full text):
-  // a splice against them cannot come to the promised length.
-  const full = await stored();
-  await redis.hset(key, 'snapshot', full.slice(0, 100));
-  const calls = await scriptCalls(() => root.deliverSignals(add()));
-  assert.equal(calls, control + 1, 'the splice was sent, refused, and the commit sent again');
-  const tree = await engine.captureTree(root.id);
+  // they are shorter than what the splice keeps.
+  await redis.set(bytesKey, (await stored()).slice(0, 100));
+  assert.equal(await scriptCalls(() => root.deliverSignals(add())), control + 1, 'the splice was sent, refused, and the commit sent again');
+  let tree = await engine.captureTree(root.id);
   assert.equal(await stored(), tree.json(), 'the commit went whole after the splice was refused');
   assert.equal(await redis.hget(key, 'digest'), tree.digest.toString());
+  // Longer than the spliced result would be: a splice never truncates.
+  await redis.append(bytesKey, ' '.repeat(10_000));
+  assert.equal(await scriptCalls(() => root.deliverSignals(add())), control + 1);
+  tree = await engine.captureTree(root.id);
+  assert.equal(await stored(), tree.json());
   await root.kill('test done');
   await engine.close();
 });
@@ -172,14 +176,15 @@ test('the scripts refuse a malformed splice, and a start sent as a splice, writi
   const rootId = root.id.toString();
   const head = headKey('splice3', rootId);
   const before = await redis.hgetall(head);
+  const bytesBefore = await stored();
   const [digest, sequenceText, incarnation] = [before.digest as string, before.sequence as string, before.incarnation as string];
-  const keys = [head, factsKey('splice3', rootId), eventsKey('splice3', rootId)];
+  const keys = [head, factsKey('splice3', rootId), eventsKey('splice3', rootId), snapshotKey('splice3', rootId)];
   const reply = (await runScript(redis, 'commitEffect', keys, ['effect:x', 'sha256:' + '0'.repeat(64), String(BigInt(sequenceText) + 1n), digest, 'sha256:' + '1'.repeat(64), incarnation, '+12,x,tail'])) as unknown[];
   assert.deepEqual(reply, [-4, 'a spliced snapshot is +<kept>,<total>,<tail>']);
-  const start = (await runScript(redis, 'commitCheckpoint', [headKey('splice3', 'process:other'), factsKey('splice3', 'process:other'), purgedKey('splice3', 'process:other'), eventsKey('splice3', 'process:other')], ['start', 'c', 'sha256:' + '0'.repeat(64), '1', '', 'sha256:' + '1'.repeat(64), incarnation, '+1,1,x'])) as unknown[];
+  const start = (await runScript(redis, 'commitCheckpoint', [headKey('splice3', 'process:other'), factsKey('splice3', 'process:other'), purgedKey('splice3', 'process:other'), eventsKey('splice3', 'process:other'), snapshotKey('splice3', 'process:other')], ['start', 'c', 'sha256:' + '0'.repeat(64), '1', '', 'sha256:' + '1'.repeat(64), incarnation, '+1,1,x'])) as unknown[];
   assert.deepEqual(start, [-4, 'a start sends its snapshot whole']);
   assert.deepEqual(await redis.hgetall(head), before, 'nothing was written');
-  assert.equal(await stored(), before.snapshot);
+  assert.equal(await stored(), bytesBefore);
   await root.kill('test done');
   await engine.close();
 });

@@ -19,7 +19,8 @@
     KEYS[2]     facts hash            <prefix>:{<root>}:facts
     KEYS[3]     purge tombstone       <prefix>:{<root>}:purged
     KEYS[4]     event-log stream      <prefix>:{<root>}:events
-    KEYS[5..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set; on standalone Redis
+    KEYS[5]     snapshot              <prefix>:{<root>}:snapshot
+    KEYS[6..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set; on standalone Redis
                 also directory keys outside the slot: the root index, the node directory)
 
     ARGV[1]     op: 'start' | 'advance'
@@ -30,7 +31,7 @@
     ARGV[6]     prospective snapshot digest
     ARGV[7]     prospective incarnation id
     ARGV[8]     prospective snapshot bytes (canonical JSON, stored verbatim); an advance may send a
-                splice of the stored snapshot instead (see snapshotBytes in includes/head.lua)
+                splice of the stored snapshot instead (see snapshotWrite in includes/head.lua)
     ARGV[9..]   host write set, absent when empty (see includes/hostWrites.lua)
 
   Output (array):
@@ -45,7 +46,7 @@
 --- @include "hostWrites"
 --- @include "head"
 
-local headKey, factsKey, purgedKey, eventsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local headKey, factsKey, purgedKey, eventsKey, snapshotKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, identity, content, sequence = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local previous, digest, incarnation, snapshot = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 
@@ -56,7 +57,7 @@ if op == 'start' and (sequence ~= '1' or previous ~= '') then
 end
 if snapshot == nil then return { invalidArguments, 'missing snapshot' } end
 if op == 'start' and string.byte(snapshot, 1) == 43 then return { invalidArguments, 'a start sends its snapshot whole' } end
-local plan, why = readHostWrites(9, eventsKey, 5)
+local plan, why = readHostWrites(9, eventsKey, 6)
 if plan == nil then return { invalidArguments, why } end
 
 local headDigest, headIncarnation, headSequence = readHead(headKey)
@@ -65,7 +66,7 @@ if op == 'start' then
   local fact = redis.call('HGET', factsKey, identity)
   if fact then return answerFact(fact, content, headDigest, headSequence, digest, '1') end
   if headDigest or redis.call('EXISTS', purgedKey) == 1 then return { incarnationConflict } end
-  return install(headKey, factsKey, identity, content, snapshot, digest, incarnation, '1', plan)
+  return install(headKey, snapshotKey, factsKey, identity, content, { bytes = snapshot }, digest, incarnation, '1', plan)
 end
 
 if not headDigest or headIncarnation ~= incarnation then return { incarnationConflict } end
@@ -74,7 +75,7 @@ if fact then return answerFact(fact, content, headDigest, headSequence, digest, 
 if headSequence == maxUint64 or sequence ~= nextUint64(headSequence) or headDigest ~= previous then
   return { incarnationConflict }
 end
-local bytes, malformed = snapshotBytes(headKey, snapshot)
-if bytes == nil then return { invalidArguments, malformed } end
-if not bytes then return { spliceStale } end
-return install(headKey, factsKey, identity, content, bytes, digest, nil, sequence, plan)
+local write, malformed = snapshotWrite(snapshotKey, snapshot)
+if write == nil then return { invalidArguments, malformed } end
+if not write then return { spliceStale } end
+return install(headKey, snapshotKey, factsKey, identity, content, write, digest, nil, sequence, plan)

@@ -13,7 +13,8 @@
     KEYS[1]     head hash             <prefix>:{<root>}:head
     KEYS[2]     facts hash            <prefix>:{<root>}:facts
     KEYS[3]     event-log stream      <prefix>:{<root>}:events
-    KEYS[4..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set)
+    KEYS[4]     snapshot              <prefix>:{<root>}:snapshot
+    KEYS[5..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set)
 
     ARGV[1]     commit identity
     ARGV[2]     content digest
@@ -22,7 +23,7 @@
     ARGV[5]     prospective snapshot digest
     ARGV[6]     prospective incarnation id
     ARGV[7]     prospective snapshot bytes (canonical JSON, stored verbatim), or a splice of the stored
-                snapshot (see snapshotBytes in includes/head.lua)
+                snapshot (see snapshotWrite in includes/head.lua)
     ARGV[8..]   host write set, absent when empty (see includes/hostWrites.lua)
 
   Output (array):
@@ -37,13 +38,13 @@
 --- @include "hostWrites"
 --- @include "head"
 
-local headKey, factsKey, eventsKey = KEYS[1], KEYS[2], KEYS[3]
+local headKey, factsKey, eventsKey, snapshotKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local identity, content, sequence, previous = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local digest, incarnation, snapshot = ARGV[5], ARGV[6], ARGV[7]
 
 if not isUint64(sequence) or sequence == '0' then return { invalidArguments, 'sequence must be a uint64 above 0' } end
 if snapshot == nil then return { invalidArguments, 'missing snapshot' } end
-local plan, why = readHostWrites(8, eventsKey, 4)
+local plan, why = readHostWrites(8, eventsKey, 5)
 if plan == nil then return { invalidArguments, why } end
 
 local headDigest, headIncarnation, headSequence = readHead(headKey)
@@ -53,7 +54,7 @@ if fact then return answerFact(fact, content, headDigest, headSequence, digest, 
 if headSequence == maxUint64 or sequence ~= nextUint64(headSequence) or headDigest ~= previous then
   return { incarnationConflict }
 end
-local bytes, malformed = snapshotBytes(headKey, snapshot)
-if bytes == nil then return { invalidArguments, malformed } end
-if not bytes then return { spliceStale } end
-return install(headKey, factsKey, identity, content, bytes, digest, nil, sequence, plan)
+local write, malformed = snapshotWrite(snapshotKey, snapshot)
+if write == nil then return { invalidArguments, malformed } end
+if not write then return { spliceStale } end
+return install(headKey, snapshotKey, factsKey, identity, content, write, digest, nil, sequence, plan)

@@ -16,7 +16,8 @@
     KEYS[2]     facts hash            <prefix>:{<root>}:facts
     KEYS[3]     event-log stream      <prefix>:{<root>}:events
     KEYS[4]     owner record          <prefix>:{<root>}:record:owner
-    KEYS[5..]   host records          <prefix>:{<root>}:record:<suffix> (host write set; the new owner among them)
+    KEYS[5]     snapshot              <prefix>:{<root>}:snapshot
+    KEYS[6..]   host records          <prefix>:{<root>}:record:<suffix> (host write set; the new owner among them)
 
     ARGV[1]     commit identity
     ARGV[2]     content digest
@@ -39,13 +40,13 @@
 --- @include "hostWrites"
 --- @include "head"
 
-local headKey, factsKey, eventsKey, ownerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local headKey, factsKey, eventsKey, ownerKey, snapshotKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local identity, content, previousIncarnation, previous = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local digest, incarnation, snapshot, expectedOwner = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 
 if expectedOwner == nil then return { invalidArguments, 'missing expected owner' } end
 if previousIncarnation == incarnation then return { invalidArguments, 'an activation installs a new incarnation' } end
-local plan, why = readHostWrites(9, eventsKey, 5)
+local plan, why = readHostWrites(9, eventsKey, 6)
 if plan == nil then return { invalidArguments, why } end
 
 local headDigest, headIncarnation, headSequence = readHead(headKey)
@@ -55,4 +56,4 @@ if (redis.call('GET', ownerKey) or '') ~= expectedOwner then return { incarnatio
 if not headDigest or headIncarnation ~= previousIncarnation or headDigest ~= previous then
   return { incarnationConflict }
 end
-return install(headKey, factsKey, identity, content, snapshot, digest, incarnation, '0', plan)
+return install(headKey, snapshotKey, factsKey, identity, content, { bytes = snapshot }, digest, incarnation, '0', plan)

@@ -13,7 +13,8 @@
     KEYS[1]     head hash             <prefix>:{<root>}:head
     KEYS[2]     facts hash            <prefix>:{<root>}:facts
     KEYS[3]     event-log stream      <prefix>:{<root>}:events
-    KEYS[4..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set)
+    KEYS[4]     snapshot              <prefix>:{<root>}:snapshot
+    KEYS[5..]   idempotency records   <prefix>:{<root>}:record:<suffix> (host write set)
 
     ARGV[1]     commit identity
     ARGV[2]     content digest
@@ -35,13 +36,13 @@
 --- @include "hostWrites"
 --- @include "head"
 
-local headKey, factsKey, eventsKey = KEYS[1], KEYS[2], KEYS[3]
+local headKey, factsKey, eventsKey, snapshotKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local identity, content, previousIncarnation, previous = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local digest, incarnation, snapshot = ARGV[5], ARGV[6], ARGV[7]
 
 if snapshot == nil then return { invalidArguments, 'missing snapshot' } end
 if previousIncarnation == incarnation then return { invalidArguments, 'an activation installs a new incarnation' } end
-local plan, why = readHostWrites(8, eventsKey, 4)
+local plan, why = readHostWrites(8, eventsKey, 5)
 if plan == nil then return { invalidArguments, why } end
 
 local headDigest, headIncarnation, headSequence = readHead(headKey)
@@ -50,4 +51,4 @@ if fact then return answerFact(fact, content, headDigest, headSequence, digest, 
 if not headDigest or headIncarnation ~= previousIncarnation or headDigest ~= previous then
   return { incarnationConflict }
 end
-return install(headKey, factsKey, identity, content, snapshot, digest, incarnation, '0', plan)
+return install(headKey, snapshotKey, factsKey, identity, content, { bytes = snapshot }, digest, incarnation, '0', plan)
