@@ -188,3 +188,30 @@ test('the scripts refuse a malformed splice, and a start sent as a splice, writi
   await root.kill('test done');
   await engine.close();
 });
+
+test('a tree restored by another writer from its stored head goes on committing as splices after its first commit, fencing the old one', async () => {
+  const { engine: first, root, stored } = await largeTree('splice4');
+  // A second writer takes the tree over from what Redis holds (the activation writes it whole).
+  const committer = new RedisTreeCommitter({ redis, keyPrefix: 'splice4', timeoutMs: 30_000 });
+  const loaded = await committer.loadTree(root.id);
+  assert.ok(loaded !== undefined);
+  const second = new Engine({ committer });
+  const restored = await second.restoreTree(tally, loaded);
+  assert.ok(!(await second.captureTree(root.id)).incarnationId.equals(loaded.incarnationId), 'a new incarnation');
+  for (let accept = 0; accept < 3; accept += 1) {
+    const before = await netInputBytes();
+    await restored.deliverSignals(add());
+    const sent = (await netInputBytes()) - before;
+    const tree = await second.captureTree(root.id);
+    assert.equal(await stored(), tree.json());
+    // The first commit after the activation goes whole (its tree was not hashed against the activated head's).
+    if (accept === 0) continue;
+    assert.ok(sent < tree.encodedSize / 4, `accepting one signal sent ${sent} bytes for a ${tree.encodedSize}-byte tree`);
+  }
+  // The first writer is fenced: its next commit changes nothing.
+  await assert.rejects(root.deliverSignals(add()));
+  assert.equal(await stored(), (await second.captureTree(root.id)).json());
+  await restored.kill('test done');
+  await second.close();
+  await first.close();
+});
