@@ -54,7 +54,4 @@ if fact then return answerFact(fact, content, headDigest, headSequence, digest, 
 if headSequence == maxUint64 or sequence ~= nextUint64(headSequence) or headDigest ~= previous then
   return { incarnationConflict }
 end
-local write, malformed = snapshotWrite(snapshotKey, snapshot)
-if write == nil then return { invalidArguments, malformed } end
-if not write then return { spliceStale } end
-return install(headKey, snapshotKey, factsKey, identity, content, write, digest, nil, sequence, plan)
+return installAdvance(headKey, snapshotKey, factsKey, identity, content, snapshot, digest, sequence, plan)

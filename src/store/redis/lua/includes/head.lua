@@ -61,3 +61,12 @@ local function install(headKey, snapshotKey, factsKey, identity, content, write,
   for _, id in ipairs(applyHostWrites(plan)) do reply[#reply + 1] = id end
   return reply
 end
+
+-- An advance's install (the head's incarnation kept): its snapshot write checked first, so that a
+-- malformed splice, or one the stored snapshot cannot take, writes nothing.
+local function installAdvance(headKey, snapshotKey, factsKey, identity, content, argument, digest, sequence, plan)
+  local write, malformed = snapshotWrite(snapshotKey, argument)
+  if write == nil then return { invalidArguments, malformed } end
+  if not write then return { spliceStale } end
+  return install(headKey, snapshotKey, factsKey, identity, content, write, digest, nil, sequence, plan)
+end
