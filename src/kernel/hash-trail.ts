@@ -24,16 +24,19 @@ export class HashTrail {
   readonly #pieces: readonly string[];
   readonly #checkpoints: readonly Checkpoint[];
   readonly digest: Digest;
+  /** The text's length in UTF-8 bytes, as the caller measured it. */
+  readonly bytes: number;
   /**
-   * The text this trail resumed from, by its digest, and how many leading pieces the two share: this
-   * text is that one's first `sharedPieces` pieces followed by {@link piecesFrom}(sharedPieces).
+   * The text this trail resumed from, by its digest and length, and how many leading pieces the two
+   * share: this text is that one's first `sharedPieces` pieces followed by {@link piecesFrom}(sharedPieces).
    */
-  readonly base: { readonly digest: Digest; readonly sharedPieces: number } | undefined;
+  readonly base: { readonly digest: Digest; readonly bytes: number; readonly sharedPieces: number } | undefined;
 
-  private constructor(pieces: readonly string[], checkpoints: readonly Checkpoint[], digest: Digest, base: HashTrail['base']) {
+  private constructor(pieces: readonly string[], checkpoints: readonly Checkpoint[], digest: Digest, bytes: number, base: HashTrail['base']) {
     this.#pieces = pieces;
     this.#checkpoints = checkpoints;
     this.digest = digest;
+    this.bytes = bytes;
     this.base = base;
     Object.freeze(this);
   }
@@ -43,8 +46,11 @@ export class HashTrail {
     return this.#pieces.slice(index);
   }
 
-  /** Hashes `pieces`, resuming from `previous` (the trail of an earlier version of the text) where they agree. */
-  static of(pieces: readonly string[], previous?: HashTrail): HashTrail {
+  /**
+   * Hashes `pieces` (a text of `bytes` UTF-8 bytes), resuming from `previous` (the trail of an earlier
+   * version of the text) where they agree.
+   */
+  static of(pieces: readonly string[], bytes: number, previous?: HashTrail): HashTrail {
     const kept: Checkpoint[] = [];
     let hash: Hash | undefined;
     let from = 0;
@@ -54,7 +60,7 @@ export class HashTrail {
       const limit = Math.min(before.length, pieces.length);
       let same = 0;
       while (same < limit && before[same] === pieces[same]) same += 1;
-      base = { digest: previous.digest, sharedPieces: same };
+      base = { digest: previous.digest, bytes: previous.bytes, sharedPieces: same };
       for (const checkpoint of previous.#checkpoints) {
         if (checkpoint.index > same) break;
         kept.push(checkpoint);
@@ -84,6 +90,6 @@ export class HashTrail {
       }
     }
     hash.update(run.join(''));
-    return new HashTrail(pieces, kept, Digest.finish(hash), base);
+    return new HashTrail(pieces, kept, Digest.finish(hash), bytes, base);
   }
 }

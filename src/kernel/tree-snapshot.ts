@@ -260,7 +260,7 @@ export class TreeSnapshot {
     } else {
       // Resumed from the tree this one was derived from: only the pieces after the first change
       // (back to the last kept hash state) are hashed again.
-      this.#trail = HashTrail.of(this.#hashPieces(), this.#resumeFrom);
+      this.#trail = HashTrail.of(this.#hashPieces(), this.#size, this.#resumeFrom);
       hex = this.#trail.digest.hex;
     }
     this.#resumeFrom = undefined;
@@ -294,13 +294,14 @@ export class TreeSnapshot {
    * This tree's canonical text as an edit of the tree whose digest is `base`: that text's first
    * `keptBytes` UTF-8 bytes followed by `tail`. Known only when this tree's digest was hashed
    * resuming from `base`'s (trees of at least {@link checkpointSpacing} characters), so that a store
-   * holding `base`'s bytes can be sent the tail alone; undefined otherwise. Hashes the tree if it
-   * was not yet.
+   * holding `base`'s bytes can be sent the tail alone; undefined otherwise, and for a tree shorter
+   * than `base` (an edit that keeps a prefix and writes the rest never truncates). Hashes the tree if
+   * it was not yet.
    */
   editOf(base: Digest): { readonly keptBytes: number; readonly tail: string } | undefined {
     void this.digest.hex;
     const from = this.#trail?.base;
-    if (this.#trail === undefined || from === undefined || !from.digest.equals(base)) return undefined;
+    if (this.#trail === undefined || from === undefined || !from.digest.equals(base) || this.#size < from.bytes) return undefined;
     const tail = this.#trail.piecesFrom(from.sharedPieces).join('');
     return { keptBytes: this.#size - utf8Length(tail), tail };
   }

@@ -23,20 +23,26 @@ import { counterDefinition } from '../../src/testing/example-definitions.js';
 // first change — is the sha256 of its canonical bytes, exactly as a fresh computation gives it.
 
 describe('HashTrail', () => {
+  const trailOf = (pieces: readonly string[], previous?: HashTrail): HashTrail => HashTrail.of(pieces, Buffer.byteLength(pieces.join('')), previous);
   const pieceList = fc.array(fc.string({ unit: 'binary', maxLength: 3_000 }), { maxLength: 60 });
 
   test('the digest is the sha256 of the joined pieces, resumed or not', () => {
     fc.assert(
       fc.property(pieceList, fc.array(fc.tuple(fc.nat(), fc.string({ maxLength: 40 })), { maxLength: 5 }), fc.nat(), (pieces, edits, cut) => {
-        const first = HashTrail.of(pieces);
+        const first = trailOf(pieces);
         assert.ok(first.digest.equals(Digest.of(pieces.join(''))));
         // A changed copy: some pieces replaced, the tail cut or extended.
         const changed = [...pieces];
         for (const [at, text] of edits) if (changed.length > 0) changed[at % changed.length] = text;
         changed.splice(cut % (changed.length + 1), 1, 'x'.repeat(cut % 50_000));
-        const resumed = HashTrail.of(changed, first);
+        const resumed = trailOf(changed, first);
         assert.ok(resumed.digest.equals(Digest.of(changed.join(''))), 'a resumed digest equals the fresh one');
-        assert.ok(HashTrail.of(pieces, resumed).digest.equals(first.digest), 'and resuming back gives the first again');
+        assert.ok(trailOf(pieces, resumed).digest.equals(first.digest), 'and resuming back gives the first again');
+        // The base: the first text's first `sharedPieces` pieces, then the rest of this one, spell this text.
+        const base = resumed.base;
+        assert.ok(base !== undefined && base.digest.equals(first.digest) && base.bytes === first.bytes);
+        assert.equal(pieces.slice(0, base.sharedPieces).join('') + resumed.piecesFrom(base.sharedPieces).join(''), changed.join(''));
+        assert.equal(first.base, undefined, 'a trail hashed from scratch has no base');
       }),
       { numRuns: 300 },
     );
@@ -46,11 +52,11 @@ describe('HashTrail', () => {
     // 200 pieces of 1,000 characters: hash states are kept every 32 KiB, so a change at piece 150
     // resumes around piece 128; a change right after a kept state must not reuse that state.
     const pieces = Array.from({ length: 200 }, (_, index) => String(index % 10).repeat(1_000));
-    const trail = HashTrail.of(pieces);
+    const trail = trailOf(pieces);
     for (const at of [0, 31, 32, 33, 64, 150, 199]) {
       const changed = [...pieces];
       changed[at] = `${changed[at]}!`;
-      assert.ok(HashTrail.of(changed, trail).digest.equals(Digest.of(changed.join(''))), `a change at piece ${at}`);
+      assert.ok(trailOf(changed, trail).digest.equals(Digest.of(changed.join(''))), `a change at piece ${at}`);
     }
   });
 });
