@@ -343,7 +343,7 @@ test('redis committer: purgeTree refuses a live tree, removes a finished one and
   await store.commitCheckpoint(done);
   assert.equal(await store.purgeTree(trees.rootId), 'purged');
   assert.equal(await store.loadTree(trees.rootId), undefined);
-  for (const key of [headKey, factsKey, eventsKey]) assert.equal(await redis.exists(key(store.keyPrefix, trees.rootId)), 0);
+  for (const key of [headKey, factsKey, eventsKey, snapshotKey]) assert.equal(await redis.exists(key(store.keyPrefix, trees.rootId)), 0);
   assert.equal(await redis.get(purgedKey(store.keyPrefix, trees.rootId)), trees.completed().digest.toString());
   assert.equal(await store.readRecord(trees.rootId, 'idem'), 'v', 'idempotency records live by their TTL');
   // A replayed start cannot recreate the tree, nor can any advance or activation.

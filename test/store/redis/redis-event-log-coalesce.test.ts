@@ -9,6 +9,7 @@ import { RedisEventLog } from '../../../src/store/redis/event-log.js';
 import { defaultLogAppendDelayMs, RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js';
 import { conformanceTrees } from '../../../src/testing/conformance-trees.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { scriptCalls } from '../../helpers/redis-stats.js';
 
 // The committer's best-effort appends wait (for the end of the turn, or a few ms by default, so that a
 // commit can carry them) and leave as one script per tree, yet an append still lands before whatever
@@ -37,13 +38,6 @@ function deltas(processId: string, count: number): LogRecord[] {
   return Array.from({ length: count }, (_, index) => ({ type: deltaType, processId, data: JSON.stringify({ process_id: processId, index }) }));
 }
 
-/** Script calls (EVAL and EVALSHA) the server has run so far. */
-async function scriptCalls(): Promise<number> {
-  const stats = await redis.info('commandstats');
-  let calls = 0;
-  for (const match of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(match[1]);
-  return calls;
-}
 
 /** Resolves after the pending setImmediate callbacks (a coalesced flush among them) have run. */
 function nextTurn(): Promise<void> {
@@ -58,12 +52,12 @@ function turnEndStore(): RedisTreeCommitter {
 test('appends of one turn leave as one script, in order', async () => {
   const store = turnEndStore();
   const root = ProcessId.newRoot().toString();
-  const before = await scriptCalls();
+  const before = await scriptCalls(redis);
   store.events.append(root, deltas(root, 3));
   store.events.append(root, deltas(root, 2));
   await nextTurn();
   const entries = await store.events.readAfter(root, '0', 100);
-  assert.equal((await scriptCalls()) - before, 1, 'one appendLog script for five entries');
+  assert.equal((await scriptCalls(redis)) - before, 1, 'one appendLog script for five entries');
   assert.deepEqual(
     entries.map((entry) => (JSON.parse(entry.data) as { index: number }).index),
     [0, 1, 2, 0, 1],
@@ -135,7 +129,7 @@ test('a commit carries the entries queued for its tree: one script, ahead of its
   const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
   const root = trees.rootId.toString();
   const other = ProcessId.newRoot().toString();
-  const before = await scriptCalls();
+  const before = await scriptCalls(redis);
   // Queued and committed in one turn (an await in between would let the turn-end flush send them).
   store.events.append(root, deltas(root, 3));
   store.events.append(other, deltas(other, 1));
@@ -143,7 +137,7 @@ test('a commit carries the entries queued for its tree: one script, ahead of its
     entries: [{ name: 'host.marker', event: JSON.stringify({ process_id: root }) }],
   });
   // The commit and the other tree's appendLog: no appendLog for this tree.
-  assert.equal((await scriptCalls()) - before, 2);
+  assert.equal((await scriptCalls(redis)) - before, 2);
   const raw = await store.events.entriesAfter(root, '0', 100);
   assert.deepEqual(raw.map((entry) => entry.fields.name), [deltaType, deltaType, deltaType, 'host.marker']);
   assert.deepEqual(receipt.eventIds, [raw[3]!.id], "the receipt's ids are the commit's own entries");
@@ -212,7 +206,7 @@ test('an append waits past the turn, so a commit sent within the delay carries i
   const store = new RedisTreeCommitter({ redis, keyPrefix, logAppendDelayMs: 60_000 });
   const trees = conformanceTrees(ProcessId.newRoot(), TreeIncarnationId.random());
   const root = trees.rootId.toString();
-  const before = await scriptCalls();
+  const before = await scriptCalls(redis);
   store.events.append(root, deltas(root, 2));
   await nextTurn();
   // A round trip on the committer's own connection, after the turn: a turn-end flush would be in.
@@ -220,7 +214,7 @@ test('an append waits past the turn, so a commit sent within the delay carries i
   await store.commit(TreeCheckpoint.create({ kind: 'start', sequence: 1n, snapshot: trees.running(0) }), {
     entries: [{ name: 'host.marker', event: JSON.stringify({ process_id: root }) }],
   });
-  assert.equal((await scriptCalls()) - before, 1, 'the commit script alone');
+  assert.equal((await scriptCalls(redis)) - before, 1, 'the commit script alone');
   const raw = await store.events.entriesAfter(root, '0', 100);
   assert.deepEqual(raw.map((entry) => entry.fields.name), [deltaType, deltaType, 'host.marker']);
   await store.close();

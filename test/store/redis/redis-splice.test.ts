@@ -25,6 +25,7 @@ import { RedisTreeCommitter } from '../../../src/store/redis/redis-committer.js'
 import { runScript } from '../../../src/store/redis/scripts.js';
 import { machineDefinition } from '../../../strategies/internal/machine.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { netInputBytes, scriptCalls } from '../../helpers/redis-stats.js';
 
 let server: RedisServer;
 let redis: Redis;
@@ -112,15 +113,10 @@ async function largeTree(prefix: string): Promise<{ engine: Engine; committer: R
 }
 
 /** How many scripts Redis ran while `run` ran. */
-async function scriptCalls(run: () => Promise<unknown>): Promise<number> {
-  const count = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
-  const before = await count();
+async function scriptsDuring(run: () => Promise<unknown>): Promise<number> {
+  const before = await scriptCalls(redis);
   await run();
-  return (await count()) - before;
-}
-
-async function netInputBytes(): Promise<number> {
-  return Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
+  return (await scriptCalls(redis)) - before;
 }
 
 test('a large tree’s commits travel as splices, and the stored head stays its canonical bytes', async () => {
@@ -129,9 +125,9 @@ test('a large tree’s commits travel as splices, and the stored head stays its 
   assert.ok(size > 2 * checkpointSpacing, `the tree (${size} bytes) is large enough to be hashed in pieces`);
   let previous = await engine.captureTree(root.id);
   for (let accept = 0; accept < 5; accept += 1) {
-    const before = await netInputBytes();
+    const before = await netInputBytes(redis);
     await root.deliverSignals(add());
-    const sent = (await netInputBytes()) - before;
+    const sent = (await netInputBytes(redis)) - before;
     const tree = await engine.captureTree(root.id);
     const edit = tree.editOf(previous.digest);
     assert.ok(edit !== undefined && edit.keptBytes > tree.encodedSize / 2, 'most of the tree is kept');
@@ -154,24 +150,24 @@ test('a splice that does not fit the stored snapshot writes nothing, and the com
   const { engine, root, stored } = await largeTree('splice2');
   const key = headKey('splice2', root.id.toString());
   const bytesKey = snapshotKey('splice2', root.id.toString());
-  const control = await scriptCalls(() => root.deliverSignals(add()));
+  const control = await scriptsDuring(() => root.deliverSignals(add()));
   // The stored bytes are cut short behind the committer's back (the digest still names the full text):
   // they are shorter than what the splice keeps.
   await redis.set(bytesKey, (await stored()).slice(0, 100));
-  assert.equal(await scriptCalls(() => root.deliverSignals(add())), control + 1, 'the splice was sent, refused, and the commit sent again');
+  assert.equal(await scriptsDuring(() => root.deliverSignals(add())), control + 1, 'the splice was sent, refused, and the commit sent again');
   let tree = await engine.captureTree(root.id);
   assert.equal(await stored(), tree.json(), 'the commit went whole after the splice was refused');
   assert.equal(await redis.hget(key, 'digest'), tree.digest.toString());
   // Longer than the spliced result would be: a splice never truncates.
   await redis.append(bytesKey, ' '.repeat(10_000));
-  assert.equal(await scriptCalls(() => root.deliverSignals(add())), control + 1);
+  assert.equal(await scriptsDuring(() => root.deliverSignals(add())), control + 1);
   tree = await engine.captureTree(root.id);
   assert.equal(await stored(), tree.json());
   await root.kill('test done');
   await engine.close();
 });
 
-test('the scripts refuse a malformed splice, and a start sent as a splice, writing nothing', async () => {
+test('the scripts refuse a malformed splice, a tail that does not come to its total, and a start sent as a splice, writing nothing', async () => {
   const { engine, root, stored } = await largeTree('splice3');
   const rootId = root.id.toString();
   const head = headKey('splice3', rootId);
@@ -181,6 +177,10 @@ test('the scripts refuse a malformed splice, and a start sent as a splice, writi
   const keys = [head, factsKey('splice3', rootId), eventsKey('splice3', rootId), snapshotKey('splice3', rootId)];
   const reply = (await runScript(redis, 'commitEffect', keys, ['effect:x', 'sha256:' + '0'.repeat(64), String(BigInt(sequenceText) + 1n), digest, 'sha256:' + '1'.repeat(64), incarnation, '+12,x,tail'])) as unknown[];
   assert.deepEqual(reply, [-4, 'a spliced snapshot is +<kept>,<total>,<tail>']);
+  // Well formed, but its tail does not come to the total it names: refused as stale (sent whole next).
+  const kept = Buffer.byteLength(bytesBefore) - 10;
+  const short = (await runScript(redis, 'commitEffect', keys, ['effect:x', 'sha256:' + '0'.repeat(64), String(BigInt(sequenceText) + 1n), digest, 'sha256:' + '1'.repeat(64), incarnation, `+${kept},${kept + 20},tail`])) as unknown[];
+  assert.deepEqual(short, [-5]);
   const start = (await runScript(redis, 'commitCheckpoint', [headKey('splice3', 'process:other'), factsKey('splice3', 'process:other'), purgedKey('splice3', 'process:other'), eventsKey('splice3', 'process:other'), snapshotKey('splice3', 'process:other')], ['start', 'c', 'sha256:' + '0'.repeat(64), '1', '', 'sha256:' + '1'.repeat(64), incarnation, '+1,1,x'])) as unknown[];
   assert.deepEqual(start, [-4, 'a start sends its snapshot whole']);
   assert.deepEqual(await redis.hgetall(head), before, 'nothing was written');
@@ -199,9 +199,9 @@ test('a tree restored by another writer from its stored head goes on committing 
   const restored = await second.restoreTree(tally, loaded);
   assert.ok(!(await second.captureTree(root.id)).incarnationId.equals(loaded.incarnationId), 'a new incarnation');
   for (let accept = 0; accept < 3; accept += 1) {
-    const before = await netInputBytes();
+    const before = await netInputBytes(redis);
     await restored.deliverSignals(add());
-    const sent = (await netInputBytes()) - before;
+    const sent = (await netInputBytes(redis)) - before;
     const tree = await second.captureTree(root.id);
     assert.equal(await stored(), tree.json());
     // The first commit after the activation goes whole (its tree was not hashed against the activated head's).
