@@ -464,12 +464,9 @@ const maxCarriedEntries = 256;
  */
 function snapshotArgument(snapshot: TreeSnapshot, previous: Digest | undefined): string {
   const edit = previous === undefined ? undefined : snapshot.editOf(previous);
-  if (edit === undefined || edit.keptBytes < minSplicedBytes) return snapshot.json();
+  if (edit === undefined) return snapshot.json();
   return `+${edit.keptBytes},${snapshot.encodedSize},${edit.tail}`;
 }
-
-/** A kept prefix shorter than this is sent anyway: the splice would save less than it costs Redis. */
-const minSplicedBytes = 4096;
 
 /**
  * Best-effort entries wait this long (ms) for a commit to carry them. An effect that settles within
